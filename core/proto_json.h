@@ -1,0 +1,79 @@
+/*
+ * proto_json.h — the JSON HostFileOperation request of the client socket
+ * (DESIGN §3.3) and the checks every JSON line gets before cJSON sees it.
+ */
+#ifndef FSB_PROTO_JSON_H
+#define FSB_PROTO_JSON_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+#include <cJSON.h>
+
+/**
+ * Check a raw JSON line before parsing: valid UTF-8 throughout, no raw NUL,
+ * no `\u0000` escape inside a string (cJSON 1.7.15 would cut the string
+ * there), and no escaped surrogate that is unpaired. Returns 0 or -EINVAL
+ * with *why set.
+ */
+int fsb_json_precheck(const char *line, size_t len, const char **why);
+
+/**
+ * Parse a checked line into a cJSON object. Returns NULL with *why set when
+ * it is not valid JSON or not an object.
+ */
+cJSON *fsb_json_parse_object(const char *line, size_t len, const char **why);
+
+enum fsb_hostop {
+	FSB_HOSTOP_DELETE,
+	FSB_HOSTOP_MKDIR,
+	FSB_HOSTOP_RENAME,
+	FSB_HOSTOP_COPY,
+	FSB_HOSTOP_CHMOD,
+	FSB_HOSTOP_LINK,
+	FSB_HOSTOP_TOUCH,
+};
+
+/** A validated HostFileOperation. Strings are owned by the struct. */
+struct fsb_hostop_req {
+	cJSON *id;		/* a copy of the request's id (any JSON value), or NULL */
+	enum fsb_hostop op;
+	char *path;		/* delete, mkdir, chmod, touch: decoded bytes */
+	char *from, *to;	/* rename, copy, link */
+	bool path_bytes, from_bytes, to_bytes;	/* given as …Bytes: reply in that form */
+	char *session, *tool_call, *trace;	/* NULL when absent */
+	bool delete_trash;	/* deleteMode: "trash" (default) or "unlink" */
+	bool recursive, force, symbolic;
+	bool has_mode;
+	mode_t mode;		/* mkdir, chmod: number, or octal string "0644" */
+};
+
+/**
+ * Validate a parsed HostFileOperation: `command` is "HostFileOperation",
+ * `operation` one of the seven, the path fields it needs are present (as a
+ * string, or as `<field>Bytes` percent-encoded bytes; decoded bytes holding
+ * a NUL are refused), absolute, at most PATH_MAX, and every option has its
+ * type. Returns 0, or -EINVAL with *why set to a sentence naming the field.
+ */
+int fsb_hostop_parse(const cJSON *obj, struct fsb_hostop_req *out,
+		     const char **why);
+
+void fsb_hostop_free(struct fsb_hostop_req *req);
+
+const char *fsb_hostop_name(enum fsb_hostop op);
+
+/**
+ * Add `field` (a path) to a reply: as a JSON string when it is valid UTF-8
+ * and `as_bytes` is false, else as `<field>Bytes` percent-encoded.
+ */
+void fsb_json_add_path(cJSON *reply, const char *field, const char *path,
+		       bool as_bytes);
+
+/** Percent-decode into a new string; NULL on a malformed escape or a NUL. */
+char *fsb_percent_decode(const char *s);
+
+/** True when the NUL-terminated string is valid UTF-8. */
+bool fsb_utf8_valid(const char *s, size_t len);
+
+#endif

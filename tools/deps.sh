@@ -1,0 +1,22 @@
+#!/bin/sh
+# Install the Debian packages fsbroker needs to build and test, or name them.
+# Does nothing when every package is present.
+set -eu
+pkgs="build-essential pkg-config lua5.4 liblua5.4-dev lua-lpeg libuv1-dev \
+libcjson-dev libssl-dev lua-busted libcmocka-dev luarocks"
+missing=""
+for p in $pkgs; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'ok installed' ||
+        missing="$missing $p"
+done
+[ -z "$missing" ] && exit 0
+if [ "$(id -u)" != 0 ]; then
+    echo "fsbroker: missing Debian packages:$missing" >&2
+    echo "fsbroker: run as root: apt-get install$missing" >&2
+    exit 1
+fi
+echo "  DEPS   $missing"
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq
+# shellcheck disable=SC2086
+apt-get install -y -qq --no-install-recommends $missing >/dev/null
