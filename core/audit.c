@@ -1,0 +1,444 @@
+/*
+ * audit.c — the hash-chained JSON-lines audit log and its verifier (see
+ * audit.h). Every line names the SHA-256 of the line before it, so an edited,
+ * removed or reordered line breaks the chain at the next line.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <openssl/evp.h>
+
+#include "audit.h"
+
+#define AUDIT_CHUNK 65536
+
+static const char zero_hash[FSB_SHA256_HEX_LEN + 1] =
+	"0000000000000000000000000000000000000000000000000000000000000000";
+
+struct fsb_audit {
+	int fd;
+	/* Hash of the last complete line: the next record's `prev`. */
+	char head[FSB_SHA256_HEX_LEN + 1];
+	/* A short write left part of a line at the end of the file: the next
+	 * record first ends it with a newline and chains from its hash. */
+	bool torn;
+	char torn_hash[FSB_SHA256_HEX_LEN + 1];
+};
+
+static void hex_encode(const unsigned char *md, char out[FSB_SHA256_HEX_LEN + 1])
+{
+	static const char digits[] = "0123456789abcdef";
+
+	for (int i = 0; i < FSB_SHA256_HEX_LEN / 2; i++) {
+		out[2 * i] = digits[md[i] >> 4];
+		out[2 * i + 1] = digits[md[i] & 0xf];
+	}
+	out[FSB_SHA256_HEX_LEN] = '\0';
+}
+
+static int sha256_hex(const void *data, size_t len, char out[FSB_SHA256_HEX_LEN + 1])
+{
+	unsigned char md[EVP_MAX_MD_SIZE];
+	unsigned int mdlen;
+
+	if (!EVP_Digest(data, len, md, &mdlen, EVP_sha256(), NULL))
+		return -ENOMEM;
+	hex_encode(md, out);
+	return 0;
+}
+
+void fsb_sha256_hex(const void *data, size_t len, char out[FSB_SHA256_HEX_LEN + 1])
+{
+	/* On failure leave a string that can never equal a real hash rather
+	 * than something a chain could be made to match. */
+	if (sha256_hex(data, len, out) < 0)
+		out[0] = '\0';
+}
+
+static ssize_t pread_full(int fd, void *buf, size_t len, off_t off)
+{
+	size_t done = 0;
+
+	while (done < len) {
+		ssize_t n = pread(fd, (char *)buf + done, len - done, off + (off_t)done);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -errno;
+		if (n == 0)
+			return -EIO;	/* the file shrank under us */
+		done += (size_t)n;
+	}
+	return 0;
+}
+
+static int write_full(int fd, const void *buf, size_t len, size_t *written)
+{
+	ssize_t n;
+
+	do
+		n = write(fd, buf, len);
+	while (n < 0 && errno == EINTR);
+	*written = n < 0 ? 0 : (size_t)n;
+	if (n < 0)
+		return -errno;
+	return (size_t)n == len ? 0 : -EIO;
+}
+
+/*
+ * Hash the last line of the first `size` bytes of the file: the bytes after
+ * the last newline before `end`, where `end` drops a final newline. Only the
+ * tail is read, in chunks, so a large log costs one line's worth of I/O.
+ */
+static int tail_hash(int fd, off_t size, char out[FSB_SHA256_HEX_LEN + 1], bool *torn)
+{
+	unsigned char md[EVP_MAX_MD_SIZE];
+	unsigned int mdlen;
+	EVP_MD_CTX *ctx = NULL;
+	char *buf;
+	off_t end, start = 0, pos;
+	char last;
+	int err;
+
+	buf = malloc(AUDIT_CHUNK);
+	if (buf == NULL)
+		return -ENOMEM;
+
+	err = pread_full(fd, &last, 1, size - 1);
+	if (err)
+		goto fail;
+	*torn = last != '\n';
+	end = *torn ? size : size - 1;
+
+	pos = end;
+	while (pos > 0) {
+		size_t n = pos < AUDIT_CHUNK ? (size_t)pos : AUDIT_CHUNK;
+		char *nl;
+
+		pos -= (off_t)n;
+		err = pread_full(fd, buf, n, pos);
+		if (err)
+			goto fail;
+		nl = memrchr(buf, '\n', n);
+		if (nl != NULL) {
+			start = pos + (nl - buf) + 1;
+			break;
+		}
+	}
+
+	ctx = EVP_MD_CTX_new();
+	if (ctx == NULL || !EVP_DigestInit_ex(ctx, EVP_sha256(), NULL)) {
+		err = -ENOMEM;
+		goto fail;
+	}
+	for (pos = start; pos < end;) {
+		size_t n = end - pos < AUDIT_CHUNK ? (size_t)(end - pos) : AUDIT_CHUNK;
+
+		err = pread_full(fd, buf, n, pos);
+		if (err)
+			goto fail;
+		if (!EVP_DigestUpdate(ctx, buf, n)) {
+			err = -ENOMEM;
+			goto fail;
+		}
+		pos += (off_t)n;
+	}
+	if (!EVP_DigestFinal_ex(ctx, md, &mdlen)) {
+		err = -ENOMEM;
+		goto fail;
+	}
+	hex_encode(md, out);
+	err = 0;
+
+fail:
+	EVP_MD_CTX_free(ctx);
+	free(buf);
+	return err;
+}
+
+int fsb_audit_open(const char *path, struct fsb_audit **out)
+{
+	struct fsb_audit *a;
+	struct stat st;
+	bool torn = false;
+	size_t written;
+	int err;
+
+	a = calloc(1, sizeof(*a));
+	if (a == NULL)
+		return -ENOMEM;
+	memcpy(a->head, zero_hash, sizeof(a->head));
+
+	/* O_NOFOLLOW: a symlink planted where the log belongs must not
+	 * redirect the appends into some other file. */
+	a->fd = open(path, O_RDWR | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (a->fd < 0) {
+		err = -errno;
+		goto fail;
+	}
+	if (fstat(a->fd, &st) < 0) {
+		err = -errno;
+		goto fail;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		err = -EINVAL;
+		goto fail;
+	}
+
+	if (st.st_size > 0) {
+		err = tail_hash(a->fd, st.st_size, a->head, &torn);
+		if (err)
+			goto fail;
+		/* A crash mid-write left a partial line. End it here, so the
+		 * next record cannot glue onto it: the chain then continues
+		 * from the partial line, which stays covered by the hashes, and
+		 * verify reports it as the one broken line. */
+		if (torn) {
+			err = write_full(a->fd, "\n", 1, &written);
+			if (err)
+				goto fail;
+		}
+	}
+
+	*out = a;
+	return 0;
+
+fail:
+	if (a->fd >= 0)
+		close(a->fd);
+	free(a);
+	return err;
+}
+
+static int add_time(cJSON *record)
+{
+	struct timespec ts;
+	struct tm tm;
+	char buf[64];
+	size_t n;
+
+	if (cJSON_GetObjectItemCaseSensitive(record, "time") != NULL)
+		return 0;
+	if (clock_gettime(CLOCK_REALTIME, &ts) < 0)
+		return -errno;
+	if (gmtime_r(&ts.tv_sec, &tm) == NULL)
+		return -EOVERFLOW;
+	n = strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%S", &tm);
+	if (n == 0)
+		return -EOVERFLOW;
+	snprintf(buf + n, sizeof(buf) - n, ".%03ldZ", ts.tv_nsec / 1000000);
+	if (cJSON_AddStringToObject(record, "time", buf) == NULL)
+		return -ENOMEM;
+	return 0;
+}
+
+int fsb_audit_write(struct fsb_audit *a, cJSON *record)
+{
+	const char *prev = a->torn ? a->torn_hash : a->head;
+	char hash[FSB_SHA256_HEX_LEN + 1];
+	char *json = NULL, *line = NULL;
+	size_t jlen, off, len, written;
+	int err;
+
+	if (!cJSON_IsObject(record))
+		return -EINVAL;
+	err = add_time(record);
+	if (err)
+		return err;
+
+	/* `prev` is the core's to set, and goes last: drop any the caller
+	 * put in, under that exact name. */
+	while (cJSON_GetObjectItemCaseSensitive(record, "prev") != NULL)
+		cJSON_DeleteItemFromObjectCaseSensitive(record, "prev");
+	if (cJSON_AddStringToObject(record, "prev", prev) == NULL)
+		return -ENOMEM;
+
+	json = cJSON_PrintUnformatted(record);
+	if (json == NULL)
+		return -ENOMEM;
+	jlen = strlen(json);
+	/* One record is one line: a raw item carrying a newline would let a
+	 * record forge a line of its own. */
+	if (memchr(json, '\n', jlen) != NULL) {
+		err = -EINVAL;
+		goto fail;
+	}
+	err = sha256_hex(json, jlen, hash);
+	if (err)
+		goto fail;
+
+	off = a->torn ? 1 : 0;
+	len = off + jlen + 1;
+	line = malloc(len);
+	if (line == NULL) {
+		err = -ENOMEM;
+		goto fail;
+	}
+	line[0] = '\n';
+	memcpy(line + off, json, jlen);
+	line[len - 1] = '\n';
+
+	/* One write(2) on an O_APPEND fd: the record lands whole at the end
+	 * or, on a short write, leaves a partial line that the next record
+	 * ends before it starts. */
+	err = write_full(a->fd, line, len, &written);
+	if (err) {
+		if (off == 1 && written >= 1) {
+			/* The newline went out: the earlier partial line is now
+			 * a complete line, and the chain goes through it. */
+			memcpy(a->head, a->torn_hash, sizeof(a->head));
+			a->torn = false;
+		}
+		if (written > off) {
+			fsb_sha256_hex(line + off, written - off, a->torn_hash);
+			a->torn = true;
+		}
+		goto fail;
+	}
+	memcpy(a->head, hash, sizeof(a->head));
+	a->torn = false;
+
+fail:
+	free(line);
+	cJSON_free(json);
+	return err;
+}
+
+const char *fsb_audit_head(const struct fsb_audit *a)
+{
+	return a->head;
+}
+
+int fsb_audit_sync(struct fsb_audit *a)
+{
+	if (fsync(a->fd) < 0)
+		return -errno;
+	return 0;
+}
+
+void fsb_audit_close(struct fsb_audit *a)
+{
+	if (a == NULL)
+		return;
+	close(a->fd);
+	free(a);
+}
+
+static void say(FILE *report, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static void say(FILE *report, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (report == NULL)
+		return;
+	va_start(ap, fmt);
+	vfprintf(report, fmt, ap);
+	va_end(ap);
+}
+
+/* The `prev` string of a line, or NULL when the line is not a JSON object
+ * with one. The whole line must be the object: no NUL, nothing after it. */
+static cJSON *parse_line(const char *line, size_t len, const char **prev)
+{
+	cJSON *obj, *item;
+
+	*prev = NULL;
+	if (strlen(line) != len)
+		return NULL;
+	obj = cJSON_ParseWithOpts(line, NULL, 1);
+	if (obj == NULL)
+		return NULL;
+	item = cJSON_IsObject(obj) ? cJSON_GetObjectItemCaseSensitive(obj, "prev") : NULL;
+	if (!cJSON_IsString(item)) {
+		cJSON_Delete(obj);
+		return NULL;
+	}
+	*prev = item->valuestring;
+	return obj;
+}
+
+int fsb_audit_verify(const char *path, const char *expect_head, FILE *report)
+{
+	char last[FSB_SHA256_HEX_LEN + 1], hash[FSB_SHA256_HEX_LEN + 1];
+	char *line = NULL;
+	size_t cap = 0;
+	unsigned long lineno = 0;
+	bool bad = false, found;
+	ssize_t n;
+	FILE *fp;
+	int err;
+
+	fp = fopen(path, "re");
+	if (fp == NULL)
+		return -errno;
+
+	memcpy(last, zero_hash, sizeof(last));
+	/* A cycle sealed before the first line has the empty chain's head. */
+	found = expect_head == NULL || strcasecmp(expect_head, zero_hash) == 0;
+
+	while ((n = getline(&line, &cap, fp)) >= 0) {
+		bool ended = n > 0 && line[n - 1] == '\n';
+		const char *prev;
+		cJSON *obj;
+
+		lineno++;
+		if (ended)
+			line[--n] = '\0';
+
+		obj = parse_line(line, (size_t)n, &prev);
+		if (obj == NULL) {
+			say(report, "line %lu: not a JSON object with a string field 'prev'\n",
+				lineno);
+			bad = true;
+		} else if (strcmp(prev, last) != 0) {
+			if (lineno == 1)
+				say(report, "line 1: prev is not 64 zeros (the first line was "
+					"edited or lines before it were removed)\n");
+			else
+				say(report, "line %lu: prev does not match line %lu (a line was "
+					"edited, removed or reordered)\n", lineno, lineno - 1);
+			bad = true;
+		}
+		cJSON_Delete(obj);
+
+		if (!ended) {
+			say(report, "line %lu: not ended by a newline (a write was cut short)\n",
+				lineno);
+			bad = true;
+		}
+
+		err = sha256_hex(line, (size_t)n, hash);
+		if (err)
+			goto fail;
+		if (!found && strcasecmp(hash, expect_head) == 0)
+			found = true;
+		memcpy(last, hash, sizeof(last));
+	}
+	if (!feof(fp)) {
+		err = errno ? -errno : -EIO;
+		goto fail;
+	}
+
+	if (!found) {
+		say(report, "the head hash recorded by a sealed cycle is not in the log "
+			"(the log was truncated or rewritten)\n");
+		bad = true;
+	}
+	err = bad ? 1 : 0;
+
+fail:
+	free(line);
+	fclose(fp);
+	return err;
+}

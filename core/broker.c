@@ -1,0 +1,381 @@
+/*
+ * broker.c — the core's state and the decision path every request takes
+ * (see broker.h). Read top to bottom: fsb_broker_decide() is the pipeline.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "broker.h"
+#include "log.h"
+
+bool fsb_id_valid(const char *id)
+{
+	size_t n = strlen(id);
+
+	if (n == 0 || n > 128 || id[0] == '.')
+		return false;
+	for (const char *p = id; *p; p++)
+		if (!(*p == '.' || *p == '_' || *p == '-' || *p == ':' ||
+		      (*p >= '0' && *p <= '9') || (*p >= 'a' && *p <= 'z') ||
+		      (*p >= 'A' && *p <= 'Z')))
+			return false;
+	return true;
+}
+
+const char *fsb_errno_name(int errnum)
+{
+	const char *name = strerrorname_np(errnum);
+
+	return name != NULL ? name : "EIO";
+}
+
+enum fsb_resolve_strategy fsb_strategy_for_op(enum fsb_op op)
+{
+	switch (op) {
+	case FSB_OP_DELETE:
+	case FSB_OP_RENAME_FROM:
+	case FSB_OP_RENAME_TO:
+	case FSB_OP_MKDIR:
+	case FSB_OP_SYMLINK:
+		return FSB_RESOLVE_THROUGH_PARENT;
+	case FSB_OP_CHMOD:
+	case FSB_OP_CHOWN:
+	case FSB_OP_UTIMES:
+	case FSB_OP_XATTR:
+	case FSB_OP_LINK:
+		return FSB_RESOLVE_EXISTING;
+	default:
+		return FSB_RESOLVE_EXISTING_OR_CREATABLE;
+	}
+}
+
+/* Create `dir` 0700 if missing (its parents with 0700 too); refuse one that
+ * is a symlink, not ours, or open to others: everything the core keeps
+ * there is private to the user. */
+static int ensure_private_dir(const char *dir, char *err, size_t errlen)
+{
+	char tmp[PATH_MAX];
+	struct stat st;
+
+	snprintf(tmp, sizeof(tmp), "%s", dir);
+	for (char *p = tmp + 1; *p; p++) {
+		if (*p != '/')
+			continue;
+		*p = '\0';
+		if (mkdir(tmp, 0700) < 0 && errno != EEXIST) {
+			snprintf(err, errlen, "cannot create %s: %s", tmp, strerror(errno));
+			return -errno;
+		}
+		*p = '/';
+	}
+	if (mkdir(dir, 0700) < 0 && errno != EEXIST) {
+		snprintf(err, errlen, "cannot create %s: %s", dir, strerror(errno));
+		return -errno;
+	}
+	if (lstat(dir, &st) < 0) {
+		snprintf(err, errlen, "cannot inspect %s: %s", dir, strerror(errno));
+		return -errno;
+	}
+	if (!S_ISDIR(st.st_mode) || st.st_uid != getuid() || (st.st_mode & 077) != 0) {
+		snprintf(err, errlen, "%s must be a directory owned by you with mode 0700 "
+			 "(it is %s, owner %u, mode %04o): fix it or choose another",
+			 dir, S_ISDIR(st.st_mode) ? "a directory" : "not a directory",
+			 (unsigned)st.st_uid, (unsigned)(st.st_mode & 07777));
+		return -EPERM;
+	}
+	return 0;
+}
+
+/* Protect the files of the loaded pack, and warn about any that a sandboxed
+ * command could otherwise have rewritten. */
+static void protect_pack_files(struct fsb_broker *b)
+{
+	fsb_protected_drop_pack(&b->protected);
+	for (size_t i = 0; i < fsb_policy_nfiles(b->policy); i++) {
+		const char *f = fsb_policy_file(b->policy, i);
+
+		fsb_protected_add(&b->protected, f, FSB_PROTECT_READONLY, "pack file", true);
+		if ((b->cfg.workspace[0] && fsb_path_within(f, b->cfg.workspace)) ||
+		    fsb_path_within(f, b->cfg.tmp))
+			fsb_warn("pack file %s lies in a tree sandboxed commands may modify; "
+				 "the core protects it, but keep packs outside the workspace", f);
+	}
+}
+
+static int load_policy(struct fsb_broker *b, struct fsb_policy **out, char *err, size_t errlen)
+{
+	const char *dirs[FSB_MAX_RULES_DIRS + 1] = { 0 };
+	struct fsb_policy_opts o = {
+		.luadir = b->cfg.luadir,
+		.pack = b->cfg.pack,
+		.rules_dirs = dirs,
+		.workspace = b->cfg.workspace[0] ? b->cfg.workspace : NULL,
+		.home = b->cfg.home,
+		.tmp = b->cfg.tmp,
+		.state = b->cfg.state_dir[0] ? b->cfg.state_dir : NULL,
+		.limits = &b->cfg.limits,
+	};
+
+	for (int i = 0; i < b->cfg.nrules_dirs; i++)
+		dirs[i] = b->cfg.rules_dirs[i];
+	return fsb_policy_load(&o, out, err, errlen);
+}
+
+int fsb_broker_init(struct fsb_broker *b, uv_loop_t *loop,
+		    const struct fsb_broker_config *cfg, char *err, size_t errlen)
+{
+	char exe[PATH_MAX], audit_dir[PATH_MAX + 8];
+	int rc;
+
+	memset(b, 0, sizeof(*b));
+	b->loop = loop;
+	b->cfg = *cfg;
+	b->rootfd = -1;
+	b->started_ms = loop != NULL ? uv_now(loop) : 0;
+	b->prompts = calloc(1, sizeof(*b->prompts));
+	if (b->prompts == NULL) {
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	b->rootfd = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (b->rootfd < 0) {
+		snprintf(err, errlen, "cannot open /: %s", strerror(errno));
+		return -errno;
+	}
+	if (cfg->state_dir[0] && !cfg->one_shot) {
+		if ((rc = ensure_private_dir(cfg->state_dir, err, errlen)) < 0)
+			return rc;
+		snprintf(audit_dir, sizeof(audit_dir), "%s/audit", cfg->state_dir);
+		if ((rc = ensure_private_dir(audit_dir, err, errlen)) < 0)
+			return rc;
+		fsb_protected_add(&b->protected, cfg->state_dir, FSB_PROTECT_HIDDEN,
+				  "state dir", false);
+	}
+	for (int i = 0; i < cfg->nrules_dirs; i++)
+		fsb_protected_add(&b->protected, cfg->rules_dirs[i], FSB_PROTECT_READONLY,
+				  "rules dir", false);
+	fsb_protected_add(&b->protected, cfg->luadir, FSB_PROTECT_READONLY,
+			  "policy engine dir", false);
+	if (realpath("/proc/self/exe", exe) != NULL)
+		fsb_protected_add(&b->protected, exe, FSB_PROTECT_READONLY,
+				  "fsbroker binary", false);
+
+	if ((rc = load_policy(b, &b->policy, err, errlen)) < 0)
+		return rc;
+	protect_pack_files(b);
+	return 0;
+}
+
+void fsb_broker_free(struct fsb_broker *b)
+{
+	for (int i = 0; i < b->naudits; i++)
+		fsb_audit_close(b->audits[i].audit);
+	b->naudits = 0;
+	fsb_policy_free(b->policy);
+	b->policy = NULL;
+	fsb_protected_free(&b->protected);
+	if (b->prompts != NULL)
+		fsb_prompts_free(b->prompts);
+	free(b->prompts);
+	b->prompts = NULL;
+	if (b->rootfd >= 0)
+		close(b->rootfd);
+	b->rootfd = -1;
+}
+
+int fsb_broker_reload(struct fsb_broker *b, const char *trigger, char *err, size_t errlen)
+{
+	struct fsb_policy *fresh = NULL;
+	cJSON *rec;
+	int rc;
+
+	rc = load_policy(b, &fresh, err, errlen);
+	if (rc == 0 && fsb_policy_move_approvals(b->policy, fresh) < 0) {
+		snprintf(err, errlen, "the new pack refused the approvals of the old one");
+		fsb_policy_free(fresh);
+		rc = -EINVAL;
+	}
+	rec = cJSON_CreateObject();
+	cJSON_AddStringToObject(rec, "phase", "policy-reload");
+	cJSON_AddStringToObject(rec, "trigger", trigger);
+	cJSON_AddStringToObject(rec, "pack", b->cfg.pack);
+	cJSON_AddBoolToObject(rec, "ok", rc == 0);
+	if (rc < 0) {
+		b->stats.reload_failures++;
+		cJSON_AddStringToObject(rec, "error", err);
+		fsb_error("reload (%s) failed, the previous pack keeps serving: %s", trigger, err);
+	} else {
+		/* Decisions are synchronous on the loop: no request holds the old
+		 * state now, so it can go at once. */
+		fsb_policy_free(b->policy);
+		b->policy = fresh;
+		protect_pack_files(b);
+		b->stats.reloads++;
+		fsb_info("reloaded pack %s (%s)", fsb_policy_name(fresh), trigger);
+	}
+	for (int i = 0; i < b->naudits; i++)
+		fsb_audit_write(b->audits[i].audit, rec);
+	cJSON_Delete(rec);
+	return rc;
+}
+
+static void deny_protected(struct fsb_access *d, const struct fsb_protected_entry *e)
+{
+	struct fsb_verdict *v = &d->verdict;
+
+	memset(v, 0, sizeof(*v));
+	v->decision = FSB_DENY;
+	snprintf(v->rule, sizeof(v->rule), "protected %s", e->what);
+	snprintf(v->reason, sizeof(v->reason), "%s lies in fsbroker's %s %s, which no pack can open",
+		 d->resolve_err == 0 ? d->res.path : d->normalised, e->what, e->path);
+	snprintf(v->hint, sizeof(v->hint), "nothing in a pack changes this");
+	d->errnum = EACCES;
+}
+
+void fsb_broker_decide(struct fsb_broker *b, struct fsb_access *d)
+{
+	const struct fsb_protected_entry *prot;
+	struct fsb_policy_req req;
+	int rc;
+
+	memset(&d->verdict, 0, sizeof(d->verdict));
+	d->prompt = NULL;
+	d->errnum = 0;
+	d->resolve_err = 0;
+	d->res.exists = false;
+	d->res.path[0] = '\0';
+
+	/* 1. The path as asked, lexically; over-long ones go no further. */
+	if (strnlen(d->requested, PATH_MAX) >= PATH_MAX ||
+	    (rc = fsb_path_lexical(d->requested, d->normalised)) == -ENAMETOOLONG) {
+		snprintf(d->normalised, sizeof(d->normalised), "(too long)");
+		d->verdict.decision = FSB_DENY;
+		snprintf(d->verdict.rule, sizeof(d->verdict.rule), "path too long");
+		snprintf(d->verdict.reason, sizeof(d->verdict.reason),
+			 "the path is longer than PATH_MAX (%d bytes)", PATH_MAX);
+		d->errnum = ENAMETOOLONG;
+		return;
+	}
+	if (rc < 0) {
+		d->verdict.decision = FSB_DENY;
+		snprintf(d->verdict.rule, sizeof(d->verdict.rule), "invalid path");
+		snprintf(d->verdict.reason, sizeof(d->verdict.reason), "the path must be absolute");
+		d->errnum = EINVAL;
+		return;
+	}
+
+	/* 2. The real path, in the requester's view. A write to a name that
+	 * does not exist yet is a create. */
+	d->resolve_err = fsb_resolve(b->rootfd, d->requested, d->strategy, &d->res);
+	if (d->op == FSB_OP_WRITE && d->resolve_err == 0 && !d->res.exists)
+		d->op = FSB_OP_CREATE;
+	else if (d->op == FSB_OP_CREATE && d->resolve_err == 0 && d->res.exists)
+		d->op = FSB_OP_WRITE;
+
+	/* 3. Protected paths, on both names, before any Lua runs. */
+	prot = fsb_protected_match(&b->protected, d->normalised, d->op);
+	if (prot == NULL && d->resolve_err == 0)
+		prot = fsb_protected_match(&b->protected, d->res.path, d->op);
+	if (prot != NULL) {
+		deny_protected(d, prot);
+		return;
+	}
+
+	/* 4. The pack. It judges the real path and the requested one; the
+	 * stricter verdict wins. When resolution failed it judges what was
+	 * asked, so a denied path answers EACCES whether or not it exists. */
+	memset(&req, 0, sizeof(req));
+	req.op = d->op;
+	req.path = d->resolve_err == 0 ? d->res.path : d->normalised;
+	req.requested = d->requested;
+	req.exists = d->resolve_err == 0 && d->res.exists;
+	if (req.exists) {
+		req.dev = d->res.st.st_dev;
+		req.ino = d->res.st.st_ino;
+		req.nlink = d->res.st.st_nlink;
+	}
+	req.session = d->session;
+	req.tool_call = d->tool_call;
+	req.pid = d->pid;
+	req.uid = d->uid;
+	fsb_policy_evaluate(b->policy, &req, &d->verdict);
+	if (strcmp(d->verdict.rule, "policy error") == 0)
+		b->stats.policy_errors++;
+
+	/* 5. What to answer. */
+	switch (d->verdict.decision) {
+	case FSB_ALLOW:
+		d->errnum = d->resolve_err < 0 ? -d->resolve_err : 0;
+		break;
+	case FSB_ASK:
+		d->errnum = EACCES;
+		if (b->prompts != NULL)
+			d->prompt = fsb_prompts_record(b->prompts, d->op, req.path, d->requested,
+						       req.exists, req.dev, req.ino, d->verdict.rule,
+						       d->session, d->tool_call);
+		break;
+	default:
+		d->errnum = d->verdict.rule[0] && strcmp(d->verdict.rule, "path too long") == 0
+				    ? ENAMETOOLONG : EACCES;
+	}
+}
+
+cJSON *fsb_access_audit_record(const struct fsb_access *d, const char *phase)
+{
+	cJSON *o = cJSON_CreateObject();
+
+	cJSON_AddStringToObject(o, "phase", phase);
+	cJSON_AddStringToObject(o, "session", d->session ? d->session : "");
+	cJSON_AddStringToObject(o, "toolCallId", d->tool_call ? d->tool_call : "");
+	cJSON_AddStringToObject(o, "op", fsb_op_name(d->op));
+	cJSON_AddStringToObject(o, "path", d->requested);
+	cJSON_AddStringToObject(o, "normalisedPath",
+				d->resolve_err == 0 ? d->res.path : d->normalised);
+	cJSON_AddStringToObject(o, "decision", fsb_decision_name(d->verdict.decision));
+	cJSON_AddStringToObject(o, "rule", d->verdict.rule);
+	if (d->verdict.reason[0])
+		cJSON_AddStringToObject(o, "reason", d->verdict.reason);
+	if (d->prompt != NULL)
+		cJSON_AddStringToObject(o, "blockId", d->prompt->id);
+	if (d->errnum != 0)
+		cJSON_AddStringToObject(o, "errno", fsb_errno_name(d->errnum));
+	return o;
+}
+
+static struct fsb_audit *audit_for(struct fsb_broker *b, const char *session)
+{
+	char path[PATH_MAX + 200];
+	struct fsb_audit *a;
+	int rc;
+
+	for (int i = 0; i < b->naudits; i++)
+		if (strcmp(b->audits[i].session, session) == 0)
+			return b->audits[i].audit;
+	if (!b->cfg.state_dir[0] || b->cfg.one_shot || !fsb_id_valid(session) ||
+	    b->naudits == (int)(sizeof(b->audits) / sizeof(b->audits[0])))
+		return NULL;
+	snprintf(path, sizeof(path), "%s/audit/%s.jsonl", b->cfg.state_dir, session);
+	if ((rc = fsb_audit_open(path, &a)) < 0) {
+		fsb_error("cannot open the audit log %s: %s", path, strerror(-rc));
+		return NULL;
+	}
+	snprintf(b->audits[b->naudits].session, sizeof(b->audits[0].session), "%s", session);
+	b->audits[b->naudits++].audit = a;
+	return a;
+}
+
+int fsb_broker_audit(struct fsb_broker *b, const char *session, cJSON *rec)
+{
+	struct fsb_audit *a = audit_for(b, session);
+	int rc = a != NULL ? fsb_audit_write(a, rec) : -EIO;
+
+	if (rc < 0)
+		fsb_error("audit line for session %s not written: %s", session, strerror(-rc));
+	cJSON_Delete(rec);
+	return rc;
+}

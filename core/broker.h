@@ -1,0 +1,128 @@
+/*
+ * broker.h — the core's state and its one decision path (DESIGN §1):
+ * requested path → resolve → protected paths → Lua policy → approvals and
+ * prompt blocks → audit. The socket front ends (serve_text.c, serve_json.c),
+ * the control channel and `fsbroker check` all decide through here.
+ */
+#ifndef FSB_BROKER_H
+#define FSB_BROKER_H
+
+#include <limits.h>
+#include <stdbool.h>
+
+#include <cJSON.h>
+#include <uv.h>
+
+#include "audit.h"
+#include "op.h"
+#include "policy.h"
+#include "prompts.h"
+#include "protected.h"
+#include "resolve.h"
+
+#define FSB_MAX_RULES_DIRS 4
+
+struct fsb_broker_config {
+	char luadir[PATH_MAX];		/* holds policy/ and rules/ */
+	char pack[PATH_MAX];		/* the top pack file, real */
+	char rules_dirs[FSB_MAX_RULES_DIRS][PATH_MAX];
+	int nrules_dirs;
+	char workspace[PATH_MAX];	/* "" when not given */
+	char home[PATH_MAX], tmp[PATH_MAX];
+	char state_dir[PATH_MAX];
+	bool one_shot;			/* `fsbroker check`: create nothing, audit nothing */
+	struct fsb_lua_limits limits;
+};
+
+/** Who a connection speaks for (DESIGN §3.0), fixed when it is accepted. */
+struct fsb_scope {
+	char session[129];
+	char tool_call[129];	/* "" = any tool call of the session */
+};
+
+struct fsb_stats {
+	unsigned long requests, allowed, denied, asked, errors;
+	unsigned long fds_granted, connections, connections_refused;
+	unsigned long reloads, reload_failures, policy_errors;
+};
+
+struct fsb_session_audit {
+	char session[129];
+	struct fsb_audit *audit;
+};
+
+struct fsb_broker {
+	uv_loop_t *loop;
+	struct fsb_broker_config cfg;
+	struct fsb_policy *policy;
+	struct fsb_protected protected;
+	struct fsb_prompts *prompts;
+	struct fsb_session_audit audits[16];
+	int naudits;
+	int rootfd;		/* "/" of the core's own view */
+	struct fsb_stats stats;
+	uint64_t started_ms;
+};
+
+/** One access to decide, and what was decided. */
+struct fsb_access {
+	/* in */
+	enum fsb_op op;
+	const char *requested;
+	enum fsb_resolve_strategy strategy;
+	const char *session, *tool_call;
+	pid_t pid;
+	uid_t uid;
+	/* out */
+	char normalised[PATH_MAX];	/* lexical form of `requested` */
+	struct fsb_resolved res;	/* valid when resolve_err == 0 */
+	int resolve_err;		/* -errno from resolution, or 0 */
+	struct fsb_verdict verdict;
+	const struct fsb_prompt *prompt;	/* when verdict is ask */
+	int errnum;		/* errno to answer a deny with */
+};
+
+/** True for a usable session or tool-call id: [A-Za-z0-9._:-]{1,128}, no leading '.'. */
+bool fsb_id_valid(const char *id);
+
+/**
+ * Set up: the state dir (created 0700, refused if it is not the user's and
+ * 0700), the protected paths, and the first pack. `loop` may be NULL for a
+ * one-shot use such as `fsbroker check`, which also has no state dir.
+ * Returns 0, or a negative value with a sentence in `err`.
+ */
+int fsb_broker_init(struct fsb_broker *b, uv_loop_t *loop,
+		    const struct fsb_broker_config *cfg, char *err, size_t errlen);
+
+void fsb_broker_free(struct fsb_broker *b);
+
+/**
+ * Load the pack again. On success the new pack serves from the next request
+ * on, with the approvals carried over; on failure the old one keeps serving
+ * and `err` says why (file and line or field). Audited either way.
+ */
+int fsb_broker_reload(struct fsb_broker *b, const char *trigger, char *err, size_t errlen);
+
+/** Decide one access (fills the out fields of `d`). Never fails open. */
+void fsb_broker_decide(struct fsb_broker *b, struct fsb_access *d);
+
+/**
+ * A new audit record for `d`: phase, session, toolCallId, op, path,
+ * normalisedPath, decision, rule, reason (the caller adds fields and writes
+ * it with fsb_broker_audit).
+ */
+cJSON *fsb_access_audit_record(const struct fsb_access *d, const char *phase);
+
+/**
+ * Append a record to the session's audit log (takes ownership of `rec`).
+ * 0 or -errno; a request whose line could not be written is refused.
+ */
+int fsb_broker_audit(struct fsb_broker *b, const char *session, cJSON *rec);
+
+/** How an op's path is resolved (DESIGN §5). */
+enum fsb_resolve_strategy fsb_strategy_for_op(enum fsb_op op);
+
+/** The errno name for a reply ("EACCES"). */
+const char *fsb_errno_name(int errnum);
+
+#endif

@@ -1,0 +1,155 @@
+/*
+ * cli_check.c — `fsbroker check`: the verdict a pack gives for paths, the
+ * deciding rule, and what would change it (DESIGN §4.2). The decision is the
+ * core's own (fsb_broker_decide), run once with nothing created or audited.
+ */
+#include <getopt.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "broker.h"
+#include "cli.h"
+#include "config.h"
+#include "proto_json.h"
+
+static const char usage[] =
+	"usage: fsbroker check --rules PACK [--workspace DIR] [--json] --op OP PATH...\n"
+	"exit: 0 allow, 1 deny, 3 ask (the strictest over all paths), 2 usage or pack error\n";
+
+static int exit_for(enum fsb_decision d)
+{
+	return d == FSB_DENY ? 1 : d == FSB_ASK ? 3 : 0;
+}
+
+static void print_text(const struct fsb_access *a)
+{
+	printf("%-5s %s %s\n", fsb_decision_name(a->verdict.decision), fsb_op_name(a->op),
+	       a->requested);
+	printf("      rule: %s\n", a->verdict.rule);
+	if (a->resolve_err == 0 && strcmp(a->res.path, a->normalised) != 0)
+		printf("      real path: %s\n", a->res.path);
+	if (a->verdict.reason[0])
+		printf("      why: %s\n", a->verdict.reason);
+	if (a->verdict.hint[0])
+		printf("      to change it: %s\n", a->verdict.hint);
+}
+
+static cJSON *to_json(const struct fsb_access *a)
+{
+	cJSON *o = cJSON_CreateObject();
+
+	fsb_json_add_path(o, "path", a->requested, false);
+	fsb_json_add_path(o, "normalisedPath", a->resolve_err == 0 ? a->res.path : a->normalised,
+			  false);
+	cJSON_AddStringToObject(o, "op", fsb_op_name(a->op));
+	cJSON_AddStringToObject(o, "decision", fsb_decision_name(a->verdict.decision));
+	cJSON_AddStringToObject(o, "rule", a->verdict.rule);
+	cJSON_AddStringToObject(o, "reason", a->verdict.reason);
+	cJSON_AddStringToObject(o, "hint", a->verdict.hint);
+	return o;
+}
+
+int fsb_cli_check(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "rules", required_argument, NULL, 'r' },
+		{ "workspace", required_argument, NULL, 'w' },
+		{ "op", required_argument, NULL, 'o' },
+		{ "json", no_argument, NULL, 'j' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	const char *rules = NULL, *workspace = NULL, *opname = "read";
+	struct fsb_broker_config cfg;
+	struct fsb_broker b;
+	enum fsb_op op;
+	bool json = false;
+	int c, status = 0;
+	char err[2048], state[PATH_MAX];
+	cJSON *results = NULL;
+
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+		switch (c) {
+		case 'r':
+			rules = optarg;
+			break;
+		case 'w':
+			workspace = optarg;
+			break;
+		case 'o':
+			opname = optarg;
+			break;
+		case 'j':
+			json = true;
+			break;
+		case 'h':
+			fputs(usage, stdout);
+			return 0;
+		default:
+			fputs(usage, stderr);
+			return 2;
+		}
+	}
+	if (optind == argc) {
+		fprintf(stderr, "fsbroker check: no path given\n%s", usage);
+		return 2;
+	}
+	if (fsb_op_parse(opname, &op) < 0) {
+		fprintf(stderr, "fsbroker check: unknown op '%s' (read, write, create, delete, "
+			"rename-from, rename-to, mkdir, link, symlink, chmod, chown, utimes, "
+			"xattr, touch)\n", opname);
+		return 2;
+	}
+	fsb_default_state_dir(state, sizeof(state));
+	if (fsb_config_build(&cfg, rules, workspace, state, err, sizeof(err)) < 0) {
+		fprintf(stderr, "fsbroker check: %s\n", err);
+		return 2;
+	}
+	cfg.one_shot = true;
+	if (fsb_broker_init(&b, NULL, &cfg, err, sizeof(err)) < 0) {
+		fprintf(stderr, "fsbroker check: %s\n", err);
+		fsb_broker_free(&b);
+		return 2;
+	}
+	if (json)
+		results = cJSON_CreateArray();
+	for (int i = optind; i < argc; i++) {
+		char abs[PATH_MAX * 2], cwd[PATH_MAX];
+		struct fsb_access a;
+
+		/* Operators may name paths relative to where they stand. */
+		if (argv[i][0] != '/' && getcwd(cwd, sizeof(cwd)) != NULL)
+			snprintf(abs, sizeof(abs), "%s/%s", cwd, argv[i]);
+		else
+			snprintf(abs, sizeof(abs), "%s", argv[i]);
+		memset(&a, 0, sizeof(a));
+		a.op = op;
+		a.requested = abs;
+		a.strategy = fsb_strategy_for_op(op);
+		a.session = "check";
+		a.tool_call = "";
+		a.pid = getpid();
+		a.uid = getuid();
+		fsb_broker_decide(&b, &a);
+		if (json)
+			cJSON_AddItemToArray(results, to_json(&a));
+		else
+			print_text(&a);
+		/* deny over ask over allow */
+		if (exit_for(a.verdict.decision) == 1 || (status == 0 && exit_for(a.verdict.decision) == 3))
+			status = exit_for(a.verdict.decision);
+	}
+	if (json) {
+		char *s = cJSON_Print(results);
+
+		puts(s);
+		free(s);
+		cJSON_Delete(results);
+	}
+	fsb_broker_free(&b);
+	return status;
+}

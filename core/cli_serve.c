@@ -1,0 +1,190 @@
+/*
+ * cli_serve.c — `fsbroker serve`: the core as a long-running process for an
+ * agent host. Clients connect to --socket; the host speaks the control
+ * protocol on stdin/stdout; SIGHUP and pack edits reload; SIGTERM, SIGINT,
+ * Shutdown or EOF on stdin stop it.
+ */
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "config.h"
+#include "control.h"
+#include "log.h"
+#include "server.h"
+#include "watch.h"
+
+static const char usage[] =
+	"usage: fsbroker serve --socket PATH --session ID [--rules PACK] [--state-dir DIR]\n"
+	"                      [--workspace DIR]\n";
+
+struct serve {
+	uv_loop_t loop;
+	struct fsb_broker broker;
+	struct fsb_server server;
+	struct fsb_control control;
+	bool control_up;
+	struct fsb_watch watch;
+	uv_signal_t sigterm, sigint;
+	bool stopping;
+};
+
+static void on_closed(uv_handle_t *h)
+{
+	(void)h;
+}
+
+static void stop(struct serve *s)
+{
+	if (s->stopping)
+		return;
+	s->stopping = true;
+	fsb_info("shutting down");
+	fsb_server_close(&s->server);
+	fsb_watch_close(&s->watch);
+	if (s->control_up)
+		fsb_chan_close_after_flush(&s->control.chan);
+	uv_close((uv_handle_t *)&s->sigterm, on_closed);
+	uv_close((uv_handle_t *)&s->sigint, on_closed);
+}
+
+static void on_control_shutdown(struct fsb_control *ctl)
+{
+	stop(ctl->data);
+}
+
+static void on_stop_signal(uv_signal_t *h, int signum)
+{
+	(void)signum;
+	stop(h->data);
+}
+
+int fsb_cli_serve(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "socket", required_argument, NULL, 's' },
+		{ "session", required_argument, NULL, 'S' },
+		{ "rules", required_argument, NULL, 'r' },
+		{ "state-dir", required_argument, NULL, 'd' },
+		{ "workspace", required_argument, NULL, 'w' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	const char *socket_path = NULL, *session = NULL, *rules = NULL;
+	const char *state_dir = NULL, *workspace = NULL;
+	struct fsb_broker_config cfg;
+	struct fsb_scope scope;
+	char err[2048], state[PATH_MAX];
+	struct serve *s;
+	int c, rc = 1;
+
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+		switch (c) {
+		case 's':
+			socket_path = optarg;
+			break;
+		case 'S':
+			session = optarg;
+			break;
+		case 'r':
+			rules = optarg;
+			break;
+		case 'd':
+			state_dir = optarg;
+			break;
+		case 'w':
+			workspace = optarg;
+			break;
+		case 'h':
+			fputs(usage, stdout);
+			return 0;
+		default:
+			fputs(usage, stderr);
+			return 2;
+		}
+	}
+	if (socket_path == NULL || session == NULL || optind != argc) {
+		fputs(usage, stderr);
+		return 2;
+	}
+	if (!fsb_id_valid(session)) {
+		fprintf(stderr, "fsbroker serve: session id '%s' must be 1-128 characters of "
+			"A-Z a-z 0-9 . _ : - and not start with '.'\n", session);
+		return 2;
+	}
+	if (state_dir == NULL) {
+		fsb_default_state_dir(state, sizeof(state));
+		state_dir = state;
+	}
+	if (fsb_config_build(&cfg, rules, workspace, state_dir, err, sizeof(err)) < 0) {
+		fprintf(stderr, "fsbroker serve: %s\n", err);
+		return 2;
+	}
+
+	/* Nobody, not even a process of the same user, may read the core's
+	 * memory or take its fds through /proc. */
+	prctl(PR_SET_DUMPABLE, 0);
+	/* A client that hangs up mid-reply is an error on that connection. */
+	signal(SIGPIPE, SIG_IGN);
+
+	s = calloc(1, sizeof(*s));
+	if (s == NULL)
+		return 1;
+	uv_loop_init(&s->loop);
+	if (fsb_broker_init(&s->broker, &s->loop, &cfg, err, sizeof(err)) < 0) {
+		fprintf(stderr, "fsbroker serve: %s\n", err);
+		goto out;
+	}
+	fsb_server_init(&s->server, &s->loop, &s->broker);
+	memset(&scope, 0, sizeof(scope));
+	snprintf(scope.session, sizeof(scope.session), "%s", session);
+	if (fsb_server_listen(&s->server, socket_path, &scope, err, sizeof(err)) < 0) {
+		fprintf(stderr, "fsbroker serve: %s\n", err);
+		goto out;
+	}
+	s->control.on_shutdown = on_control_shutdown;
+	s->control.data = s;
+	rc = fsb_control_start(&s->loop, &s->control, &s->broker, session, STDIN_FILENO,
+			       STDOUT_FILENO);
+	if (rc < 0)
+		fsb_warn("no control channel (stdin/stdout must be pipes, sockets or a "
+			 "terminal: %s); stop the core with SIGTERM", uv_strerror(rc));
+	s->control_up = rc == 0;
+	fsb_watch_start(&s->watch, &s->loop, &s->broker);
+	uv_signal_init(&s->loop, &s->sigterm);
+	uv_signal_init(&s->loop, &s->sigint);
+	s->sigterm.data = s->sigint.data = s;
+	uv_signal_start(&s->sigterm, on_stop_signal, SIGTERM);
+	uv_signal_start(&s->sigint, on_stop_signal, SIGINT);
+
+	fsb_info("serving session %s on %s with pack %s (%s)", session, socket_path,
+		 fsb_policy_name(s->broker.policy), s->broker.cfg.pack);
+	if (s->control_up) {
+		cJSON *ev = cJSON_CreateObject();
+
+		cJSON_AddStringToObject(ev, "event", "ready");
+		cJSON_AddStringToObject(ev, "socket", socket_path);
+		cJSON_AddStringToObject(ev, "sessionId", session);
+		cJSON_AddStringToObject(ev, "pack", fsb_policy_name(s->broker.policy));
+		cJSON_AddNumberToObject(ev, "pid", getpid());
+		fsb_control_event(&s->control, ev);
+	}
+	uv_run(&s->loop, UV_RUN_DEFAULT);
+	rc = 0;
+out:
+	if (!s->stopping && s->server.loop != NULL) {
+		fsb_server_close(&s->server);
+		uv_run(&s->loop, UV_RUN_DEFAULT);
+	}
+	fsb_broker_free(&s->broker);
+	if (uv_loop_close(&s->loop) != 0)
+		fsb_debug("loop closed with handles still open");
+	free(s);
+	return rc;
+}

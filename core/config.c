@@ -1,0 +1,125 @@
+/*
+ * config.c — configuration from flags and environment (see config.h).
+ */
+#include <errno.h>
+#include <libgen.h>
+#include <limits.h>
+#include <pwd.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "config.h"
+
+static const char *home_dir(void)
+{
+	const char *h = getenv("HOME");
+	struct passwd *pw;
+
+	if (h != NULL && h[0] == '/')
+		return h;
+	pw = getpwuid(getuid());
+	return pw != NULL ? pw->pw_dir : "/";
+}
+
+void fsb_default_state_dir(char *out, size_t len)
+{
+	const char *x = getenv("XDG_STATE_HOME");
+
+	if (x != NULL && x[0] == '/')
+		snprintf(out, len, "%s/fsbroker", x);
+	else
+		snprintf(out, len, "%s/.local/state/fsbroker", home_dir());
+}
+
+static bool is_dir(const char *p)
+{
+	struct stat st;
+
+	return stat(p, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+static int find_luadir(char *out, size_t len)
+{
+	const char *env = getenv("FSBROKER_LUA_DIR");
+	const char *tails[] = { "/../lua", "/../share/fsbroker/lua" };
+	char exe[PATH_MAX], cand[PATH_MAX + 32], probe[PATH_MAX + 64];
+
+	if (env != NULL && env[0] != '\0')
+		return realpath(env, out) != NULL ? 0 : -1;
+	if (realpath("/proc/self/exe", exe) == NULL)
+		return -1;
+	dirname(exe);
+	for (unsigned i = 0; i < 2; i++) {
+		snprintf(cand, sizeof(cand), "%s%s", exe, tails[i]);
+		snprintf(probe, sizeof(probe), "%s/policy/init.lua", cand);
+		if (access(probe, R_OK) == 0 && realpath(cand, out) != NULL) {
+			(void)len;
+			return 0;
+		}
+	}
+	return -1;
+}
+
+int fsb_config_build(struct fsb_broker_config *cfg, const char *rules,
+		     const char *workspace, const char *state_dir, char *err, size_t errlen)
+{
+	char path[PATH_MAX + 64], dir[PATH_MAX];
+	const char *tmp = getenv("TMPDIR");
+
+	memset(cfg, 0, sizeof(*cfg));
+	cfg->limits = fsb_lua_default_limits;
+	if (find_luadir(cfg->luadir, sizeof(cfg->luadir)) < 0) {
+		snprintf(err, errlen, "cannot find the policy engine (lua/policy/init.lua next "
+			 "to the binary); set FSBROKER_LUA_DIR to the directory holding policy/");
+		return -1;
+	}
+	if (rules == NULL)
+		rules = "default";
+	if (strchr(rules, '/') == NULL && strstr(rules, ".lua") == NULL)
+		snprintf(path, sizeof(path), "%s/rules/%s.lua", cfg->luadir, rules);
+	else
+		snprintf(path, sizeof(path), "%s", rules);
+	if (realpath(path, cfg->pack) == NULL) {
+		snprintf(err, errlen, "rule pack %s: %s", path, strerror(errno));
+		return -1;
+	}
+	snprintf(dir, sizeof(dir), "%s", cfg->pack);
+	snprintf(cfg->rules_dirs[cfg->nrules_dirs++], PATH_MAX, "%s", dirname(dir));
+	snprintf(path, sizeof(path), "%s/rules", cfg->luadir);
+	if (strcmp(path, cfg->rules_dirs[0]) != 0)
+		snprintf(cfg->rules_dirs[cfg->nrules_dirs++], PATH_MAX, "%s", path);
+
+	snprintf(cfg->home, sizeof(cfg->home), "%s", home_dir());
+	if (tmp == NULL || tmp[0] != '/' || realpath(tmp, cfg->tmp) == NULL)
+		snprintf(cfg->tmp, sizeof(cfg->tmp), "/tmp");
+
+	if (workspace != NULL) {
+		if (realpath(workspace, cfg->workspace) == NULL) {
+			snprintf(err, errlen, "workspace %s: %s", workspace, strerror(errno));
+			return -1;
+		}
+		if (!is_dir(cfg->workspace)) {
+			snprintf(err, errlen, "workspace %s is not a directory", workspace);
+			return -1;
+		}
+	}
+	if (state_dir != NULL) {
+		if (state_dir[0] != '/') {
+			if (getcwd(dir, sizeof(dir)) == NULL) {
+				snprintf(err, errlen, "cannot read the working directory");
+				return -1;
+			}
+			snprintf(path, sizeof(path), "%s/%s", dir, state_dir);
+			state_dir = path;
+		}
+		if (strlen(state_dir) >= sizeof(cfg->state_dir) - 64) {
+			snprintf(err, errlen, "state dir path too long");
+			return -1;
+		}
+		snprintf(cfg->state_dir, sizeof(cfg->state_dir), "%s", state_dir);
+	}
+	return 0;
+}

@@ -1,0 +1,272 @@
+/*
+ * control.c — the control commands (see control.h). Each handler takes the
+ * request object and fills the reply; fsb_control_handle() dispatches.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "control.h"
+#include "log.h"
+#include "proto_json.h"
+
+#define container_of_ctl(c) ((struct fsb_control *)((char *)(c) - offsetof(struct fsb_control, chan)))
+
+static const char *get_string(const cJSON *req, const char *field)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(req, field);
+
+	return cJSON_IsString(v) ? v->valuestring : NULL;
+}
+
+static void fail(cJSON *reply, const char *fmt, const char *arg)
+{
+	char msg[512];
+
+	snprintf(msg, sizeof(msg), fmt, arg);
+	cJSON_ReplaceItemInObjectCaseSensitive(reply, "ok", cJSON_CreateFalse());
+	cJSON_AddStringToObject(reply, "error", msg);
+}
+
+static void cmd_check_access(struct fsb_broker *b, const char *session,
+			     const cJSON *req, cJSON *reply)
+{
+	const char *path = get_string(req, "path"), *op = get_string(req, "op");
+	struct fsb_access acc;
+	cJSON *rec;
+
+	memset(&acc, 0, sizeof(acc));
+	if (path == NULL || op == NULL) {
+		fail(reply, "%s", "expected 'CheckAccess {path: string, op: string}'");
+		return;
+	}
+	if (fsb_op_parse(op, &acc.op) < 0) {
+		fail(reply, "unknown op '%s' (read, write, create, delete, rename-from, "
+		     "rename-to, mkdir, link, symlink, chmod, chown, utimes, xattr, touch)", op);
+		return;
+	}
+	acc.requested = path;
+	acc.strategy = fsb_strategy_for_op(acc.op);
+	acc.session = session;
+	acc.tool_call = get_string(req, "toolCallId");
+	fsb_broker_decide(b, &acc);
+	rec = fsb_access_audit_record(&acc, "control-check");
+	fsb_broker_audit(b, session, rec);
+
+	cJSON_AddStringToObject(reply, "decision", fsb_decision_name(acc.verdict.decision));
+	cJSON_AddStringToObject(reply, "rule", acc.verdict.rule);
+	if (acc.verdict.reason[0])
+		cJSON_AddStringToObject(reply, "reason", acc.verdict.reason);
+	if (acc.verdict.hint[0])
+		cJSON_AddStringToObject(reply, "hint", acc.verdict.hint);
+	fsb_json_add_path(reply, "path", path, false);
+	fsb_json_add_path(reply, "normalisedPath",
+			  acc.resolve_err == 0 ? acc.res.path : acc.normalised, false);
+	if (acc.prompt != NULL)
+		cJSON_AddStringToObject(reply, "blockId", acc.prompt->id);
+	if (acc.errnum != 0)
+		cJSON_AddStringToObject(reply, "errno", fsb_errno_name(acc.errnum));
+}
+
+static void cmd_prompt_blocks(struct fsb_broker *b, const cJSON *req, cJSON *reply)
+{
+	const char *tool_call = get_string(req, "toolCallId");
+	cJSON *list = cJSON_AddArrayToObject(reply, "blocks");
+
+	for (size_t i = 0; i < b->prompts->n; i++) {
+		const struct fsb_prompt *p = &b->prompts->v[i];
+
+		if (tool_call == NULL || strcmp(tool_call, p->tool_call) == 0)
+			cJSON_AddItemToArray(list, fsb_prompt_to_json(p));
+	}
+}
+
+static void cmd_approve(struct fsb_broker *b, const char *session, const cJSON *req,
+			cJSON *reply, bool approve)
+{
+	const char *id = get_string(req, "blockId");
+	const char *scope = get_string(req, "scope");
+	const struct fsb_prompt *p;
+	cJSON *rec;
+
+	if (id == NULL) {
+		fail(reply, "%s", approve ? "expected 'Approve {blockId: string, scope: \"once\"|\"session\"}'"
+					  : "expected 'Deny {blockId: string}'");
+		return;
+	}
+	if ((p = fsb_prompts_find(b->prompts, id)) == NULL) {
+		fail(reply, "no pending prompt block '%s' (see PromptBlocks)", id);
+		return;
+	}
+	if (scope == NULL)
+		scope = "once";
+	if (approve && fsb_policy_approve(b->policy, p->op, p->path, p->exists, p->dev, p->ino,
+					  scope) < 0) {
+		fail(reply, "scope must be \"once\" or \"session\", not '%s'", scope);
+		return;
+	}
+	rec = fsb_prompt_to_json(p);
+	cJSON_AddStringToObject(rec, "phase", approve ? "approval" : "approval-denied");
+	if (approve)
+		cJSON_AddStringToObject(rec, "scope", scope);
+	fsb_broker_audit(b, p->session[0] ? p->session : session, rec);
+	cJSON_AddStringToObject(reply, "blockId", id);
+	if (approve)
+		cJSON_AddStringToObject(reply, "scope", scope);
+	fsb_prompts_remove(b->prompts, id);
+}
+
+static void cmd_stats(struct fsb_broker *b, cJSON *reply)
+{
+	const struct fsb_stats *s = &b->stats;
+
+	cJSON_AddStringToObject(reply, "pack", fsb_policy_name(b->policy));
+	cJSON_AddNumberToObject(reply, "requests", (double)s->requests);
+	cJSON_AddNumberToObject(reply, "allowed", (double)s->allowed);
+	cJSON_AddNumberToObject(reply, "denied", (double)s->denied);
+	cJSON_AddNumberToObject(reply, "asked", (double)s->asked);
+	cJSON_AddNumberToObject(reply, "errors", (double)s->errors);
+	cJSON_AddNumberToObject(reply, "policyErrors", (double)s->policy_errors);
+	cJSON_AddNumberToObject(reply, "fdsGranted", (double)s->fds_granted);
+	cJSON_AddNumberToObject(reply, "connections", (double)s->connections);
+	cJSON_AddNumberToObject(reply, "connectionsRefused", (double)s->connections_refused);
+	cJSON_AddNumberToObject(reply, "reloads", (double)s->reloads);
+	cJSON_AddNumberToObject(reply, "reloadFailures", (double)s->reload_failures);
+	cJSON_AddNumberToObject(reply, "promptBlocks", (double)b->prompts->n);
+	cJSON_AddNumberToObject(reply, "policyMemoryBytes", (double)fsb_policy_memory(b->policy));
+	if (b->loop != NULL)
+		cJSON_AddNumberToObject(reply, "uptimeMs", (double)(uv_now(b->loop) - b->started_ms));
+}
+
+cJSON *fsb_control_handle(struct fsb_broker *b, const char *default_session,
+			  const cJSON *req, bool *shutdown)
+{
+	const cJSON *id = cJSON_GetObjectItemCaseSensitive(req, "id");
+	const char *command = get_string(req, "command");
+	const char *session = get_string(req, "sessionId");
+	cJSON *reply = cJSON_CreateObject();
+	char err[1024];
+
+	*shutdown = false;
+	cJSON_AddItemToObject(reply, "id", cJSON_IsNumber(id) || cJSON_IsString(id)
+						   ? cJSON_Duplicate(id, 0) : cJSON_CreateNull());
+	cJSON_AddTrueToObject(reply, "ok");
+	if (!cJSON_IsNumber(id) && !cJSON_IsString(id)) {
+		fail(reply, "%s", "every control request needs an \"id\" (number or string)");
+		return reply;
+	}
+	if (command == NULL) {
+		fail(reply, "%s", "expected {\"id\": ..., \"command\": \"<Name>\", ...}");
+		return reply;
+	}
+	if (session == NULL)
+		session = default_session;
+	else if (!fsb_id_valid(session)) {
+		fail(reply, "sessionId '%s' is not a valid id ([A-Za-z0-9._:-], at most 128)",
+		     session);
+		return reply;
+	}
+
+	if (strcmp(command, "CheckAccess") == 0) {
+		cmd_check_access(b, session, req, reply);
+	} else if (strcmp(command, "PromptBlocks") == 0) {
+		cmd_prompt_blocks(b, req, reply);
+	} else if (strcmp(command, "Approve") == 0) {
+		cmd_approve(b, session, req, reply, true);
+	} else if (strcmp(command, "Deny") == 0) {
+		cmd_approve(b, session, req, reply, false);
+	} else if (strcmp(command, "Reload") == 0) {
+		if (fsb_broker_reload(b, "control", err, sizeof(err)) < 0)
+			fail(reply, "reload failed, the previous pack keeps serving: %s", err);
+		else
+			cJSON_AddStringToObject(reply, "pack", fsb_policy_name(b->policy));
+	} else if (strcmp(command, "Stats") == 0) {
+		cmd_stats(b, reply);
+	} else if (strcmp(command, "Shutdown") == 0) {
+		*shutdown = true;
+	} else if (strcmp(command, "EnableModifyBackup") == 0 ||
+		   strcmp(command, "CommitModifyBackup") == 0 ||
+		   strcmp(command, "ModifyBackup") == 0) {
+		fail(reply, "%s arrives with the backup store; this core keeps no backups yet",
+		     command);
+	} else {
+		fail(reply, "unknown command '%s' (CheckAccess, PromptBlocks, Approve, Deny, "
+		     "Reload, Stats, Shutdown)", command);
+	}
+	return reply;
+}
+
+static void send_json(struct fsb_control *ctl, cJSON *obj)
+{
+	char *s = cJSON_PrintUnformatted(obj);
+	size_t n;
+
+	cJSON_Delete(obj);
+	if (s == NULL)
+		return;
+	n = strlen(s);
+	s[n] = '\n';
+	fsb_chan_send(&ctl->chan, s, n + 1, -1);
+	free(s);
+}
+
+void fsb_control_event(struct fsb_control *ctl, cJSON *ev)
+{
+	send_json(ctl, ev);
+}
+
+static void on_control_line(struct fsb_chan *c, char *line, size_t len)
+{
+	struct fsb_control *ctl = container_of_ctl(c);
+	const char *why;
+	bool shutdown = false;
+	cJSON *req, *reply;
+
+	if (line == NULL) {
+		static const char msg[] = "{\"id\":null,\"ok\":false,\"error\":"
+					  "\"control line longer than 65536 bytes\"}\n";
+
+		fsb_chan_send(c, msg, sizeof(msg) - 1, -1);
+		fsb_chan_close_after_flush(c);
+		return;
+	}
+	if (len == 0)
+		return;
+	if ((req = fsb_json_parse_object(line, len, &why)) == NULL) {
+		reply = cJSON_CreateObject();
+		cJSON_AddNullToObject(reply, "id");
+		cJSON_AddFalseToObject(reply, "ok");
+		cJSON_AddStringToObject(reply, "error", why);
+		send_json(ctl, reply);
+		return;
+	}
+	reply = fsb_control_handle(ctl->broker, ctl->session, req, &shutdown);
+	cJSON_Delete(req);
+	send_json(ctl, reply);
+	if (shutdown && ctl->on_shutdown != NULL)
+		ctl->on_shutdown(ctl);
+}
+
+static void on_control_closed(struct fsb_chan *c)
+{
+	struct fsb_control *ctl = container_of_ctl(c);
+
+	/* The host went away (EOF on stdin): nobody can approve or stop us. */
+	if (c->eof && ctl->on_shutdown != NULL)
+		ctl->on_shutdown(ctl);
+}
+
+int fsb_control_start(uv_loop_t *loop, struct fsb_control *ctl, struct fsb_broker *b,
+		      const char *session, int rfd, int wfd)
+{
+	ctl->broker = b;
+	snprintf(ctl->session, sizeof(ctl->session), "%s", session);
+	return fsb_chan_start(loop, &ctl->chan, rfd, wfd, false, false, 65536,
+			      on_control_line, on_control_closed);
+}
+
+void fsb_control_close(struct fsb_control *ctl)
+{
+	fsb_chan_close(&ctl->chan);
+}

@@ -1,0 +1,109 @@
+/*
+ * grant.c — race-safe open for a grant (see grant.h).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/openat2.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "grant.h"
+
+static int openat2_in_root(int rootfd, const char *path, int flags, mode_t mode)
+{
+	struct open_how how = {
+		.flags = (unsigned)flags,
+		.mode = (flags & (O_CREAT | O_TMPFILE)) ? mode : 0,
+		/* The path is the resolved, symlink-free one: any symlink now in
+		 * it appeared after the check and must not be followed. */
+		.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS,
+	};
+	const char *rel = path[1] != '\0' ? path + 1 : ".";
+	long fd;
+
+	do
+		fd = syscall(SYS_openat2, rootfd, rel, &how, sizeof(how));
+	while (fd < 0 && errno == EINTR);
+	return fd < 0 ? -errno : (int)fd;
+}
+
+static int open_existing(int rootfd, const struct fsb_resolved *res, int flags)
+{
+	char proc[64];
+	struct stat st;
+	int pathfd, fd, err;
+
+	pathfd = openat2_in_root(rootfd, res->path, O_PATH | O_CLOEXEC | O_NOFOLLOW, 0);
+	if (pathfd < 0)
+		return pathfd == -ENOENT || pathfd == -ELOOP ? -EAGAIN : pathfd;
+	if (fstat(pathfd, &st) < 0) {
+		err = -errno;
+		goto out;
+	}
+	if (st.st_dev != res->st.st_dev || st.st_ino != res->st.st_ino) {
+		err = -EAGAIN;
+		goto out;
+	}
+	if (S_ISLNK(st.st_mode)) {
+		err = -ELOOP;
+		goto out;
+	}
+	flags &= ~(O_CREAT | O_EXCL | O_NOFOLLOW);
+	/* Opening a FIFO blocks until a peer appears; never on the loop. */
+	if (S_ISFIFO(st.st_mode))
+		flags |= O_NONBLOCK;
+	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", pathfd);
+	do
+		fd = open(proc, flags);
+	while (fd < 0 && errno == EINTR);
+	err = fd < 0 ? -errno : fd;
+out:
+	close(pathfd);
+	return err;
+}
+
+int fsb_grant_open(int rootfd, const struct fsb_resolved *res, int flags, mode_t mode,
+		   int (*before_truncate)(int fd, void *arg), void *arg)
+{
+	int want_trunc = flags & O_TRUNC;
+	int want_nonblock = flags & O_NONBLOCK;
+	struct stat st;
+	int fd, err;
+
+	flags = (flags & ~(O_TRUNC | O_CLOEXEC)) | O_CLOEXEC | O_NOCTTY;
+	if (res->exists)
+		fd = open_existing(rootfd, res, flags);
+	else if (flags & O_CREAT)
+		fd = openat2_in_root(rootfd, res->path, flags | O_EXCL, mode);
+	else
+		fd = -ENOENT;
+	if (fd < 0)
+		return fd;
+	if (fstat(fd, &st) < 0) {
+		err = -errno;
+		goto fail;
+	}
+	if (S_ISFIFO(st.st_mode) && !want_nonblock) {
+		int fl = fcntl(fd, F_GETFL);
+
+		if (fl < 0 || fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) < 0) {
+			err = -errno;
+			goto fail;
+		}
+	}
+	if (want_trunc && S_ISREG(st.st_mode) && (flags & O_ACCMODE) != O_RDONLY) {
+		if (before_truncate != NULL && (err = before_truncate(fd, arg)) < 0)
+			goto fail;
+		if (ftruncate(fd, 0) < 0) {
+			err = -errno;
+			goto fail;
+		}
+	}
+	return fd;
+fail:
+	close(fd);
+	return err;
+}

@@ -1,0 +1,31 @@
+/*
+ * grant.h — open the file a grant was decided for, and only that file
+ * (DESIGN §3.2, §5, §6.1).
+ */
+#ifndef FSB_GRANT_H
+#define FSB_GRANT_H
+
+#include <sys/types.h>
+
+#include "resolve.h"
+
+/**
+ * Open `res->path` under `rootfd` with the client's `flags` and `mode`.
+ *
+ * An existing object is first reached with O_PATH and RESOLVE_NO_SYMLINKS,
+ * so a symlink swapped into the path since resolution makes the open fail
+ * rather than reach another file; its dev/ino must be the ones the policy
+ * judged. It is then reopened through /proc/self/fd with the real flags:
+ * the same inode, and a FIFO opened non-blocking so no client can stall the
+ * loop. A missing one is created with O_EXCL added: if something appeared
+ * since the check, the caller gets -EEXIST and decides again.
+ *
+ * O_TRUNC is not passed to open: the file is truncated with ftruncate after
+ * `before_truncate` (the backup hook; may be NULL) returned 0 for that fd.
+ * O_CLOEXEC and O_NOCTTY are always added. Returns the fd, or -EAGAIN when the
+ * file changed since it was judged, or another -errno.
+ */
+int fsb_grant_open(int rootfd, const struct fsb_resolved *res, int flags, mode_t mode,
+		   int (*before_truncate)(int fd, void *arg), void *arg);
+
+#endif

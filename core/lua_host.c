@@ -1,0 +1,374 @@
+/*
+ * lua_host.c — the sandboxed Lua state every pack runs in (DESIGN §4.4).
+ *
+ * The caps follow Suricata's util-lua-sandbox.c and Redis' script_lua.c: a
+ * counting allocator refuses to grow past the memory cap, and an instruction
+ * hook raises an error once the budget is spent and then fires on every
+ * instruction, so a pcall inside the pack cannot swallow the kill.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <lauxlib.h>
+#include <lualib.h>
+
+#include "log.h"
+#include "lua_host.h"
+
+/* lpeg is linked in (Debian's liblua5.4-lpeg) and preloaded by require. */
+int luaopen_lpeg(lua_State *L);
+
+#define HOOK_STEP 10000
+
+const struct fsb_lua_limits fsb_lua_default_limits = {
+	.mem_bytes = 64u << 20,
+	.load_instructions = 200000000ul,
+	.call_instructions = 10000000ul,
+};
+
+enum limit_hit { LIMIT_NONE, LIMIT_MEMORY, LIMIT_INSTRUCTIONS };
+
+struct fsb_lua {
+	lua_State *L;
+	struct fsb_lua_limits limits;
+	size_t used;
+	unsigned long budget;
+	enum limit_hit hit;
+	char luadir[PATH_MAX];
+};
+
+static void *counting_alloc(void *ud, void *ptr, size_t osize, size_t nsize)
+{
+	struct fsb_lua *lua = ud;
+	void *p;
+
+	/* For a new block Lua passes the object type in osize, not a size. */
+	if (ptr == NULL)
+		osize = 0;
+	if (nsize == 0) {
+		free(ptr);
+		lua->used -= osize;
+		return NULL;
+	}
+	if (nsize > osize && lua->used - osize + nsize > lua->limits.mem_bytes) {
+		lua->hit = LIMIT_MEMORY;
+		return NULL;
+	}
+	p = realloc(ptr, nsize);
+	if (p == NULL)
+		return NULL;
+	lua->used = lua->used - osize + nsize;
+	return p;
+}
+
+static struct fsb_lua *host_of(lua_State *L)
+{
+	void *ud;
+
+	lua_getallocf(L, &ud);
+	return ud;
+}
+
+static void instruction_hook(lua_State *L, lua_Debug *ar)
+{
+	struct fsb_lua *lua = host_of(L);
+
+	(void)ar;
+	if (lua->budget > HOOK_STEP) {
+		lua->budget -= HOOK_STEP;
+		return;
+	}
+	lua->budget = 0;
+	lua->hit = LIMIT_INSTRUCTIONS;
+	/* Fire on every instruction from now on: a pcall in the pack that caught
+	 * this error gets the next one at once. */
+	lua_sethook(L, instruction_hook, LUA_MASKCOUNT, 1);
+	luaL_error(L, "instruction limit exceeded");
+}
+
+static int msghandler(lua_State *L)
+{
+	const char *msg = lua_tostring(L, 1);
+
+	if (msg == NULL) {
+		if (luaL_callmeta(L, 1, "__tostring") && lua_type(L, -1) == LUA_TSTRING)
+			return 1;
+		msg = lua_pushfstring(L, "(error object is a %s value)", luaL_typename(L, 1));
+	}
+	luaL_traceback(L, L, msg, 1);
+	return 1;
+}
+
+int fsb_lua_pcall(struct fsb_lua *lua, int nargs, int nresults,
+		  enum fsb_lua_budget budget, char *err, size_t errlen)
+{
+	lua_State *L = lua->L;
+	int base = lua_gettop(L) - nargs;	/* the function's slot */
+	const char *msg;
+	int rc;
+
+	lua->hit = LIMIT_NONE;
+	lua->budget = budget == FSB_LUA_BUDGET_LOAD ? lua->limits.load_instructions
+						    : lua->limits.call_instructions;
+	lua_sethook(L, instruction_hook, LUA_MASKCOUNT, HOOK_STEP);
+	lua_pushcfunction(L, msghandler);
+	lua_insert(L, base);
+	rc = lua_pcall(L, nargs, nresults, base);
+	lua_remove(L, base);
+	lua_sethook(L, NULL, 0, 0);
+	if (rc == LUA_OK)
+		return 0;
+
+	/* stack: error message */
+	msg = lua_tostring(L, -1);
+	if (err != NULL && errlen > 0) {
+		if (lua->hit == LIMIT_INSTRUCTIONS)
+			snprintf(err, errlen, "instruction limit exceeded (%lu instructions)",
+				 budget == FSB_LUA_BUDGET_LOAD ? lua->limits.load_instructions
+							       : lua->limits.call_instructions);
+		else if (lua->hit == LIMIT_MEMORY || rc == LUA_ERRMEM)
+			snprintf(err, errlen, "memory limit exceeded (%zu MiB)",
+				 lua->limits.mem_bytes >> 20);
+		else
+			snprintf(err, errlen, "%s", msg != NULL ? msg : "unknown Lua error");
+	}
+	lua_pop(L, 1);
+	/* A spent state may still hold the garbage of the failed call. */
+	lua_gc(L, LUA_GCCOLLECT);
+	return -1;
+}
+
+/* load(chunk [, chunkname [, mode [, env]]]) restricted to text chunks. */
+static int l_load_text(lua_State *L)
+{
+	size_t len;
+	const char *s = luaL_checklstring(L, 1, &len);
+	const char *name = luaL_optstring(L, 2, s);
+	int env = !lua_isnone(L, 4) ? 4 : 0;
+
+	if (luaL_loadbufferx(L, s, len, name, "t") != LUA_OK) {
+		luaL_pushfail(L);
+		lua_insert(L, -2);
+		return 2;
+	}
+	if (env != 0) {
+		lua_pushvalue(L, env);
+		if (!lua_setupvalue(L, -2, 1))
+			lua_pop(L, 1);
+	}
+	return 1;
+}
+
+/* loadfile(path [, mode [, env]]) restricted to text chunks. */
+static int l_loadfile_text(lua_State *L)
+{
+	const char *path = luaL_checkstring(L, 1);
+	int env = !lua_isnone(L, 3) ? 3 : 0;
+
+	if (luaL_loadfilex(L, path, "t") != LUA_OK) {
+		luaL_pushfail(L);
+		lua_insert(L, -2);
+		return 2;
+	}
+	if (env != 0) {
+		lua_pushvalue(L, env);
+		if (!lua_setupvalue(L, -2, 1))
+			lua_pop(L, 1);
+	}
+	return 1;
+}
+
+static int l_print(lua_State *L)
+{
+	luaL_Buffer b;
+	int n = lua_gettop(L);
+
+	luaL_buffinit(L, &b);
+	for (int i = 1; i <= n; i++) {
+		if (i > 1)
+			luaL_addchar(&b, '\t');
+		luaL_tolstring(L, i, NULL);
+		luaL_addvalue(&b);
+	}
+	luaL_pushresult(&b);
+	fsb_info("pack: %s", lua_tostring(L, -1));
+	return 0;
+}
+
+static bool module_name_ok(const char *name)
+{
+	if (*name == '\0' || *name == '.')
+		return false;
+	for (const char *p = name; *p; p++) {
+		if (!(*p == '.' || *p == '_' || *p == '-' || (*p >= '0' && *p <= '9') ||
+		      (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z')))
+			return false;
+		if (p[0] == '.' && p[1] == '.')
+			return false;
+	}
+	return true;
+}
+
+/* require(name): the policy modules from luadir (text only) and lpeg. */
+static int l_require(lua_State *L)
+{
+	struct fsb_lua *lua = host_of(L);
+	const char *name = luaL_checkstring(L, 1);
+	char rel[PATH_MAX], path[PATH_MAX];
+	const char *suffixes[] = { ".lua", "/init.lua" };
+	int status = LUA_ERRFILE;
+
+	luaL_getsubtable(L, LUA_REGISTRYINDEX, LUA_LOADED_TABLE);
+	/* stack: name, loaded */
+	lua_getfield(L, 2, name);
+	if (lua_toboolean(L, -1))
+		return 1;
+	lua_pop(L, 1);
+
+	if (strcmp(name, "lpeg") == 0) {
+		lua_pushcfunction(L, luaopen_lpeg);
+		status = LUA_OK;
+	} else {
+		if (!module_name_ok(name) || strlen(name) >= sizeof(rel))
+			return luaL_error(L, "expected 'require(string module)' with a "
+					  "module name of letters, digits, '_' and '.', got '%s'", name);
+		strcpy(rel, name);
+		for (char *p = rel; *p; p++)
+			if (*p == '.')
+				*p = '/';
+		for (unsigned i = 0; i < 2 && status == LUA_ERRFILE; i++) {
+			if (snprintf(path, sizeof(path), "%s/%s%s", lua->luadir, rel,
+				     suffixes[i]) >= (int)sizeof(path))
+				return luaL_error(L, "module '%s': path too long", name);
+			status = luaL_loadfilex(L, path, "t");
+			if (status == LUA_ERRFILE)
+				lua_pop(L, 1);
+		}
+		if (status == LUA_ERRFILE)
+			return luaL_error(L, "module '%s' not found in %s", name, lua->luadir);
+		if (status != LUA_OK)
+			return lua_error(L);
+	}
+	/* stack: name, loaded, loader */
+	lua_pushstring(L, name);
+	lua_call(L, 1, 1);
+	if (lua_isnil(L, -1)) {
+		lua_pop(L, 1);
+		lua_pushboolean(L, 1);
+	}
+	lua_pushvalue(L, -1);
+	lua_setfield(L, 2, name);
+	return 1;
+}
+
+static int l_undefined_global(lua_State *L)
+{
+	return luaL_error(L, "undefined global '%s'", lua_tostring(L, 2));
+}
+
+static int l_assign_global(lua_State *L)
+{
+	return luaL_error(L, "assignment to undefined global '%s' (declare it local)",
+			  lua_tostring(L, 2));
+}
+
+static int open_restricted(lua_State *L)
+{
+	static const luaL_Reg libs[] = {
+		{ LUA_GNAME, luaopen_base },
+		{ LUA_STRLIBNAME, luaopen_string },
+		{ LUA_TABLIBNAME, luaopen_table },
+		{ LUA_MATHLIBNAME, luaopen_math },
+		{ LUA_UTF8LIBNAME, luaopen_utf8 },
+		{ LUA_COLIBNAME, luaopen_coroutine },
+		{ NULL, NULL },
+	};
+	static const char *const removed[] = { "dofile", "collectgarbage", NULL };
+
+	for (const luaL_Reg *lib = libs; lib->func; lib++) {
+		luaL_requiref(L, lib->name, lib->func, 1);
+		lua_pop(L, 1);
+	}
+	lua_pushglobaltable(L);
+	/* stack: _G */
+	for (int i = 0; removed[i]; i++) {
+		lua_pushnil(L);
+		lua_setfield(L, -2, removed[i]);
+	}
+	lua_pushcfunction(L, l_load_text);
+	lua_setfield(L, -2, "load");
+	lua_pushcfunction(L, l_loadfile_text);
+	lua_setfield(L, -2, "loadfile");
+	lua_pushcfunction(L, l_print);
+	lua_setfield(L, -2, "print");
+	lua_pushcfunction(L, l_require);
+	lua_setfield(L, -2, "require");
+
+	/* os: only the clocks. */
+	luaL_requiref(L, LUA_OSLIBNAME, luaopen_os, 0);
+	lua_createtable(L, 0, 2);
+	lua_getfield(L, -2, "time");
+	lua_setfield(L, -2, "time");
+	lua_getfield(L, -2, "clock");
+	lua_setfield(L, -2, "clock");
+	lua_setfield(L, -3, "os");
+	lua_pop(L, 1);
+
+	/* Undefined globals are errors (Redis' script_lua.c does the same). */
+	lua_createtable(L, 0, 2);
+	lua_pushcfunction(L, l_undefined_global);
+	lua_setfield(L, -2, "__index");
+	lua_pushcfunction(L, l_assign_global);
+	lua_setfield(L, -2, "__newindex");
+	lua_setmetatable(L, -2);
+	lua_pop(L, 1);
+	return 0;
+}
+
+int fsb_lua_new(const char *luadir, const struct fsb_lua_limits *limits,
+		struct fsb_lua **out)
+{
+	struct fsb_lua *lua;
+	char err[256];
+
+	lua = calloc(1, sizeof(*lua));
+	if (lua == NULL)
+		return -ENOMEM;
+	lua->limits = limits != NULL ? *limits : fsb_lua_default_limits;
+	snprintf(lua->luadir, sizeof(lua->luadir), "%s", luadir);
+	lua->L = lua_newstate(counting_alloc, lua);
+	if (lua->L == NULL) {
+		free(lua);
+		return -ENOMEM;
+	}
+	lua_pushcfunction(lua->L, open_restricted);
+	if (fsb_lua_pcall(lua, 0, 0, FSB_LUA_BUDGET_LOAD, err, sizeof(err)) < 0) {
+		fsb_error("cannot set up the Lua state: %s", err);
+		fsb_lua_free(lua);
+		return -ENOMEM;
+	}
+	*out = lua;
+	return 0;
+}
+
+void fsb_lua_free(struct fsb_lua *lua)
+{
+	if (lua == NULL)
+		return;
+	lua_close(lua->L);
+	free(lua);
+}
+
+lua_State *fsb_lua_state(struct fsb_lua *lua)
+{
+	return lua->L;
+}
+
+size_t fsb_lua_memory(const struct fsb_lua *lua)
+{
+	return lua->used;
+}

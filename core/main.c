@@ -1,0 +1,38 @@
+/*
+ * main.c — the fsbroker command: dispatch to a subcommand.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+#include "log.h"
+
+static const char usage[] =
+	"usage: fsbroker <command> [options]\n"
+	"\n"
+	"commands:\n"
+	"  serve --socket PATH --session ID [--rules PACK] [--state-dir DIR] [--workspace DIR]\n"
+	"        run the core: client requests on PATH, control requests on stdin\n"
+	"  check --rules PACK [--workspace DIR] [--json] --op OP PATH...\n"
+	"        print the verdict for each path; exit 0 allow, 1 deny, 3 ask, 2 error\n"
+	"  audit verify FILE [--head HASH]\n"
+	"        check an audit log's hash chain; exit 0 intact, 1 broken, 2 error\n"
+	"\n"
+	"docs: README.md, docs/rule-packs.md, docs/protocol.md\n";
+
+int main(int argc, char **argv)
+{
+	fsb_log_init();
+	if (argc < 2 || strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0) {
+		fputs(usage, argc < 2 ? stderr : stdout);
+		return argc < 2 ? 2 : 0;
+	}
+	if (strcmp(argv[1], "serve") == 0)
+		return fsb_cli_serve(argc - 1, argv + 1);
+	if (strcmp(argv[1], "check") == 0)
+		return fsb_cli_check(argc - 1, argv + 1);
+	if (strcmp(argv[1], "audit") == 0)
+		return fsb_cli_audit(argc - 1, argv + 1);
+	fprintf(stderr, "fsbroker: unknown command '%s'\n\n%s", argv[1], usage);
+	return 2;
+}

@@ -1,0 +1,369 @@
+/*
+ * policy.c — the C side of the Lua boundary (DESIGN §4.1): load a pack
+ * through lua/policy's loader, call engine:evaluate(req) once per request,
+ * and turn whatever comes back into a verdict, failing closed.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <lauxlib.h>
+
+#include "log.h"
+#include "policy.h"
+
+struct fsb_policy {
+	struct fsb_lua *lua;
+	int engine_ref;		/* the engine object */
+	int evaluate_ref;	/* engine.evaluate */
+	char *name;
+	char **files;
+	size_t nfiles;
+};
+
+const char *fsb_decision_name(enum fsb_decision d)
+{
+	switch (d) {
+	case FSB_ALLOW:
+		return "allow";
+	case FSB_ASK:
+		return "ask";
+	default:
+		return "deny";
+	}
+}
+
+static void set_string(lua_State *L, const char *key, const char *value)
+{
+	if (value == NULL)
+		return;
+	lua_pushstring(L, value);
+	lua_setfield(L, -2, key);
+}
+
+/* Push the options table of policy.load(). */
+static void push_load_opts(lua_State *L, const struct fsb_policy_opts *o)
+{
+	lua_createtable(L, 0, 4);
+	set_string(L, "pack", o->pack);
+	set_string(L, "platform", "linux");
+	lua_newtable(L);
+	for (int i = 0; o->rules_dirs != NULL && o->rules_dirs[i] != NULL; i++) {
+		lua_pushstring(L, o->rules_dirs[i]);
+		lua_rawseti(L, -2, i + 1);
+	}
+	lua_setfield(L, -2, "rules_dirs");
+	lua_createtable(L, 0, 4);
+	set_string(L, "workspace", o->workspace);
+	set_string(L, "home", o->home);
+	set_string(L, "tmp", o->tmp);
+	set_string(L, "state", o->state);
+	lua_setfield(L, -2, "vars");
+}
+
+/* Copy engine.name and engine.files out of the state. stack: engine */
+static int read_pack_files(struct fsb_policy *p, lua_State *L)
+{
+	lua_Integer n;
+
+	lua_getfield(L, -1, "name");
+	p->name = strdup(lua_type(L, -1) == LUA_TSTRING ? lua_tostring(L, -1) : "?");
+	lua_pop(L, 1);
+	lua_getfield(L, -1, "files");
+	if (lua_type(L, -1) != LUA_TTABLE) {
+		lua_pop(L, 1);
+		return -EINVAL;
+	}
+	n = luaL_len(L, -1);
+	p->files = calloc((size_t)n + 1, sizeof(*p->files));
+	if (p->name == NULL || p->files == NULL) {
+		lua_pop(L, 1);
+		return -ENOMEM;
+	}
+	for (lua_Integer i = 1; i <= n; i++) {
+		lua_rawgeti(L, -1, i);
+		if (lua_type(L, -1) == LUA_TSTRING)
+			p->files[p->nfiles++] = strdup(lua_tostring(L, -1));
+		lua_pop(L, 1);
+	}
+	lua_pop(L, 1);
+	return 0;
+}
+
+int fsb_policy_load(const struct fsb_policy_opts *opts, struct fsb_policy **out,
+		    char *err, size_t errlen)
+{
+	struct fsb_policy *p;
+	lua_State *L;
+
+	p = calloc(1, sizeof(*p));
+	if (p == NULL || fsb_lua_new(opts->luadir, opts->limits, &p->lua) < 0) {
+		snprintf(err, errlen, "out of memory creating the Lua state");
+		free(p);
+		return -ENOMEM;
+	}
+	L = fsb_lua_state(p->lua);
+
+	/* engine, err = require("policy").load(opts), all in one protected call */
+	lua_getglobal(L, "require");
+	lua_pushstring(L, "policy");
+	if (fsb_lua_pcall(p->lua, 1, 1, FSB_LUA_BUDGET_LOAD, err, errlen) < 0)
+		goto fail;
+	/* stack: policy */
+	lua_getfield(L, -1, "load");
+	lua_remove(L, -2);
+	push_load_opts(L, opts);
+	if (fsb_lua_pcall(p->lua, 1, 2, FSB_LUA_BUDGET_LOAD, err, errlen) < 0)
+		goto fail;
+	/* stack: engine|nil, err|nil */
+	if (lua_type(L, -2) != LUA_TTABLE) {
+		snprintf(err, errlen, "%s", lua_type(L, -1) == LUA_TSTRING ? lua_tostring(L, -1)
+			 : "the pack loader returned no engine and no error");
+		lua_pop(L, 2);
+		goto fail;
+	}
+	lua_pop(L, 1);
+	/* stack: engine */
+	lua_getfield(L, -1, "evaluate");
+	if (lua_type(L, -1) != LUA_TFUNCTION) {
+		snprintf(err, errlen, "the policy engine has no evaluate()");
+		lua_pop(L, 2);
+		goto fail;
+	}
+	p->evaluate_ref = luaL_ref(L, LUA_REGISTRYINDEX);
+	if (read_pack_files(p, L) < 0) {
+		snprintf(err, errlen, "the policy engine lists no pack files");
+		lua_pop(L, 1);
+		goto fail;
+	}
+	p->engine_ref = luaL_ref(L, LUA_REGISTRYINDEX);
+	*out = p;
+	return 0;
+
+fail:
+	fsb_policy_free(p);
+	return -EINVAL;
+}
+
+void fsb_policy_free(struct fsb_policy *p)
+{
+	if (p == NULL)
+		return;
+	fsb_lua_free(p->lua);
+	for (size_t i = 0; i < p->nfiles; i++)
+		free(p->files[i]);
+	free(p->files);
+	free(p->name);
+	free(p);
+}
+
+const char *fsb_policy_name(const struct fsb_policy *p)
+{
+	return p->name;
+}
+
+size_t fsb_policy_nfiles(const struct fsb_policy *p)
+{
+	return p->nfiles;
+}
+
+const char *fsb_policy_file(const struct fsb_policy *p, size_t i)
+{
+	return i < p->nfiles ? p->files[i] : NULL;
+}
+
+size_t fsb_policy_memory(const struct fsb_policy *p)
+{
+	return fsb_lua_memory(p->lua);
+}
+
+static void push_request(lua_State *L, const struct fsb_policy_req *r)
+{
+	lua_createtable(L, 0, 12);
+	set_string(L, "op", fsb_op_name(r->op));
+	set_string(L, "path", r->path);
+	set_string(L, "requested", r->requested);
+	lua_pushboolean(L, r->exists);
+	lua_setfield(L, -2, "exists");
+	if (r->exists) {
+		lua_pushinteger(L, (lua_Integer)r->dev);
+		lua_setfield(L, -2, "dev");
+		lua_pushinteger(L, (lua_Integer)r->ino);
+		lua_setfield(L, -2, "ino");
+		lua_pushinteger(L, (lua_Integer)r->nlink);
+		lua_setfield(L, -2, "nlink");
+	}
+	set_string(L, "session", r->session);
+	set_string(L, "toolCall", r->tool_call);
+	lua_createtable(L, 0, 2);
+	lua_pushinteger(L, r->pid);
+	lua_setfield(L, -2, "pid");
+	lua_pushinteger(L, r->uid);
+	lua_setfield(L, -2, "uid");
+	lua_setfield(L, -2, "client");
+}
+
+static void copy_field(lua_State *L, const char *key, char *dst, size_t len)
+{
+	lua_getfield(L, -1, key);
+	if (lua_type(L, -1) == LUA_TSTRING)
+		snprintf(dst, len, "%s", lua_tostring(L, -1));
+	lua_pop(L, 1);
+}
+
+static void deny_with(struct fsb_verdict *v, const char *rule, const char *reason)
+{
+	v->decision = FSB_DENY;
+	v->backup = false;
+	snprintf(v->rule, sizeof(v->rule), "%s", rule);
+	snprintf(v->reason, sizeof(v->reason), "%s", reason);
+}
+
+void fsb_policy_evaluate(struct fsb_policy *p, const struct fsb_policy_req *req,
+			 struct fsb_verdict *v)
+{
+	lua_State *L = fsb_lua_state(p->lua);
+	char err[512];
+	const char *d;
+
+	memset(v, 0, sizeof(*v));
+	lua_rawgeti(L, LUA_REGISTRYINDEX, p->evaluate_ref);
+	lua_rawgeti(L, LUA_REGISTRYINDEX, p->engine_ref);
+	push_request(L, req);
+	if (fsb_lua_pcall(p->lua, 2, 1, FSB_LUA_BUDGET_CALL, err, sizeof(err)) < 0) {
+		/* Keep the first line: the traceback is for the log. */
+		char *nl = strchr(err, '\n');
+
+		fsb_warn("policy error on %s %s: %s", fsb_op_name(req->op), req->path, err);
+		if (nl != NULL)
+			*nl = '\0';
+		deny_with(v, "policy error", err);
+		return;
+	}
+	/* stack: verdict */
+	if (lua_type(L, -1) != LUA_TTABLE) {
+		lua_pop(L, 1);
+		deny_with(v, "policy error", "evaluate() returned no verdict table");
+		return;
+	}
+	lua_getfield(L, -1, "decision");
+	d = lua_tostring(L, -1);
+	if (d != NULL && strcmp(d, "allow") == 0)
+		v->decision = FSB_ALLOW;
+	else if (d != NULL && strcmp(d, "ask") == 0)
+		v->decision = FSB_ASK;
+	else if (d != NULL && strcmp(d, "deny") == 0)
+		v->decision = FSB_DENY;
+	else {
+		lua_pop(L, 2);
+		deny_with(v, "policy error", "the verdict's decision is not allow, ask or deny");
+		return;
+	}
+	lua_pop(L, 1);
+	lua_getfield(L, -1, "backup");
+	v->backup = lua_toboolean(L, -1);
+	lua_pop(L, 1);
+	copy_field(L, "rule", v->rule, sizeof(v->rule));
+	copy_field(L, "reason", v->reason, sizeof(v->reason));
+	copy_field(L, "hint", v->hint, sizeof(v->hint));
+	lua_pop(L, 1);
+	if (v->rule[0] == '\0')
+		snprintf(v->rule, sizeof(v->rule), "(unnamed rule)");
+}
+
+/* Call engine:<method>(arg) where arg is on the stack top; pops it. */
+static int call_method(struct fsb_policy *p, const char *method, int nargs, int nres)
+{
+	lua_State *L = fsb_lua_state(p->lua);
+	char err[512];
+
+	lua_rawgeti(L, LUA_REGISTRYINDEX, p->engine_ref);
+	lua_getfield(L, -1, method);
+	lua_insert(L, -2);
+	/* stack: args..., method, engine */
+	lua_rotate(L, -(nargs + 2), 2);
+	/* stack: method, engine, args... */
+	if (fsb_lua_pcall(p->lua, nargs + 1, nres, FSB_LUA_BUDGET_CALL, err, sizeof(err)) < 0) {
+		fsb_warn("policy engine %s() failed: %s", method, err);
+		return -1;
+	}
+	return 0;
+}
+
+int fsb_policy_approve(struct fsb_policy *p, enum fsb_op op, const char *path,
+		       bool exists, dev_t dev, ino_t ino, const char *scope)
+{
+	lua_State *L = fsb_lua_state(p->lua);
+
+	if (strcmp(scope, "once") != 0 && strcmp(scope, "session") != 0)
+		return -EINVAL;
+	lua_createtable(L, 0, 5);
+	set_string(L, "op", fsb_op_name(op));
+	set_string(L, "path", path);
+	set_string(L, "scope", scope);
+	if (exists) {
+		lua_pushinteger(L, (lua_Integer)dev);
+		lua_setfield(L, -2, "dev");
+		lua_pushinteger(L, (lua_Integer)ino);
+		lua_setfield(L, -2, "ino");
+	}
+	return call_method(p, "approve", 1, 0) < 0 ? -EINVAL : 0;
+}
+
+/* Copy the scalar fields of the table on top of `from` into a new table on
+ * top of `to`. Approvals are plain data; anything else is dropped. */
+static void copy_flat_table(lua_State *from, lua_State *to)
+{
+	lua_newtable(to);
+	lua_pushnil(from);
+	while (lua_next(from, -2) != 0) {
+		/* from stack: table, key, value */
+		if (lua_type(from, -2) == LUA_TSTRING) {
+			switch (lua_type(from, -1)) {
+			case LUA_TSTRING:
+				lua_pushstring(to, lua_tostring(from, -1));
+				break;
+			case LUA_TNUMBER:
+				if (lua_isinteger(from, -1))
+					lua_pushinteger(to, lua_tointeger(from, -1));
+				else
+					lua_pushnumber(to, lua_tonumber(from, -1));
+				break;
+			case LUA_TBOOLEAN:
+				lua_pushboolean(to, lua_toboolean(from, -1));
+				break;
+			default:
+				lua_pop(from, 1);
+				continue;
+			}
+			lua_setfield(to, -2, lua_tostring(from, -2));
+		}
+		lua_pop(from, 1);
+	}
+}
+
+int fsb_policy_move_approvals(struct fsb_policy *from, struct fsb_policy *to)
+{
+	lua_State *F = fsb_lua_state(from->lua), *T = fsb_lua_state(to->lua);
+	lua_Integer n;
+
+	if (call_method(from, "approvals", 0, 1) < 0)
+		return -1;
+	if (lua_type(F, -1) != LUA_TTABLE) {
+		lua_pop(F, 1);
+		return -1;
+	}
+	n = luaL_len(F, -1);
+	lua_createtable(T, (int)n, 0);
+	for (lua_Integer i = 1; i <= n; i++) {
+		lua_rawgeti(F, -1, i);
+		if (lua_type(F, -1) == LUA_TTABLE) {
+			copy_flat_table(F, T);
+			lua_rawseti(T, -2, i);
+		}
+		lua_pop(F, 1);
+	}
+	lua_pop(F, 1);
+	return call_method(to, "restore_approvals", 1, 0);
+}

@@ -1,0 +1,90 @@
+/*
+ * policy.h — one loaded rule pack and the single entry point the core calls
+ * per request (DESIGN §4.1): evaluate(req) -> verdict. The pack runs in its
+ * own sandboxed lua_State (lua_host.h); every failure is a deny.
+ */
+#ifndef FSB_POLICY_H
+#define FSB_POLICY_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+#include "lua_host.h"
+#include "op.h"
+
+enum fsb_decision { FSB_ALLOW, FSB_ASK, FSB_DENY };
+
+struct fsb_verdict {
+	enum fsb_decision decision;
+	bool backup;		/* back up before the change (modify ops) */
+	char rule[512];		/* the deciding rule: list name and glob */
+	char reason[512];	/* a sentence */
+	char hint[512];		/* what would change the verdict */
+};
+
+struct fsb_policy_req {
+	enum fsb_op op;
+	const char *path;	/* resolved real path */
+	const char *requested;	/* as the client said it, or NULL */
+	bool exists;
+	dev_t dev;
+	ino_t ino;
+	nlink_t nlink;
+	const char *session;
+	const char *tool_call;
+	pid_t pid;
+	uid_t uid;
+};
+
+struct fsb_policy_opts {
+	const char *luadir;		/* holds policy/ (the engine) */
+	const char *pack;		/* the top pack file, absolute */
+	const char *const *rules_dirs;	/* NULL-terminated; includes resolve here */
+	const char *workspace;		/* NULL when not given */
+	const char *home, *tmp, *state;
+	const struct fsb_lua_limits *limits;	/* NULL for the defaults */
+};
+
+struct fsb_policy;
+
+/**
+ * Load a pack in a fresh state: run the engine's loader, which validates the
+ * pack and runs its self-tests. On failure returns a negative value and
+ * writes one sentence naming the file and the line or field into `err`.
+ */
+int fsb_policy_load(const struct fsb_policy_opts *opts, struct fsb_policy **out,
+		    char *err, size_t errlen);
+
+void fsb_policy_free(struct fsb_policy *p);
+
+/** The pack's name, and every pack file it loaded (top first). */
+const char *fsb_policy_name(const struct fsb_policy *p);
+size_t fsb_policy_nfiles(const struct fsb_policy *p);
+const char *fsb_policy_file(const struct fsb_policy *p, size_t i);
+
+/**
+ * Decide one request. Never fails open: a Lua error, a cap hit or a
+ * malformed verdict yields FSB_DENY with rule "policy error" and the error as
+ * the reason.
+ */
+void fsb_policy_evaluate(struct fsb_policy *p, const struct fsb_policy_req *req,
+			 struct fsb_verdict *out);
+
+/**
+ * Record an approval for the exact key (op, real path, dev/ino when it
+ * exists) with scope "once" or "session". 0 or -EINVAL.
+ */
+int fsb_policy_approve(struct fsb_policy *p, enum fsb_op op, const char *path,
+		       bool exists, dev_t dev, ino_t ino, const char *scope);
+
+/** Carry the approvals of `from` over to `to` (on reload). 0 or -1. */
+int fsb_policy_move_approvals(struct fsb_policy *from, struct fsb_policy *to);
+
+/** "allow", "ask", "deny". */
+const char *fsb_decision_name(enum fsb_decision d);
+
+/** Bytes the pack's Lua state holds. */
+size_t fsb_policy_memory(const struct fsb_policy *p);
+
+#endif

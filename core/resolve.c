@@ -1,0 +1,279 @@
+/*
+ * resolve.c — the real path of a requested path in the requester's view
+ * (see resolve.h): a walk of one component at a time under a root fd, with
+ * symlinks read and spliced by hand so that neither `..` nor an absolute
+ * target can leave that root.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "resolve.h"
+
+/* The kernel's limit (MAXSYMLINKS): one more link is ELOOP. */
+#define RESOLVE_MAX_LINKS 40
+
+/*
+ * The walk keeps two things: the resolved prefix `res` (an absolute real
+ * path, "" standing for "/") and `rest`, what is left of the request. Every
+ * lookup is relative to the root fd and names only the resolved prefix plus
+ * one new component. The prefix holds no symlink, `.` or `..` and each of its
+ * components was checked to be a directory, so the kernel never crosses a
+ * symlink the walk did not see; `..` is applied to the prefix as text, which
+ * keeps it at or under the root.
+ *
+ * This is a decision about a path, not a handle on an object: something may
+ * swap a checked directory for a symlink after the walk. The host operation
+ * closes that window by opening the result with RESOLVE_NO_SYMLINKS and
+ * comparing dev/ino with `st`.
+ */
+struct walk {
+	int rootfd;
+	char *res;		/* PATH_MAX bytes: the caller's out->path */
+	size_t rlen;
+	char *rest;		/* heap, grows when symlink targets are spliced in */
+	size_t cap;
+	size_t pos;
+	int links;
+};
+
+/* The prefix as a path relative to the root fd. */
+static const char *walk_rel(const struct walk *w)
+{
+	return w->rlen == 0 ? "." : w->res + 1;
+}
+
+/* The prefix ends in a symlink, which ended at `after` in `rest`: drop it
+ * from the prefix (back to `parent`) and put its target in front of what is
+ * left to walk. */
+static int walk_splice(struct walk *w, size_t parent, size_t after)
+{
+	char target[PATH_MAX];
+	size_t tail;
+	ssize_t n;
+
+	if (++w->links > RESOLVE_MAX_LINKS)
+		return -ELOOP;
+
+	n = readlinkat(w->rootfd, walk_rel(w), target, sizeof(target));
+	if (n < 0)
+		return -errno;
+	if ((size_t)n == sizeof(target))
+		return -ENAMETOOLONG;
+	/* The kernel treats an empty target as a missing name. */
+	if (n == 0)
+		return -ENOENT;
+
+	/* The remainder keeps its leading '/', so a trailing slash survives. */
+	tail = strlen(w->rest + after);
+	if ((size_t)n + tail + 1 > w->cap) {
+		char *p = realloc(w->rest, (size_t)n + tail + 1);
+
+		if (p == NULL)
+			return -ENOMEM;
+		w->rest = p;
+		w->cap = (size_t)n + tail + 1;
+	}
+	memmove(w->rest + n, w->rest + after, tail + 1);
+	memcpy(w->rest, target, (size_t)n);
+	w->pos = 0;
+
+	/* An absolute target starts again at the requester's root. */
+	w->rlen = target[0] == '/' ? 0 : parent;
+	w->res[w->rlen] = '\0';
+	return 0;
+}
+
+static bool is_dot(const char *s, size_t len)
+{
+	return len == 1 && s[0] == '.';
+}
+
+static bool is_dotdot(const char *s, size_t len)
+{
+	return len == 2 && s[0] == '.' && s[1] == '.';
+}
+
+int fsb_resolve(int rootfd, const char *path, enum fsb_resolve_strategy strategy,
+		struct fsb_resolved *out)
+{
+	struct walk w;
+	struct stat st;
+	size_t len;
+	int err;
+
+	if (path == NULL || path[0] != '/')
+		return -EINVAL;
+	len = strlen(path);
+	if (len >= PATH_MAX)
+		return -ENAMETOOLONG;
+
+	memset(&w, 0, sizeof(w));
+	w.rootfd = rootfd;
+	w.res = out->path;
+	w.res[0] = '\0';
+	w.cap = len + 1;
+	w.rest = malloc(w.cap);
+	if (w.rest == NULL)
+		return -ENOMEM;
+	memcpy(w.rest, path, len + 1);
+	out->exists = false;
+	memset(&out->st, 0, sizeof(out->st));
+
+	for (;;) {
+		const char *comp;
+		size_t clen, after, next, saved;
+		bool final, slash;
+
+		while (w.rest[w.pos] == '/')
+			w.pos++;
+
+		if (w.rest[w.pos] == '\0') {
+			/* Nothing named after the prefix: "/", or a final `.`
+			 * or `..`, which have no name to keep. */
+			if (strategy == FSB_RESOLVE_THROUGH_PARENT) {
+				err = -EINVAL;
+				goto fail;
+			}
+			if (fstatat(rootfd, walk_rel(&w), &st, AT_SYMLINK_NOFOLLOW) < 0) {
+				err = -errno;
+				goto fail;
+			}
+			out->exists = true;
+			out->st = st;
+			break;
+		}
+
+		comp = w.rest + w.pos;
+		clen = strcspn(comp, "/");
+		after = w.pos + clen;
+		next = after;
+		while (w.rest[next] == '/')
+			next++;
+		final = w.rest[next] == '\0';
+		slash = final && next > after;
+		w.pos = next;
+
+		if (is_dot(comp, clen) || is_dotdot(comp, clen)) {
+			if (final && strategy == FSB_RESOLVE_THROUGH_PARENT) {
+				err = -EINVAL;
+				goto fail;
+			}
+			if (is_dotdot(comp, clen)) {
+				/* The prefix is physical, so its parent is the
+				 * real parent; at the root `..` stays there. */
+				while (w.rlen > 0 && w.res[w.rlen - 1] != '/')
+					w.rlen--;
+				if (w.rlen > 0)
+					w.rlen--;
+				w.res[w.rlen] = '\0';
+			}
+			continue;
+		}
+
+		saved = w.rlen;
+		if (w.rlen + 1 + clen >= PATH_MAX) {
+			err = -ENAMETOOLONG;
+			goto fail;
+		}
+		w.res[w.rlen] = '/';
+		memcpy(w.res + w.rlen + 1, comp, clen);
+		w.rlen += 1 + clen;
+		w.res[w.rlen] = '\0';
+
+		if (fstatat(rootfd, walk_rel(&w), &st, AT_SYMLINK_NOFOLLOW) < 0) {
+			err = -errno;
+			if (err == -ENOENT && final && strategy != FSB_RESOLVE_EXISTING)
+				break;	/* creatable: the parent is real */
+			goto fail;
+		}
+
+		if (final && strategy == FSB_RESOLVE_THROUGH_PARENT) {
+			out->exists = true;
+			out->st = st;
+			break;
+		}
+
+		if (S_ISLNK(st.st_mode)) {
+			err = walk_splice(&w, saved, after);
+			if (err)
+				goto fail;
+			continue;
+		}
+
+		if ((!final || slash) && !S_ISDIR(st.st_mode)) {
+			err = -ENOTDIR;
+			goto fail;
+		}
+		if (final) {
+			out->exists = true;
+			out->st = st;
+			break;
+		}
+	}
+
+	if (w.rlen == 0) {
+		w.res[0] = '/';
+		w.res[1] = '\0';
+	}
+	free(w.rest);
+	return 0;
+
+fail:
+	free(w.rest);
+	out->path[0] = '\0';
+	out->exists = false;
+	return err;
+}
+
+int fsb_path_lexical(const char *path, char *out)
+{
+	size_t len, olen = 0;
+	const char *p;
+
+	if (path == NULL || path[0] != '/')
+		return -EINVAL;
+	len = strlen(path);
+	if (len >= PATH_MAX)
+		return -ENAMETOOLONG;
+
+	/* The output never outgrows the input, and writing never overtakes
+	 * reading, so `out` may be `path`. */
+	p = path;
+	while (*p != '\0') {
+		size_t clen;
+
+		while (*p == '/')
+			p++;
+		clen = strcspn(p, "/");
+		if (clen == 0 || is_dot(p, clen)) {
+			/* nothing to add */
+		} else if (is_dotdot(p, clen)) {
+			while (olen > 0 && out[olen - 1] != '/')
+				olen--;
+			if (olen > 0)
+				olen--;
+		} else {
+			out[olen++] = '/';
+			memmove(out + olen, p, clen);
+			olen += clen;
+		}
+		p += clen;
+	}
+	if (olen == 0)
+		out[olen++] = '/';
+	out[olen] = '\0';
+	return 0;
+}
+
+bool fsb_path_within(const char *path, const char *dir)
+{
+	size_t n;
+
+	if (strcmp(dir, "/") == 0)
+		return path[0] == '/';
+	n = strlen(dir);
+	return strncmp(path, dir, n) == 0 && (path[n] == '\0' || path[n] == '/');
+}

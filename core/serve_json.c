@@ -1,0 +1,110 @@
+/*
+ * serve_json.c — one JSON request on a client socket (DESIGN §3.3): checked
+ * raw for NULs and bad UTF-8, parsed, validated, bound to the connection's
+ * scope. Host operations are performed by the backup store's host-op layer;
+ * until that exists they are answered ENOSYS.
+ */
+#include <errno.h>
+#include <string.h>
+
+#include "proto_json.h"
+#include "server.h"
+
+static cJSON *error_reply(const cJSON *id, int errnum, const char *error)
+{
+	cJSON *r = cJSON_CreateObject();
+
+	cJSON_AddItemToObject(r, "id", id != NULL ? cJSON_Duplicate(id, 1) : cJSON_CreateNull());
+	cJSON_AddFalseToObject(r, "ok");
+	cJSON_AddStringToObject(r, "errno", fsb_errno_name(errnum));
+	cJSON_AddStringToObject(r, "error", error);
+	return r;
+}
+
+static void audit_refusal(struct fsb_conn *conn, const char *rule, const char *reason,
+			  int errnum, const char *operation, const char *claimed)
+{
+	cJSON *rec = cJSON_CreateObject();
+
+	cJSON_AddStringToObject(rec, "phase", "ipc-host-op");
+	cJSON_AddStringToObject(rec, "session", conn->scope.session);
+	if (operation != NULL)
+		cJSON_AddStringToObject(rec, "op", operation);
+	cJSON_AddStringToObject(rec, "decision", "deny");
+	cJSON_AddStringToObject(rec, "rule", rule);
+	cJSON_AddStringToObject(rec, "reason", reason);
+	cJSON_AddStringToObject(rec, "errno", fsb_errno_name(errnum));
+	cJSON_AddNumberToObject(rec, "pid", conn->pid);
+	if (claimed != NULL)
+		cJSON_AddStringToObject(rec, "claimedSession", claimed);
+	fsb_broker_audit(conn->srv->broker, conn->scope.session, rec);
+}
+
+void fsb_serve_json(struct fsb_conn *conn, char *line, size_t len)
+{
+	struct fsb_broker *b = conn->srv->broker;
+	struct fsb_hostop_req req;
+	const cJSON *cmd;
+	const char *why;
+	cJSON *obj, *r;
+
+	b->stats.requests++;
+	/* The parser runs fsb_json_precheck() first: no NUL, no \u0000, UTF-8. */
+	if ((obj = fsb_json_parse_object(line, len, &why)) == NULL) {
+		b->stats.errors++;
+		audit_refusal(conn, "malformed request", why, EINVAL, NULL, NULL);
+		fsb_conn_reply_json(conn, error_reply(NULL, EINVAL, why));
+		return;
+	}
+	cmd = cJSON_GetObjectItemCaseSensitive(obj, "command");
+	if (!cJSON_IsString(cmd) || strcmp(cmd->valuestring, "HostFileOperation") != 0) {
+		b->stats.errors++;
+		why = "unknown command: a client socket takes HostFileOperation; control "
+		      "commands go to the core's control channel";
+		audit_refusal(conn, "malformed request", why, EINVAL, NULL, NULL);
+		fsb_conn_reply_json(conn, error_reply(cJSON_GetObjectItemCaseSensitive(obj, "id"),
+						      EINVAL, why));
+		cJSON_Delete(obj);
+		return;
+	}
+	if (fsb_hostop_parse(obj, &req, &why) < 0) {
+		b->stats.errors++;
+		audit_refusal(conn, "malformed request", why, EINVAL, NULL, NULL);
+		fsb_conn_reply_json(conn, error_reply(cJSON_GetObjectItemCaseSensitive(obj, "id"),
+						      EINVAL, why));
+		cJSON_Delete(obj);
+		return;
+	}
+	cJSON_Delete(obj);
+
+	if ((req.session != NULL && strcmp(req.session, conn->scope.session) != 0) ||
+	    (req.tool_call != NULL && conn->scope.tool_call[0] != '\0' &&
+	     strcmp(req.tool_call, conn->scope.tool_call) != 0)) {
+		why = "the request names a session or tool call other than its connection's";
+		b->stats.denied++;
+		audit_refusal(conn, "foreign session", why, EACCES, fsb_hostop_name(req.op),
+			      req.session);
+		r = error_reply(req.id, EACCES, why);
+		cJSON_AddStringToObject(r, "decision", "deny");
+		fsb_conn_reply_json(conn, r);
+		fsb_hostop_free(&req);
+		return;
+	}
+
+	why = "host operations are performed by the backup store's host-op layer, which "
+	      "this core does not have yet; nothing was changed";
+	b->stats.denied++;
+	audit_refusal(conn, "not implemented", why, ENOSYS, fsb_hostop_name(req.op), NULL);
+	r = error_reply(req.id, ENOSYS, why);
+	cJSON_AddStringToObject(r, "operation", fsb_hostop_name(req.op));
+	/* As in the original design: `path` is the source of a two-path op. */
+	if (req.path != NULL)
+		fsb_json_add_path(r, "path", req.path, req.path_bytes);
+	else if (req.from != NULL)
+		fsb_json_add_path(r, "path", req.from, req.from_bytes);
+	if (req.to != NULL)
+		fsb_json_add_path(r, "to", req.to, req.to_bytes);
+	cJSON_AddStringToObject(r, "decision", "deny");
+	fsb_conn_reply_json(conn, r);
+	fsb_hostop_free(&req);
+}

@@ -1,0 +1,161 @@
+/*
+ * serve_text.c — one text token request, start to reply (DESIGN §3.2):
+ * parse → scope → open-spec → decide → grant (FD) or SANDBOX or DENY →
+ * audit, written before the reply it explains.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "log.h"
+#include "openflags.h"
+#include "proto_text.h"
+#include "server.h"
+
+static void reply_deny(struct fsb_conn *conn, int errnum, const char *reason)
+{
+	char line[1024];
+
+	snprintf(line, sizeof(line), "DENY %s %s\n", fsb_errno_name(errnum), reason);
+	fsb_conn_reply(conn, line, -1);
+}
+
+/* A request refused before any path was decided: malformed or foreign. */
+static void refuse(struct fsb_conn *conn, int errnum, const char *rule,
+		   const char *reason, const char *claimed_session)
+{
+	struct fsb_broker *b = conn->srv->broker;
+	cJSON *rec = cJSON_CreateObject();
+	char line[1024];
+
+	b->stats.denied++;
+	cJSON_AddStringToObject(rec, "phase", "ipc-token");
+	cJSON_AddStringToObject(rec, "session", conn->scope.session);
+	cJSON_AddStringToObject(rec, "decision", "deny");
+	cJSON_AddStringToObject(rec, "rule", rule);
+	cJSON_AddStringToObject(rec, "reason", reason);
+	cJSON_AddStringToObject(rec, "errno", fsb_errno_name(errnum));
+	cJSON_AddNumberToObject(rec, "pid", conn->pid);
+	if (claimed_session != NULL)
+		cJSON_AddStringToObject(rec, "claimedSession", claimed_session);
+	fsb_broker_audit(b, conn->scope.session, rec);
+	snprintf(line, sizeof(line), "%s: %s", rule, reason);
+	reply_deny(conn, errnum, line);
+}
+
+/* The request must speak for the connection's own scope (DESIGN §3.0). */
+static bool in_scope(struct fsb_conn *conn, const struct fsb_text_req *req)
+{
+	return strcmp(req->session, conn->scope.session) == 0 &&
+	       (conn->scope.tool_call[0] == '\0' ||
+		strcmp(req->tool_call, conn->scope.tool_call) == 0);
+}
+
+void fsb_serve_text(struct fsb_conn *conn, char *line, size_t len)
+{
+	struct fsb_broker *b = conn->srv->broker;
+	struct fsb_text_req req;
+	struct fsb_access acc;
+	const char *why;
+	char reason[1024];
+	bool writes;
+	int fd = -1;
+	cJSON *rec;
+
+	b->stats.requests++;
+	if (fsb_text_parse(line, len, &req, &why) < 0) {
+		b->stats.errors++;
+		refuse(conn, EINVAL, "malformed request", why, NULL);
+		return;
+	}
+	if (!in_scope(conn, &req)) {
+		refuse(conn, EACCES, "foreign session",
+		       "the request names a session or tool call other than its connection's",
+		       req.session);
+		return;
+	}
+	if (req.has_open && fsb_openflags_check(req.open_flags, req.write, &why) < 0) {
+		b->stats.errors++;
+		refuse(conn, EINVAL, "open flags refused", why, NULL);
+		return;
+	}
+	writes = req.has_open ? fsb_openflags_writes(req.open_flags) : req.write;
+
+	memset(&acc, 0, sizeof(acc));
+	acc.op = writes ? FSB_OP_WRITE : FSB_OP_READ;
+	acc.requested = req.path;
+	/* With O_NOFOLLOW the final name itself is what gets opened. */
+	acc.strategy = req.has_open && (req.open_flags & O_NOFOLLOW)
+			       ? FSB_RESOLVE_THROUGH_PARENT
+			       : FSB_RESOLVE_EXISTING_OR_CREATABLE;
+	acc.session = req.session;
+	acc.tool_call = req.tool_call;
+	acc.pid = conn->pid;
+	acc.uid = conn->uid;
+
+	/* Twice at most: a file that appears between the check and an O_CREAT
+	 * open was judged as a create and must be judged again as a write. */
+	for (int attempt = 0; attempt < 2; attempt++) {
+		fsb_broker_decide(b, &acc);
+		if (acc.verdict.decision != FSB_ALLOW || acc.errnum != 0 || !req.has_open)
+			break;
+		if (acc.res.exists && S_ISLNK(acc.res.st.st_mode)) {
+			acc.errnum = ELOOP;
+			break;
+		}
+		fd = fsb_grant_open(b->rootfd, &acc.res, req.open_flags, req.open_mode, NULL, NULL);
+		if (fd >= 0)
+			break;
+		acc.errnum = -fd;
+		if (fd != -EEXIST || (req.open_flags & O_EXCL) || attempt > 0)
+			break;
+		acc.errnum = 0;
+	}
+
+	rec = fsb_access_audit_record(&acc, "ipc-token");
+	cJSON_AddNumberToObject(rec, "pid", conn->pid);
+	if (req.has_open)
+		cJSON_AddNumberToObject(rec, "openFlags", req.open_flags);
+	if (fd >= 0)
+		cJSON_AddStringToObject(rec, "grant", "fd");
+	/* No reply goes out whose audit line is not written: fail closed. */
+	if (fsb_broker_audit(b, conn->scope.session, rec) < 0) {
+		if (fd >= 0)
+			close(fd);
+		b->stats.errors++;
+		reply_deny(conn, EIO, "the audit log cannot be written");
+		return;
+	}
+
+	switch (acc.verdict.decision) {
+	case FSB_ASK:
+		b->stats.asked++;
+		snprintf(reason, sizeof(reason), "ask %s %s",
+			 acc.prompt != NULL ? acc.prompt->id : "-", acc.verdict.rule);
+		reply_deny(conn, EACCES, reason);
+		return;
+	case FSB_DENY:
+		b->stats.denied++;
+		reply_deny(conn, acc.errnum, acc.verdict.rule);
+		return;
+	case FSB_ALLOW:
+		break;
+	}
+	if (acc.errnum != 0) {
+		b->stats.denied++;
+		reply_deny(conn, acc.errnum, strerror(acc.errnum));
+		return;
+	}
+	b->stats.allowed++;
+	if (fd >= 0) {
+		b->stats.fds_granted++;
+		fsb_conn_reply(conn, "FD\n", fd);
+		return;
+	}
+	/* The compatibility path of the original design: the client opens the
+	 * file itself. Our own clients always send an open-spec instead, since
+	 * a rename between this answer and their open could swap the inode. */
+	fsb_conn_reply(conn, "SANDBOX\n", -1);
+}

@@ -1,0 +1,299 @@
+/*
+ * server.c — listening sockets and connections (see server.h). Everything a
+ * connection may do is decided by the scope of the socket it arrived on and
+ * the peer credentials taken when it was accepted, never by what it claims.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "log.h"
+#include "server.h"
+
+#ifndef SO_PEERPIDFD
+#define SO_PEERPIDFD 77		/* Linux 6.5; Debian 12's headers predate it */
+#endif
+
+#define conn_of(c) ((struct fsb_conn *)((char *)(c) - offsetof(struct fsb_conn, chan)))
+
+void fsb_server_init(struct fsb_server *srv, uv_loop_t *loop, struct fsb_broker *b)
+{
+	memset(srv, 0, sizeof(*srv));
+	srv->loop = loop;
+	srv->broker = b;
+}
+
+void fsb_conn_reply(struct fsb_conn *conn, const char *line, int fd)
+{
+	fsb_chan_send(&conn->chan, line, strlen(line), fd);
+}
+
+void fsb_conn_reply_json(struct fsb_conn *conn, cJSON *reply)
+{
+	char *s = cJSON_PrintUnformatted(reply);
+	size_t n;
+
+	cJSON_Delete(reply);
+	if (s == NULL) {
+		fsb_chan_close(&conn->chan);
+		return;
+	}
+	n = strlen(s);
+	s[n] = '\n';	/* cJSON's buffer has room: it held the NUL */
+	fsb_chan_send(&conn->chan, s, n + 1, -1);
+	free(s);
+}
+
+static void on_conn_closed(struct fsb_chan *c)
+{
+	struct fsb_conn *conn = conn_of(c);
+	struct fsb_server *srv = conn->srv;
+
+	if (conn->prev != NULL)
+		conn->prev->next = conn->next;
+	else
+		srv->conns = conn->next;
+	if (conn->next != NULL)
+		conn->next->prev = conn->prev;
+	srv->nconns--;
+	if (conn->pidfd >= 0)
+		close(conn->pidfd);
+	free(conn);
+	if (--srv->pending_closes == 0 && srv->listeners == NULL && srv->on_closed != NULL)
+		srv->on_closed(srv);
+}
+
+static void on_conn_line(struct fsb_chan *c, char *line, size_t len)
+{
+	struct fsb_conn *conn = conn_of(c);
+
+	if (line == NULL) {
+		/* Over-long: answer in the format the line started in, then go. */
+		conn->srv->broker->stats.errors++;
+		if (c->len > 0 && c->buf[0] == '{')
+			fsb_conn_reply(conn, "{\"id\":null,\"ok\":false,\"errno\":\"E2BIG\","
+				       "\"error\":\"request line longer than 65536 bytes\"}\n", -1);
+		else
+			fsb_conn_reply(conn, "DENY E2BIG request line longer than 65536 bytes\n", -1);
+		fsb_chan_close_after_flush(c);
+		return;
+	}
+	if (len > 0 && line[0] == '{')
+		fsb_serve_json(conn, line, len);
+	else
+		fsb_serve_text(conn, line, len);
+}
+
+static void accept_one(struct fsb_listener *l)
+{
+	struct fsb_server *srv = l->srv;
+	struct ucred cred;
+	socklen_t clen = sizeof(cred);
+	struct fsb_conn *conn;
+	int fd, rc;
+
+	fd = accept4(l->fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+	if (fd < 0) {
+		if (errno != EAGAIN && errno != EINTR && errno != ECONNABORTED)
+			fsb_warn("accept on %s: %s", l->path, strerror(errno));
+		return;
+	}
+	/* The 0700 directory keeps other users out; this is the second wall. */
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &clen) < 0 ||
+	    cred.uid != getuid()) {
+		fsb_warn("refused a connection on %s from uid %d", l->path,
+			 clen == sizeof(cred) ? (int)cred.uid : -1);
+		srv->broker->stats.connections_refused++;
+		close(fd);
+		return;
+	}
+	conn = calloc(1, sizeof(*conn));
+	if (conn == NULL) {
+		close(fd);
+		return;
+	}
+	conn->scope = l->scope;
+	conn->pid = cred.pid;
+	conn->uid = cred.uid;
+	conn->srv = srv;
+	/* Pin the peer: a pidfd cannot be confused with a later process that
+	 * reuses the pid. Kernels before 6.5 have none; the pid is then
+	 * advisory, for the audit log only. */
+	clen = sizeof(conn->pidfd);
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERPIDFD, &conn->pidfd, &clen) < 0)
+		conn->pidfd = -1;
+	rc = fsb_chan_start(srv->loop, &conn->chan, fd, fd, true, true, FSB_MAX_LINE,
+			    on_conn_line, on_conn_closed);
+	if (rc < 0) {
+		fsb_warn("cannot watch a connection: %s", uv_strerror(rc));
+		if (conn->pidfd >= 0)
+			close(conn->pidfd);
+		close(fd);
+		free(conn);
+		return;
+	}
+	conn->next = srv->conns;
+	if (srv->conns != NULL)
+		srv->conns->prev = conn;
+	srv->conns = conn;
+	srv->nconns++;
+	srv->pending_closes++;
+	srv->broker->stats.connections++;
+}
+
+static void on_listen_poll(uv_poll_t *h, int status, int events)
+{
+	(void)events;
+	if (status < 0)
+		return;
+	/* A few at a time so a connection storm cannot starve the others. */
+	for (int i = 0; i < 16; i++)
+		accept_one(h->data);
+}
+
+/* The socket's directory: ours and 0700, created if missing. */
+static int check_socket_dir(const char *path, char *err, size_t errlen)
+{
+	char copy[PATH_MAX];
+	struct stat st;
+	const char *dir;
+
+	snprintf(copy, sizeof(copy), "%s", path);
+	dir = dirname(copy);
+	if (mkdir(dir, 0700) < 0 && errno != EEXIST) {
+		snprintf(err, errlen, "cannot create the socket directory %s: %s", dir,
+			 strerror(errno));
+		return -errno;
+	}
+	if (lstat(dir, &st) < 0) {
+		snprintf(err, errlen, "cannot inspect %s: %s", dir, strerror(errno));
+		return -errno;
+	}
+	if (!S_ISDIR(st.st_mode) || st.st_uid != getuid() || (st.st_mode & 0777) != 0700) {
+		snprintf(err, errlen, "refusing socket %s: its directory %s must be a "
+			 "directory of your own with mode 0700 (it has owner %u, mode %04o); "
+			 "put the socket in a private directory such as /tmp/fsb-%u/broker.sock",
+			 path, dir, (unsigned)st.st_uid, (unsigned)(st.st_mode & 07777),
+			 (unsigned)getuid());
+		return -EPERM;
+	}
+	return 0;
+}
+
+/* A socket file left by a core that died is replaced; a live one is not. */
+static int clear_stale_socket(const struct sockaddr_un *addr, char *err, size_t errlen)
+{
+	struct stat st;
+	int fd, rc;
+
+	if (lstat(addr->sun_path, &st) < 0)
+		return errno == ENOENT ? 0 : -errno;
+	if (!S_ISSOCK(st.st_mode)) {
+		snprintf(err, errlen, "refusing socket %s: a file that is not a socket is there",
+			 addr->sun_path);
+		return -EEXIST;
+	}
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	rc = connect(fd, (const struct sockaddr *)addr, sizeof(*addr));
+	close(fd);
+	if (rc == 0) {
+		snprintf(err, errlen, "refusing socket %s: another core is serving it",
+			 addr->sun_path);
+		return -EADDRINUSE;
+	}
+	unlink(addr->sun_path);
+	return 0;
+}
+
+int fsb_server_listen(struct fsb_server *srv, const char *path,
+		      const struct fsb_scope *scope, char *err, size_t errlen)
+{
+	struct sockaddr_un addr = { .sun_family = AF_UNIX };
+	struct fsb_listener *l;
+	mode_t old_umask;
+	int fd, rc;
+
+	if (path[0] != '/' || strlen(path) >= sizeof(addr.sun_path)) {
+		snprintf(err, errlen, "refusing socket %s: it must be an absolute path of at "
+			 "most %zu bytes", path, sizeof(addr.sun_path) - 1);
+		return -EINVAL;
+	}
+	if ((rc = check_socket_dir(path, err, errlen)) < 0)
+		return rc;
+	strcpy(addr.sun_path, path);
+	if ((rc = clear_stale_socket(&addr, err, errlen)) < 0)
+		return rc;
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (fd < 0)
+		goto fail_errno;
+	/* bind creates the file with the umask applied: make it 0600. */
+	old_umask = umask(0177);
+	rc = bind(fd, (struct sockaddr *)&addr, sizeof(addr));
+	umask(old_umask);
+	if (rc < 0 || listen(fd, 512) < 0)
+		goto fail_errno;
+	l = calloc(1, sizeof(*l));
+	if (l == NULL)
+		goto fail_errno;
+	l->fd = fd;
+	snprintf(l->path, sizeof(l->path), "%s", path);
+	l->scope = *scope;
+	l->srv = srv;
+	uv_poll_init(srv->loop, &l->poll, fd);
+	l->poll.data = l;
+	uv_poll_start(&l->poll, UV_READABLE, on_listen_poll);
+	l->next = srv->listeners;
+	srv->listeners = l;
+	{
+		char dir[PATH_MAX];
+
+		snprintf(dir, sizeof(dir), "%s", path);
+		fsb_protected_add(&srv->broker->protected, dirname(dir), FSB_PROTECT_HIDDEN,
+				  "socket dir", false);
+	}
+	return 0;
+
+fail_errno:
+	rc = -errno;
+	snprintf(err, errlen, "cannot listen on %s: %s", path, strerror(errno));
+	if (fd >= 0)
+		close(fd);
+	return rc;
+}
+
+static void on_listener_closed(uv_handle_t *h)
+{
+	struct fsb_listener *l = h->data;
+	struct fsb_server *srv = l->srv;
+
+	close(l->fd);
+	free(l);
+	if (--srv->pending_closes == 0 && srv->on_closed != NULL)
+		srv->on_closed(srv);
+}
+
+void fsb_server_close(struct fsb_server *srv)
+{
+	struct fsb_listener *l, *next;
+
+	for (l = srv->listeners; l != NULL; l = next) {
+		next = l->next;
+		unlink(l->path);
+		srv->pending_closes++;
+		uv_close((uv_handle_t *)&l->poll, on_listener_closed);
+	}
+	srv->listeners = NULL;
+	for (struct fsb_conn *c = srv->conns; c != NULL; c = c->next)
+		fsb_chan_close(&c->chan);
+	if (srv->pending_closes == 0 && srv->on_closed != NULL)
+		srv->on_closed(srv);
+}

@@ -1,0 +1,77 @@
+/*
+ * server.h — the client sockets (DESIGN §3.0–3.1): one listening socket per
+ * scope, in a private 0700 directory, mode 0600; each accepted connection is
+ * checked with SO_PEERCRED and carries the scope of the socket it came in on.
+ */
+#ifndef FSB_SERVER_H
+#define FSB_SERVER_H
+
+#include <limits.h>
+#include <sys/types.h>
+#include <sys/un.h>
+
+#include <uv.h>
+
+#include "broker.h"
+#include "grant.h"
+#include "chan.h"
+
+#define FSB_MAX_LINE 65536
+
+struct fsb_server;
+
+/** One client connection. */
+struct fsb_conn {
+	struct fsb_chan chan;
+	struct fsb_scope scope;
+	pid_t pid;
+	uid_t uid;
+	int pidfd;		/* SO_PEERPIDFD where the kernel has it, else -1 */
+	struct fsb_server *srv;
+	struct fsb_conn *prev, *next;
+};
+
+struct fsb_listener {
+	uv_poll_t poll;
+	int fd;
+	char path[sizeof(((struct sockaddr_un *)0)->sun_path)];
+	struct fsb_scope scope;
+	struct fsb_server *srv;
+	struct fsb_listener *next;
+};
+
+struct fsb_server {
+	uv_loop_t *loop;
+	struct fsb_broker *broker;
+	struct fsb_listener *listeners;
+	struct fsb_conn *conns;
+	unsigned long nconns;
+	int pending_closes;
+	void (*on_closed)(struct fsb_server *srv);	/* everything closed */
+};
+
+void fsb_server_init(struct fsb_server *srv, uv_loop_t *loop, struct fsb_broker *b);
+
+/**
+ * Listen on `path` for `scope`. The socket's directory is created 0700 when
+ * missing; an existing one must be a directory of the user's with mode 0700,
+ * else the socket is refused with a sentence in `err`. A stale socket file
+ * is replaced; a live one (another core) is refused. 0 or -errno.
+ */
+int fsb_server_listen(struct fsb_server *srv, const char *path,
+		      const struct fsb_scope *scope, char *err, size_t errlen);
+
+/** Stop listening (unlinking the sockets) and close every connection. */
+void fsb_server_close(struct fsb_server *srv);
+
+/** Request handlers, one per wire format (serve_text.c, serve_json.c). */
+void fsb_serve_text(struct fsb_conn *conn, char *line, size_t len);
+void fsb_serve_json(struct fsb_conn *conn, char *line, size_t len);
+
+/** Queue a reply on a connection (a NUL-terminated line with its '\n'). */
+void fsb_conn_reply(struct fsb_conn *conn, const char *line, int fd);
+
+/** Queue a JSON reply (takes ownership of `reply`). */
+void fsb_conn_reply_json(struct fsb_conn *conn, cJSON *reply);
+
+#endif
