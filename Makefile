@@ -80,7 +80,8 @@ $(BUILD)/core/main.o: core/main.c $(wildcard core/*.h)
 $(BUILD)/tests/test_%: tests/unit/test_%.c $(BUILD)/libfsbcore.a tests/unit/unit.h
 	@mkdir -p $(@D)
 	@echo "  CC      $<"
-	$(Q)$(CC) $(CFLAGS) -Itests/unit $(LDFLAGS) -o $@ $< $(BUILD)/libfsbcore.a $(LDLIBS) -lcmocka
+	$(Q)$(CC) $(CFLAGS) -Itests/unit -DLUADIR='"$(CURDIR)/lua"' $(LDFLAGS) -o $@ $< \
+	    $(BUILD)/libfsbcore.a $(LDLIBS) -lcmocka
 
 $(BUILD)/tests/test_%: tests/integration/test_%.c $(HARNESS_SRC) tests/integration/harness.h $(BUILD)/libfsbcore.a
 	@mkdir -p $(@D)
