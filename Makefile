@@ -115,8 +115,14 @@ test-lua:
 test-integration: all $(INTEG_BIN)
 	$(Q)sh tools/tap-sum.sh "integration" "FSBROKER=$(BUILD)/fsbroker sh tools/run-cmocka.sh $(INTEG_BIN)"
 
-demo: deps all
-	$(Q)sh tools/demo.sh $(BUILD)/fsbroker
+$(BUILD)/demo-client: tools/demo_client.c
+	@mkdir -p $(@D)
+	@echo "  CC      $<"
+	$(Q)$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $<
+
+demo: deps
+	$(Q)$(MAKE) --no-print-directory all $(BUILD)/demo-client
+	$(Q)bash tools/demo.sh $(BUILD)
 
 bench: all $(BENCH_BIN)
 	$(Q)sh tools/bench.sh $(BUILD)

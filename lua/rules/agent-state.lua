@@ -9,27 +9,21 @@ return {
 	-- fsbroker's state dir holds backups, the audit log, approvals and the
 	-- admin socket: hidden entirely. Agent login tokens are secrets.
 	denyRead = {
-		"${state}",
 		"${state}/**",
 		"~/.claude/.credentials.json",
 		"~/.codex/auth.json",
 		"~/.gemini/oauth_creds.json",
 	},
 
-	-- Readable, never modifiable from inside a brokered command.
+	-- Readable, never modifiable from inside a brokered command ("/**" at
+	-- the end covers the directory itself too).
 	denyModify = {
-		"~/.config/fsbroker",
 		"~/.config/fsbroker/**",
-		"~/.claude",
 		"~/.claude/**",
 		"~/.claude.json",
-		"~/.codex",
 		"~/.codex/**",
-		"~/.gemini",
 		"~/.gemini/**",
-		"~/.grok",
 		"~/.grok/**",
-		"~/.copilot",
 		"~/.copilot/**",
 		"~/.config/github-copilot/**",
 	},
@@ -37,11 +31,11 @@ return {
 	tests = {
 		{ op = "read", path = "${state}/audit/s1.jsonl", expect = "deny", rule = "denyRead ${state}/**" },
 		{ op = "write", path = "${state}/sessions/s1/approvals.json", expect = "deny" },
-		{ op = "delete", path = "${state}", expect = "deny", rule = "denyRead ${state}" },
+		{ op = "delete", path = "${state}", expect = "deny", rule = "denyRead ${state}/**" },
 		{ op = "write", path = "~/.config/fsbroker/rules/default.lua", expect = "deny" },
 		{ op = "write", path = "~/.claude/settings.json", expect = "deny", rule = "denyModify ~/.claude/**" },
 		{ op = "write", path = "~/.claude.json", expect = "deny" },
-		{ op = "rename-from", path = "~/.codex", expect = "deny", rule = "denyModify ~/.codex" },
+		{ op = "rename-from", path = "~/.codex", expect = "deny", rule = "denyModify ~/.codex/**" },
 		{ op = "create", path = "~/.gemini/settings.json", expect = "deny" },
 		{ op = "read", path = "~/.claude/.credentials.json", expect = "deny", rule = "denyRead ~/.claude/.credentials.json" },
 		{ op = "read", path = "~/.codex/auth.json", expect = "deny" },

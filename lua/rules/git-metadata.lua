@@ -13,8 +13,9 @@ return {
 		-- "gitdir:" file that points Git at a directory with hooks of its
 		-- own. This also refuses `git init` and `git clone` inside.
 		"**/.git",
-		-- Hooks run on commit, checkout, merge, push ...
-		"**/.git/hooks",
+		-- Hooks run on commit, checkout, merge, push ... ("/**" at the end
+		-- also matches the directory itself: it can be neither made nor
+		-- removed nor renamed).
 		"**/.git/hooks/**",
 		-- Config names programs (core.hooksPath, core.fsmonitor,
 		-- core.sshCommand, filters, aliases).
@@ -25,8 +26,6 @@ return {
 		"**/.git/worktrees/*/config.worktree",
 		"**/.git/worktrees/*/commondir",
 		-- Submodules keep a whole Git directory each, nested at any depth.
-		"**/.git/modules/*/hooks/**",
-		"**/.git/modules/**/hooks",
 		"**/.git/modules/**/hooks/**",
 		"**/.git/modules/**/config",
 		"**/.git/modules/**/config.worktree",
@@ -40,7 +39,7 @@ return {
 		{ op = "write", path = "/srv/repo/.git/hooks/pre-commit", expect = "deny", rule = "denyModify **/.git/hooks/**" },
 		{ op = "create", path = "/srv/repo/.git/hooks/post-checkout", expect = "deny" },
 		{ op = "chmod", path = "/srv/repo/.git/hooks/pre-push", expect = "deny" },
-		{ op = "mkdir", path = "/srv/repo/.git/hooks", expect = "deny", rule = "denyModify **/.git/hooks" },
+		{ op = "mkdir", path = "/srv/repo/.git/hooks", expect = "deny", rule = "denyModify **/.git/hooks/**" },
 		{ op = "delete", path = "/srv/repo/.git/hooks", expect = "deny" },
 		{ op = "write", path = "/srv/repo/.git/config", expect = "deny", rule = "denyModify **/.git/config" },
 		{ op = "write", path = "/srv/repo/.git/config.worktree", expect = "deny" },

@@ -1,0 +1,65 @@
+-- default.lua — the pack `fsbroker run` and `fsbroker serve` use unless
+-- told otherwise: read anything that is not a secret, change the workspace
+-- and the temporary directory, ask before changing anything else in home.
+
+return {
+	name = "default",
+	include = { "credentials", "git-metadata", "agent-state" },
+
+	fsProfile = {
+		read = { "/**" },
+		modify = { "${workspace}/**", "${tmp}/**" },
+	},
+
+	-- Changes elsewhere in home (dotfiles, other projects) wait for the
+	-- user's approval; everything outside home and the trees above is denied.
+	ask = {
+		modify = { "~/**" },
+	},
+
+	backup = {
+		maxSizeMB = 10,
+		skip = { "${tmp}/**" },
+		onTooLarge = "ask",
+		quotaMB = 5120,
+	},
+	delete = { mode = "trash" },
+	reads = "mask",
+	env = {
+		pass = { "PATH", "HOME", "LANG", "LC_ALL", "TERM", "USER", "LOGNAME", "SHELL", "TZ", "TMPDIR" },
+	},
+	hardlinks = "ask",
+
+	tests = {
+		{ op = "write", path = "${workspace}/src/main.c", expect = "allow", rule = "fsProfile.modify ${workspace}/**" },
+		{ op = "create", path = "${workspace}/build/out.o", expect = "allow" },
+		{ op = "delete", path = "${workspace}/old.txt", expect = "allow" },
+		{ op = "write", path = "${workspace}/.git/objects/ab/cdef", expect = "allow" },
+		{ op = "write", path = "${workspace}/.git/index", expect = "allow" },
+		{ op = "write", path = "${tmp}/scratch", expect = "allow", rule = "fsProfile.modify ${tmp}/**" },
+		{ op = "read", path = "/etc/hostname", expect = "allow", rule = "fsProfile.read /**" },
+		{ op = "read", path = "~/notes.txt", expect = "allow" },
+		{ op = "write", path = "/etc/hostname", expect = "deny", rule = "default deny" },
+		{ op = "write", path = "/usr/bin/ls", expect = "deny" },
+		{ op = "write", path = "~/.bashrc", expect = "ask", rule = "ask.modify ~/**" },
+		{ op = "mkdir", path = "~/other-project", expect = "ask" },
+		{ op = "read", path = "~/.ssh/id_ed25519", expect = "deny", rule = "denyRead ~/.ssh/**" },
+		{ op = "read", path = "~/.aws/credentials", expect = "deny" },
+		{ op = "read", path = "${workspace}/.env", expect = "deny", rule = "denyRead **/.env" },
+		{ op = "write", path = "${workspace}/.env.local", expect = "deny" },
+		{ op = "read", path = "${workspace}/.envrc", expect = "allow" },
+		{ op = "write", path = "${workspace}/.envrc", expect = "deny", rule = "denyModify **/.envrc" },
+		{ op = "read", path = "${workspace}/.git/hooks/pre-commit", expect = "allow" },
+		{ op = "write", path = "${workspace}/.git/hooks/pre-commit", expect = "deny", rule = "denyModify **/.git/hooks/**" },
+		{ op = "write", path = "${workspace}/.git/config", expect = "deny" },
+		{ op = "rename-from", path = "${workspace}/.git", expect = "deny" },
+		{ op = "read", path = "${state}/audit/s.jsonl", expect = "deny" },
+		{ op = "write", path = "~/.claude/settings.json", expect = "deny" },
+		-- A second name for the same inode: changing it changes the other.
+		{ op = "write", path = "${workspace}/linked.txt", exists = true, nlink = 2, expect = "ask", rule = "hardlinks ask" },
+		-- A symlink in the workspace pointing at a secret: the resolved path decides.
+		{ op = "read", path = "~/.ssh/id_rsa", requested = "${workspace}/key", expect = "deny" },
+		-- BSD sed -i writes ".!<pid>!name" first: judged as the name too.
+		{ op = "write", path = "${workspace}/.!4242!.env", expect = "deny" },
+	},
+}

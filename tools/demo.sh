@@ -1,0 +1,97 @@
+#!/usr/bin/env bash
+# make demo: start the core on the default pack in a temp dir and play a short
+# session — an allowed write (fd received), a denied credential read, an ask,
+# its approval, and a live reload that changes a verdict.
+set -euo pipefail
+build=${1:-build}
+fsb=$build/fsbroker
+client=$build/demo-client
+demo=$(mktemp -d /tmp/fsbroker-demo.XXXXXX)
+mkdir -p "$demo/home/.ssh" "$demo/ws" "$demo/rules"
+echo "not a real key" >"$demo/home/.ssh/id_ed25519"
+echo "notes" >"$demo/home/notes.txt"
+sock=$demo/sock/broker.sock
+session=demo
+
+# The operator's pack: the shipped default, plus one rule we will change live.
+cat >"$demo/rules/demo.lua" <<'LUA'
+return {
+  name = "demo",
+  include = { "default" },
+  denyModify = { "${workspace}/generated/**" },
+}
+LUA
+
+coproc CORE { HOME=$demo/home TMPDIR=$demo/tmp exec "$fsb" serve --socket "$sock" \
+    --session "$session" --workspace "$demo/ws" --state-dir "$demo/state" \
+    --rules "$demo/rules/demo.lua" 2>"$demo/core.log"; }
+core_pid=$CORE_PID
+cleanup() {
+    kill "$core_pid" 2>/dev/null || true
+    wait "$core_pid" 2>/dev/null || true
+    rm -rf "$demo"
+}
+trap cleanup EXIT
+mkdir -p "$demo/tmp"
+
+control() {   # send one control request, print it and its reply
+    echo "  -> $1"
+    echo "$1" >&"${CORE[1]}"
+    local reply
+    while read -r -t 10 reply <&"${CORE[0]}"; do
+        case $reply in *'"event"'*) continue ;; esac
+        echo "  <- $reply"
+        LAST_REPLY=$reply
+        return 0
+    done
+    echo "no reply from the core; its log:" >&2
+    cat "$demo/core.log" >&2
+    exit 1
+}
+request() {   # send one client request over the socket
+    printf '  -> %s\n' "$(printf '%s' "$1" | tr '\t' ' ')"
+    "$client" "$sock" "$1" "${2:-}"
+}
+say() { printf '\n== %s\n' "$*"; }
+
+read -r -t 10 ready <&"${CORE[0]}" || { cat "$demo/core.log"; exit 1; }
+say "the core is up: $ready"
+T=$'\t'
+ws=$demo/ws
+
+say "1. an allowed write: the core opens the file and passes the fd"
+request "fsbroker.read-write${T}$ws/hello.txt${T}$session${T}call-1${T}open=0x241:0644" "hello from the sandbox"$'\n'
+echo "     $ws/hello.txt now holds: $(cat "$ws/hello.txt")"
+
+say "2. a denied read of a credential"
+request "fsbroker.read${T}$demo/home/.ssh/id_ed25519${T}$session${T}call-1"
+
+say "3. a write outside the workspace, under \$HOME: the pack says ask"
+request "fsbroker.read-write${T}$demo/home/notes.txt${T}$session${T}call-2${T}open=0x401:0644"
+control '{"id":1,"command":"PromptBlocks"}'
+block=$(sed -n 's/.*"blockId":"\([^"]*\)".*/\1/p' <<<"$LAST_REPLY")
+
+say "4. the host approves it once; the same request now gets its fd"
+control "{\"id\":2,\"command\":\"Approve\",\"blockId\":\"$block\",\"scope\":\"once\"}"
+request "fsbroker.read-write${T}$demo/home/notes.txt${T}$session${T}call-2${T}open=0x401:0644" "approved line"$'\n'
+echo "     notes.txt now ends with: $(tail -n 1 "$demo/home/notes.txt")"
+
+say "5. a live reload: writes to generated/ are denied; the operator lifts that rule"
+mkdir -p "$ws/generated"
+request "fsbroker.read-write${T}$ws/generated/out.c${T}$session${T}call-3${T}open=0x241:0644"
+sed -i 's|denyModify = .*|denyModify = { },|' "$demo/rules/demo.lua"
+echo "     (pack edited; the core reloads it on save)"
+for _ in $(seq 50); do
+    sleep 0.1
+    grep -q "reloaded pack" "$demo/core.log" && break
+done
+request "fsbroker.read-write${T}$ws/generated/out.c${T}$session${T}call-3${T}open=0x241:0644" "int x;"$'\n'
+
+say "6. the audit log: one hash-chained line per decision"
+tail -n 2 "$demo/state/audit/$session.jsonl" | cut -c1-160
+"$fsb" audit verify "$demo/state/audit/$session.jsonl"
+
+say "7. stats, and shutdown"
+control '{"id":3,"command":"Stats"}'
+control '{"id":4,"command":"Shutdown"}'
+wait "$core_pid" && echo "  the core exited cleanly"
