@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -91,7 +92,17 @@ static void on_conn_line(struct fsb_chan *c, char *line, size_t len)
 		fsb_serve_text(conn, line, len);
 }
 
-static void accept_one(struct fsb_listener *l)
+static void on_listen_poll(uv_poll_t *h, int status, int events);
+
+static void on_backoff_done(uv_timer_t *t)
+{
+	struct fsb_listener *l = t->data;
+
+	uv_poll_start(&l->poll, UV_READABLE, on_listen_poll);
+}
+
+/* Returns false when accepting should stop for now. */
+static bool accept_one(struct fsb_listener *l)
 {
 	struct fsb_server *srv = l->srv;
 	struct ucred cred;
@@ -101,9 +112,17 @@ static void accept_one(struct fsb_listener *l)
 
 	fd = accept4(l->fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
 	if (fd < 0) {
-		if (errno != EAGAIN && errno != EINTR && errno != ECONNABORTED)
+		if (errno == EMFILE || errno == ENFILE) {
+			/* The listener stays readable while the connection waits;
+			 * without a pause the loop would spin on it. */
+			fsb_warn("out of file descriptors: not accepting on %s for 100 ms",
+				 l->path);
+			uv_poll_stop(&l->poll);
+			uv_timer_start(&l->backoff, on_backoff_done, 100, 0);
+		} else if (errno != EAGAIN && errno != EINTR && errno != ECONNABORTED) {
 			fsb_warn("accept on %s: %s", l->path, strerror(errno));
-		return;
+		}
+		return errno == EINTR || errno == ECONNABORTED;
 	}
 	/* The 0700 directory keeps other users out; this is the second wall. */
 	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &clen) < 0 ||
@@ -112,12 +131,12 @@ static void accept_one(struct fsb_listener *l)
 			 clen == sizeof(cred) ? (int)cred.uid : -1);
 		srv->broker->stats.connections_refused++;
 		close(fd);
-		return;
+		return true;
 	}
 	conn = calloc(1, sizeof(*conn));
 	if (conn == NULL) {
 		close(fd);
-		return;
+		return false;
 	}
 	conn->scope = l->scope;
 	conn->pid = cred.pid;
@@ -137,7 +156,7 @@ static void accept_one(struct fsb_listener *l)
 			close(conn->pidfd);
 		close(fd);
 		free(conn);
-		return;
+		return true;
 	}
 	conn->next = srv->conns;
 	if (srv->conns != NULL)
@@ -146,6 +165,7 @@ static void accept_one(struct fsb_listener *l)
 	srv->nconns++;
 	srv->pending_closes++;
 	srv->broker->stats.connections++;
+	return true;
 }
 
 static void on_listen_poll(uv_poll_t *h, int status, int events)
@@ -154,8 +174,8 @@ static void on_listen_poll(uv_poll_t *h, int status, int events)
 	if (status < 0)
 		return;
 	/* A few at a time so a connection storm cannot starve the others. */
-	for (int i = 0; i < 16; i++)
-		accept_one(h->data);
+	for (int i = 0; i < 16 && accept_one(h->data); i++)
+		;
 }
 
 /* The socket's directory: ours and 0700, created if missing. */
@@ -250,6 +270,9 @@ int fsb_server_listen(struct fsb_server *srv, const char *path,
 	l->srv = srv;
 	uv_poll_init(srv->loop, &l->poll, fd);
 	l->poll.data = l;
+	uv_timer_init(srv->loop, &l->backoff);
+	l->backoff.data = l;
+	l->handles_open = 2;
 	uv_poll_start(&l->poll, UV_READABLE, on_listen_poll);
 	l->next = srv->listeners;
 	srv->listeners = l;
@@ -275,6 +298,9 @@ static void on_listener_closed(uv_handle_t *h)
 	struct fsb_listener *l = h->data;
 	struct fsb_server *srv = l->srv;
 
+	/* Two handles, the poll and the backoff timer: free after both. */
+	if (--l->handles_open > 0)
+		return;
 	close(l->fd);
 	free(l);
 	if (--srv->pending_closes == 0 && srv->on_closed != NULL)
@@ -290,6 +316,7 @@ void fsb_server_close(struct fsb_server *srv)
 		unlink(l->path);
 		srv->pending_closes++;
 		uv_close((uv_handle_t *)&l->poll, on_listener_closed);
+		uv_close((uv_handle_t *)&l->backoff, on_listener_closed);
 	}
 	srv->listeners = NULL;
 	for (struct fsb_conn *c = srv->conns; c != NULL; c = c->next)

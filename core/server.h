@@ -33,6 +33,8 @@ struct fsb_conn {
 
 struct fsb_listener {
 	uv_poll_t poll;
+	uv_timer_t backoff;	/* out of fds: pause accepting for a moment */
+	int handles_open;
 	int fd;
 	char path[sizeof(((struct sockaddr_un *)0)->sun_path)];
 	struct fsb_scope scope;

@@ -1,0 +1,282 @@
+/*
+ * test_check_cli.c — `fsbroker check` as an operator runs it: verdicts,
+ * deciding rules, exit codes (0 allow, 1 deny, 3 ask, 2 error; the
+ * strictest wins), --json, and pack errors that name file and line or field.
+ */
+#include "harness.h"
+
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cJSON.h>
+
+static char dir[PATH_MAX], home[PATH_MAX + 8], ws[PATH_MAX + 8], rules[PATH_MAX + 8];
+
+struct run {
+	int status;
+	char out[65536];	/* stdout and stderr together */
+};
+
+/* Run fsbroker with argv (NULL-terminated) under HOME=<dir>/home. */
+static void run_fsbroker(struct run *r, const char *const *argv)
+{
+	const char *bin = getenv("FSBROKER");
+	char *args[32];
+	int pipefd[2], n = 0, st;
+	ssize_t got;
+	size_t len = 0;
+	pid_t pid;
+
+	args[n++] = (char *)(bin != NULL ? bin : "build/fsbroker");
+	for (int i = 0; argv[i] != NULL && n < 31; i++)
+		args[n++] = (char *)argv[i];
+	args[n] = NULL;
+	assert_int_equal(pipe2(pipefd, O_CLOEXEC), 0);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		dup2(pipefd[1], 1);
+		dup2(pipefd[1], 2);
+		setenv("HOME", home, 1);
+		unsetenv("XDG_STATE_HOME");
+		execv(args[0], args);
+		_exit(127);
+	}
+	close(pipefd[1]);
+	while ((got = read(pipefd[0], r->out + len, sizeof(r->out) - 1 - len)) > 0)
+		len += (size_t)got;
+	r->out[len] = '\0';
+	close(pipefd[0]);
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	r->status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+static void write_file(const char *path, const char *text)
+{
+	FILE *f = fopen(path, "w");
+
+	assert_non_null(f);
+	fputs(text, f);
+	fclose(f);
+}
+
+static int setup(void **state)
+{
+	char path[PATH_MAX * 2];
+
+	(void)state;
+	mkdir("build", 0755);
+	/* Not under /tmp: the default pack lets everything in ${tmp} be
+	 * modified, which would hide the verdicts these tests look for. */
+	char cwd[PATH_MAX];
+
+	if (getcwd(cwd, sizeof(cwd)) == NULL)
+		return -1;
+	snprintf(dir, sizeof(dir), "%s/build/check-test-XXXXXX", cwd);
+	if (mkdtemp(dir) == NULL)
+		return -1;
+	snprintf(home, sizeof(home), "%s/home", dir);
+	snprintf(ws, sizeof(ws), "%s/ws", dir);
+	snprintf(rules, sizeof(rules), "%s/rules", dir);
+	mkdir(home, 0700);
+	mkdir(ws, 0700);
+	mkdir(rules, 0700);
+	snprintf(path, sizeof(path), "%s/.ssh", home);
+	mkdir(path, 0700);
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	char cmd[PATH_MAX + 16];
+
+	(void)state;
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+	return system(cmd) == 0 ? 0 : -1;
+}
+
+static void test_allow_exits_0_and_names_the_rule(void **state)
+{
+	char p[PATH_MAX * 2];
+	struct run r;
+
+	(void)state;
+	snprintf(p, sizeof(p), "%s/src/main.c", ws);
+	run_fsbroker(&r, (const char *[]){ "check", "--workspace", ws, "--op", "write", p, NULL });
+	assert_int_equal(r.status, 0);
+	assert_non_null(strstr(r.out, "allow"));
+	assert_non_null(strstr(r.out, "fsProfile.modify ${workspace}/**"));
+}
+
+static void test_credential_read_exits_1_with_its_rule(void **state)
+{
+	char p[PATH_MAX * 2];
+	struct run r;
+
+	(void)state;
+	snprintf(p, sizeof(p), "%s/.ssh/id_ed25519", home);
+	run_fsbroker(&r, (const char *[]){ "check", "--workspace", ws, "--op", "read", p, NULL });
+	assert_int_equal(r.status, 1);
+	assert_non_null(strstr(r.out, "denyRead ~/.ssh/**"));
+	assert_non_null(strstr(r.out, "to change it"));
+}
+
+static void test_home_write_exits_3_ask(void **state)
+{
+	char p[PATH_MAX * 2];
+	struct run r;
+
+	(void)state;
+	snprintf(p, sizeof(p), "%s/notes.txt", home);
+	run_fsbroker(&r, (const char *[]){ "check", "--workspace", ws, "--op", "write", p, NULL });
+	assert_int_equal(r.status, 3);
+	assert_non_null(strstr(r.out, "ask"));
+}
+
+static void test_strictest_verdict_sets_the_exit(void **state)
+{
+	char allow[PATH_MAX * 2], ask[PATH_MAX * 2], deny[PATH_MAX * 2];
+	struct run r;
+
+	(void)state;
+	snprintf(allow, sizeof(allow), "%s/a.c", ws);
+	snprintf(ask, sizeof(ask), "%s/notes.txt", home);
+	snprintf(deny, sizeof(deny), "%s/.env", ws);
+	run_fsbroker(&r, (const char *[]){ "check", "--workspace", ws, "--op", "write",
+					   allow, ask, NULL });
+	assert_int_equal(r.status, 3);
+	run_fsbroker(&r, (const char *[]){ "check", "--workspace", ws, "--op", "write",
+					   deny, allow, ask, NULL });
+	assert_int_equal(r.status, 1);
+	run_fsbroker(&r, (const char *[]){ "check", "--workspace", ws, "--op", "write",
+					   ask, deny, NULL });
+	assert_int_equal(r.status, 1);
+}
+
+static void test_json_output_lists_each_verdict(void **state)
+{
+	char allow[PATH_MAX * 2], deny[PATH_MAX * 2];
+	cJSON *arr, *first, *second;
+	struct run r;
+
+	(void)state;
+	snprintf(allow, sizeof(allow), "%s/a.c", ws);
+	snprintf(deny, sizeof(deny), "%s/.aws/credentials", home);
+	run_fsbroker(&r, (const char *[]){ "check", "--workspace", ws, "--json", "--op", "read",
+					   allow, deny, NULL });
+	assert_int_equal(r.status, 1);
+	arr = cJSON_Parse(strchr(r.out, '['));
+	assert_non_null(arr);
+	assert_int_equal(cJSON_GetArraySize(arr), 2);
+	first = cJSON_GetArrayItem(arr, 0);
+	second = cJSON_GetArrayItem(arr, 1);
+	assert_string_equal(cJSON_GetObjectItem(first, "decision")->valuestring, "allow");
+	assert_string_equal(cJSON_GetObjectItem(second, "decision")->valuestring, "deny");
+	assert_string_equal(cJSON_GetObjectItem(second, "op")->valuestring, "read");
+	assert_non_null(strstr(cJSON_GetObjectItem(second, "rule")->valuestring, ".aws"));
+	cJSON_Delete(arr);
+}
+
+static void test_syntax_error_exits_2_with_file_and_line(void **state)
+{
+	char pack[PATH_MAX * 2], expect[PATH_MAX * 2 + 8];
+	struct run r;
+
+	(void)state;
+	snprintf(pack, sizeof(pack), "%s/broken.lua", rules);
+	write_file(pack, "return {\n  name = \"broken\",\n  denyRead = { \"~/.ssh/**\" \n}\n");
+	run_fsbroker(&r, (const char *[]){ "check", "--rules", pack, "--op", "read", "/etc/hosts",
+					   NULL });
+	assert_int_equal(r.status, 2);
+	snprintf(expect, sizeof(expect), "broken.lua:");
+	assert_non_null(strstr(r.out, expect));
+}
+
+static void test_wrong_field_type_names_the_field_path(void **state)
+{
+	char pack[PATH_MAX * 2];
+	struct run r;
+
+	(void)state;
+	snprintf(pack, sizeof(pack), "%s/wrongtype.lua", rules);
+	write_file(pack, "return { name = \"w\", fsProfile = { read = { \"/**\" }, modify = { 42 } } }\n");
+	run_fsbroker(&r, (const char *[]){ "check", "--rules", pack, "--op", "read", "/etc/hosts",
+					   NULL });
+	assert_int_equal(r.status, 2);
+	assert_non_null(strstr(r.out, "wrongtype.lua"));
+	assert_non_null(strstr(r.out, "fsProfile.modify[1]"));
+}
+
+static void test_failing_self_test_refuses_the_pack(void **state)
+{
+	char pack[PATH_MAX * 2];
+	struct run r;
+
+	(void)state;
+	snprintf(pack, sizeof(pack), "%s/selftest.lua", rules);
+	write_file(pack, "return { name = \"t\", fsProfile = { read = { \"/**\" } },\n"
+		   "  tests = { { op = \"read\", path = \"/etc/hosts\", expect = \"deny\" } } }\n");
+	run_fsbroker(&r, (const char *[]){ "check", "--rules", pack, "--op", "read", "/etc/hosts",
+					   NULL });
+	assert_int_equal(r.status, 2);
+	assert_non_null(strstr(r.out, "tests[1]"));
+}
+
+static void test_default_pack_without_workspace_says_so(void **state)
+{
+	struct run r;
+
+	(void)state;
+	run_fsbroker(&r, (const char *[]){ "check", "--op", "read", "/etc/hosts", NULL });
+	assert_int_equal(r.status, 2);
+	assert_non_null(strstr(r.out, "--workspace"));
+}
+
+static void test_root_as_workspace_is_refused(void **state)
+{
+	struct run r;
+
+	(void)state;
+	run_fsbroker(&r, (const char *[]){ "check", "--workspace", "/", "--op", "read",
+					   "/etc/hosts", NULL });
+	assert_int_equal(r.status, 2);
+	run_fsbroker(&r, (const char *[]){ "check", "--workspace", home, "--op", "read",
+					   "/etc/hosts", NULL });
+	assert_int_equal(r.status, 2);
+}
+
+static void test_unknown_op_is_a_usage_error(void **state)
+{
+	struct run r;
+
+	(void)state;
+	run_fsbroker(&r, (const char *[]){ "check", "--workspace", ws, "--op", "frobnicate",
+					   "/etc/hosts", NULL });
+	assert_int_equal(r.status, 2);
+	assert_non_null(strstr(r.out, "unknown op 'frobnicate'"));
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_allow_exits_0_and_names_the_rule),
+		cmocka_unit_test(test_credential_read_exits_1_with_its_rule),
+		cmocka_unit_test(test_home_write_exits_3_ask),
+		cmocka_unit_test(test_strictest_verdict_sets_the_exit),
+		cmocka_unit_test(test_json_output_lists_each_verdict),
+		cmocka_unit_test(test_syntax_error_exits_2_with_file_and_line),
+		cmocka_unit_test(test_wrong_field_type_names_the_field_path),
+		cmocka_unit_test(test_failing_self_test_refuses_the_pack),
+		cmocka_unit_test(test_default_pack_without_workspace_says_so),
+		cmocka_unit_test(test_root_as_workspace_is_refused),
+		cmocka_unit_test(test_unknown_op_is_a_usage_error),
+	};
+
+	return cmocka_run_group_tests(tests, setup, teardown);
+}
