@@ -295,6 +295,7 @@ void fsb_broker_decide(struct fsb_broker *b, struct fsb_access *d)
 	req.requested = d->requested;
 	req.exists = d->resolve_err == 0 && d->res.exists;
 	if (req.exists) {
+		req.mode = d->res.st.st_mode;
 		req.dev = d->res.st.st_dev;
 		req.ino = d->res.st.st_ino;
 		req.nlink = d->res.st.st_nlink;

@@ -27,6 +27,7 @@ struct fsb_chan_out {
 
 static void update_events(struct fsb_chan *c);
 static void on_poll(uv_poll_t *h, int status, int events);
+static void on_handle_closed(uv_handle_t *h);
 
 static int set_nonblock(int fd)
 {
@@ -61,9 +62,11 @@ int fsb_chan_start(uv_loop_t *loop, struct fsb_chan *c, int rfd, int wfd,
 	if (wfd != rfd) {
 		err = uv_poll_init(loop, &c->wpoll, wfd);
 		if (err < 0) {
-			/* The read side is already a handle: close it the usual way. */
+			/* The read side is already a handle: close it the usual way.
+			 * Not through fsb_chan_close(), which would also close the
+			 * write handle that was never initialised. */
 			c->closing = true;
-			fsb_chan_close(c);
+			uv_close((uv_handle_t *)&c->rpoll, on_handle_closed);
 			return err;
 		}
 		c->wpoll.data = c;

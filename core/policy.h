@@ -28,6 +28,7 @@ struct fsb_policy_req {
 	const char *path;	/* resolved real path */
 	const char *requested;	/* as the client said it, or NULL */
 	bool exists;
+	mode_t mode;		/* st_mode, for the file type, when it exists */
 	dev_t dev;
 	ino_t ino;
 	nlink_t nlink;

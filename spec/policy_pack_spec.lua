@@ -119,6 +119,9 @@ describe("policy.pack", function()
 			{ "a self-test with a wrong expect",
 				'{ name = "t", tests = { { op = "read", path = "/a", expect = "no" } } }',
 				'/r/top.lua: tests[1].expect: expected "allow", "deny" or "ask", got "no"' },
+			{ "a list where a record belongs",
+				'{ name = "t", fsProfile = { { "/**" } } }',
+				"/r/top.lua: fsProfile[1]: unknown field; fsProfile has read, modify" },
 			{ "a self-test with a relative path",
 				'{ name = "t", tests = { { op = "read", path = "a/b", expect = "deny" } } }',
 				'/r/top.lua: tests[1].path: "a/b" is not absolute' },
@@ -322,6 +325,11 @@ describe("policy.pack", function()
 				local err = load_error({ top = "local x = " .. name .. "\nreturn { name = 't' }" })
 				assert.is_truthy(err:find("undefined global '" .. name .. "'", 1, true), err)
 			end
+		end)
+
+		it("has no string.dump", function()
+			local err = load_error({ top = 'local f = string.dump(type)\nreturn { name = "t" }' })
+			assert.is_truthy(err:match("^/r/top%.lua:1: attempt to call a nil value %(field 'dump'%)"), err)
 		end)
 
 		it("gives each pack copies of the libraries, so a pack cannot change them for others", function()

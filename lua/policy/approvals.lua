@@ -2,9 +2,10 @@
 -- An approval is bound to one exact key (op, real path, dev, ino) and is
 -- plain data, so the core can carry it across a pack reload.
 
-local string_format = string.format
+local string_byte, string_format = string.byte, string.format
 local math_tointeger, math_type = math.tointeger, math.type
-local ipairs, setmetatable, tostring, type = ipairs, setmetatable, tostring, type
+local ipairs, next, setmetatable = ipairs, next, setmetatable
+local tostring, type = tostring, type
 local os_time = os and os.time
 
 local _ENV = nil
@@ -12,6 +13,11 @@ local _ENV = nil
 local M = {}
 
 local SCOPES = { once = true, session = true }
+local SLASH = 47 -- '/'
+
+local function any_op(op)
+	return type(op) == "string" and op ~= ""
+end
 
 -- dev and ino as one spelling: 5 and 5.0 are the same inode.
 local function id_part(v)
@@ -53,8 +59,9 @@ local function clean(a, is_op)
 	if not is_op(a.op) then
 		return nil, "op: expected a known op, got " .. tostring(a.op)
 	end
-	if type(a.path) ~= "string" or a.path == "" then
-		return nil, "path: expected the real path, got " .. type(a.path)
+	if type(a.path) ~= "string" or string_byte(a.path, 1) ~= SLASH then
+		return nil, "path: expected the absolute real path, got "
+			.. (type(a.path) == "string" and ("'" .. a.path .. "'") or type(a.path))
 	end
 	local ok, err = check_id(a.dev, "dev")
 	if not ok then
@@ -84,9 +91,10 @@ end
 local Store = {}
 Store.__index = Store
 
---- A new, empty approval store. `is_op(name)` validates op names.
+--- A new, empty approval store. `is_op(name)` validates op names (any
+-- non-empty string when it is not given).
 function M.new(is_op)
-	return setmetatable({ by_key = {}, order = {}, is_op = is_op }, Store)
+	return setmetatable({ by_key = {}, order = {}, dead = 0, is_op = is_op or any_op }, Store)
 end
 
 -- Records are kept per key and per session (nil session: any session).
@@ -117,6 +125,7 @@ function Store:add(a)
 	end
 	if old ~= nil then
 		old.dead = true
+		self.dead = self.dead + 1
 	end
 	per[who] = rec
 	self.order[#self.order + 1] = rec
@@ -126,7 +135,8 @@ end
 --- Looks for an approval of this exact key for `session`. A session
 -- approval stays; a once approval is used up. Returns the scope or nil.
 function Store:take(op, path, dev, ino, session)
-	local per = self.by_key[M.key(op, path, dev, ino)]
+	local key = M.key(op, path, dev, ino)
+	local per = self.by_key[key]
 	if per == nil then
 		return nil
 	end
@@ -143,6 +153,13 @@ function Store:take(op, path, dev, ino, session)
 				if rec.scope == "once" then
 					rec.dead = true
 					per[who] = nil
+					if next(per) == nil then
+						self.by_key[key] = nil
+					end
+					self.dead = self.dead + 1
+					if self.dead > 64 and self.dead * 2 > #self.order then
+						self:compact()
+					end
 				end
 				return rec.scope
 			end
@@ -151,19 +168,28 @@ function Store:take(op, path, dev, ino, session)
 	return nil
 end
 
---- Every live approval as plain tables, oldest first.
-function Store:list()
-	local out, live = {}, {}
+-- Drops used-up and replaced records from the insertion order.
+function Store:compact()
+	local live = {}
 	for _, rec in ipairs(self.order) do
 		if not rec.dead then
 			live[#live + 1] = rec
-			out[#out + 1] = {
-				op = rec.op, path = rec.path, dev = rec.dev, ino = rec.ino,
-				scope = rec.scope, session = rec.session, time = rec.time,
-			}
 		end
 	end
 	self.order = live
+	self.dead = 0
+end
+
+--- Every live approval as plain tables, oldest first.
+function Store:list()
+	self:compact()
+	local out = {}
+	for i, rec in ipairs(self.order) do
+		out[i] = {
+			op = rec.op, path = rec.path, dev = rec.dev, ino = rec.ino,
+			scope = rec.scope, session = rec.session, time = rec.time,
+		}
+	end
 	return out
 end
 

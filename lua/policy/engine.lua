@@ -114,13 +114,21 @@ local function judge(m, path, is_read, full)
 	return { decision = "deny", rule = "default deny", kind = "default", form = path }
 end
 
+-- True when verdict `a` is stricter than `b`: a higher rank, or a final
+-- deny (denyRead/denyModify) over another deny, so that a deny list hit by
+-- any spelling stays final for the decide hooks.
+local function stricter(a, b)
+	local ra, rb = RANK[a.decision], RANK[b.decision]
+	return ra > rb or (ra == rb and a.final == true and b.final ~= true)
+end
+
 -- The rules' verdict for every spelling of the resolved and the requested
 -- path; the strictest wins, the first found on a tie (the resolved path's).
 local function judge_request(st, req)
 	local is_read = req.op == "read"
 	local best
 	local function consider(v)
-		if v ~= nil and (best == nil or RANK[v.decision] > RANK[best.decision]) then
+		if v ~= nil and (best == nil or stricter(v, best)) then
 			best = v
 		end
 	end
@@ -255,8 +263,9 @@ local function explain(v, req)
 			or "it may be read but not changed"
 		reason = string_format("%s of %s is denied by %s%s in %s: %s.", op, path, v.rule, as, where(v.entry), what)
 		hint = string_format("%s is final: fsProfile, ask, approvals and decide hooks cannot relax it. "
-			.. "To allow this path, remove the glob %s from %s, or add an exception '!GLOB' after it in the same list.",
-			kind, v.entry.text, where(v.entry))
+			.. "To allow this path, remove the glob %s from %s, or add an exception '!GLOB' to %s after it "
+			.. "(in that pack or one that includes it: the last matching entry wins).",
+			kind, v.entry.text, where(v.entry), kind)
 		local over = v.overruled
 		if over ~= nil and over.kind == "hook-error" then
 			reason = reason .. " The decide hook in " .. over.hook.file .. " also failed: " .. over.problem

@@ -13,7 +13,7 @@ local M = {}
 
 M.VERSION = "0.1.0"
 
-local function load(opts)
+local function build(opts)
 	local loaded, err = pack.load(opts)
 	if loaded == nil then
 		return nil, err
@@ -37,7 +37,7 @@ end
 -- loadfile = (tests only) }. Returns the engine, or nil and one string that
 -- names the file and the line, field path or failing self-test.
 function M.load(opts)
-	local ok, eng, err = pcall(load, opts)
+	local ok, eng, err = pcall(build, opts)
 	if not ok then
 		return nil, "policy.load failed: " .. tostring(eng)
 	end

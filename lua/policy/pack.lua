@@ -70,11 +70,13 @@ end
 -- library tables are copies, so a pack cannot change the functions the
 -- engine itself uses. Reading an undefined global is an error.
 local function pack_env()
+	local str = copy_table(lib_string)
+	str.dump = nil -- bytecode is useless to a pack: nothing can load it
 	local env = {
 		pairs = pairs, ipairs = ipairs, next = next, type = type,
 		tostring = tostring, tonumber = tonumber, select = select,
 		error = error, assert = assert, pcall = pcall,
-		string = copy_table(lib_string), table = copy_table(lib_table),
+		string = str, table = copy_table(lib_table),
 		math = copy_table(lib_math), utf8 = copy_table(lib_utf8),
 		os = { time = os_time, clock = os_clock },
 	}
@@ -141,7 +143,15 @@ local function check_record(t, path, fields)
 		table_sort(unknown, function(a, b)
 			return tostring(a) < tostring(b)
 		end)
-		local where = path == "" and describe_key(unknown[1]) or join(path, describe_key(unknown[1]))
+		local k = unknown[1]
+		local where
+		if path == "" then
+			where = describe_key(k)
+		elseif type(k) == "string" then
+			where = path .. "." .. k
+		else
+			where = path .. describe_key(k)
+		end
 		local owner = path == "" and "a pack" or path
 		return nil, string_format("%s: unknown field; %s has %s", where, owner, table_concat(fields, ", "))
 	end

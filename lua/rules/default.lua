@@ -30,8 +30,10 @@ return {
 	},
 	hardlinks = "ask",
 
+	-- These hold wherever the workspace is (in home, under ${tmp}, elsewhere),
+	-- so a test names its deciding rule only where no other entry can match.
 	tests = {
-		{ op = "write", path = "${workspace}/src/main.c", expect = "allow", rule = "fsProfile.modify ${workspace}/**" },
+		{ op = "write", path = "${workspace}/src/main.c", expect = "allow" },
 		{ op = "create", path = "${workspace}/build/out.o", expect = "allow" },
 		{ op = "delete", path = "${workspace}/old.txt", expect = "allow" },
 		{ op = "write", path = "${workspace}/.git/objects/ab/cdef", expect = "allow" },
@@ -42,7 +44,7 @@ return {
 		{ op = "write", path = "/etc/hostname", expect = "deny", rule = "default deny" },
 		{ op = "write", path = "/usr/bin/ls", expect = "deny" },
 		{ op = "write", path = "~/.bashrc", expect = "ask", rule = "ask.modify ~/**" },
-		{ op = "mkdir", path = "~/other-project", expect = "ask" },
+		{ op = "create", path = "~/.profile", expect = "ask" },
 		{ op = "read", path = "~/.ssh/id_ed25519", expect = "deny", rule = "denyRead ~/.ssh/**" },
 		{ op = "read", path = "~/.aws/credentials", expect = "deny" },
 		{ op = "read", path = "${workspace}/.env", expect = "deny", rule = "denyRead **/.env" },
