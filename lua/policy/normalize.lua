@@ -24,6 +24,15 @@ end
 -- ".." that cannot be resolved is kept). A backslash is an ordinary byte.
 function M.lexical(p)
 	local absolute = string_byte(p, 1) == SLASH
+	-- The common case, a path the core already resolved, is clean as it is:
+	-- answer it without splitting.
+	if absolute and not string_find(p, "//", 1, true) and not string_find(p, "/./", 1, true)
+		and not string_find(p, "/../", 1, true) then
+		local last = string_byte(p, -1)
+		if #p == 1 or (last ~= SLASH and string_sub(p, -2) ~= "/." and string_sub(p, -3) ~= "/..") then
+			return p
+		end
+	end
 	local out, n = {}, 0
 	local pos, len = 1, #p
 	while pos <= len do
@@ -93,6 +102,9 @@ end
 --- If the last segment is a BSD `sed -i` temporary name ".!<pid>!name",
 -- returns the path with that segment replaced by "name"; else nil.
 function M.strip_sed_temp(p)
+	if not string_find(p, ".!", 1, true) then
+		return nil
+	end
 	local dir, base = string_match(p, "^(.-)([^/]*)$")
 	local name = string_match(base, "^%.!%d+!(.+)$")
 	if name == nil then

@@ -1,0 +1,58 @@
+#!/bin/sh
+# tools/bench.sh BUILD — run the benchmarks in bench/ against BUILD/fsbroker,
+# all in this one run on this machine, and print their tables. Timings are
+# reported, never judged: only a benchmark that cannot run fails.
+#
+#   BENCH_ITERATIONS  round trips per row (default 20000)
+#   BENCH_SECONDS     seconds per in-process case (default 0.5)
+set -eu
+build=${1:-build}
+top=$(cd "$(dirname "$0")/.." && pwd)
+bin=${FSBROKER:-$build/fsbroker}
+# The bench programs sit in BUILD/bench, where the core's lookup of
+# <exe>/../lua would miss the engine; name it.
+export FSBROKER_LUA_DIR="${FSBROKER_LUA_DIR:-$top/lua}"
+
+work=$(mktemp -d /tmp/fsb-bench-pack.XXXXXX)
+trap 'rm -rf "$work"' EXIT INT TERM
+
+# A pack with 200 deny globs on top of the default one, none of which
+# matches the benchmark's request (<workspace>/src/main.c): the cost of
+# checking them all is what the rows with "200-rule pack" add.
+pack=$work/bench200.lua
+{
+    echo '-- bench200: the default pack plus 200 deny globs that never match'
+    echo 'return {'
+    echo '  name = "bench200",'
+    echo '  include = { "default" },'
+    echo '  denyRead = {'
+    i=1
+    while [ $i -le 100 ]; do
+        case $((i % 4)) in
+            0) echo "    \"~/.bench-secret-$i/**\"," ;;
+            1) echo "    \"**/*.bench-key-$i\"," ;;
+            2) echo "    \"\${workspace}/generated-$i/**\"," ;;
+            3) echo "    \"/opt/bench-$i/{etc,var}/**/*.conf\"," ;;
+        esac
+        i=$((i + 1))
+    done
+    echo '  },'
+    echo '  denyModify = {'
+    while [ $i -le 200 ]; do
+        case $((i % 4)) in
+            0) echo "    \"**/.bench-lock-$i\"," ;;
+            1) echo "    \"\${workspace}/vendor-$i/**\"," ;;
+            2) echo "    \"~/.config/bench-$i/*.json\"," ;;
+            3) echo "    \"**/bench-$i/**/[a-z]*.lock\"," ;;
+        esac
+        i=$((i + 1))
+    done
+    echo '  },'
+    echo '}'
+} >"$pack"
+
+echo "fsbroker benchmarks: $(uname -sr), $(nproc) CPU(s), $(date -u +%Y-%m-%dT%H:%M:%SZ)"
+echo
+"$build/bench/roundtrip" "$bin" "$pack" "${BENCH_ITERATIONS:-20000}"
+echo
+"$build/bench/decide" "$pack" "${BENCH_SECONDS:-0.5}"
