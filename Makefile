@@ -28,6 +28,8 @@ WARN     := -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
 CFLAGS   ?= -O2 -g
 CFLAGS   += -std=gnu11 -D_GNU_SOURCE $(WARN) $(PKG_CFLAGS) -Icore
 LDLIBS   += $(PKG_LIBS) $(LPEG_LIB)
+# Binaries under build/san or build/bench do not sit next to lua/: name it.
+export FSBROKER_LUA_DIR := $(CURDIR)/lua
 
 ifeq ($(WERROR),1)
 CFLAGS   += -Werror

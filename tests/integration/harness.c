@@ -461,12 +461,24 @@ int fsbt_core_wait_exit(struct fsbt_core *c, int timeout_ms)
 	}
 }
 
-void fsbt_core_stop(struct fsbt_core *c)
+static void dump_core_log(const struct fsbt_core *c)
+{
+	char *log = fsbt_core_log(c);
+
+	for (char *line = strtok(log, "\n"); line != NULL; line = strtok(NULL, "\n"))
+		fprintf(stderr, "#   %s\n", line);
+	free(log);
+}
+
+int fsbt_core_stop(struct fsbt_core *c)
 {
 	static const char shutdown_line[] = "{\"id\":\"fsbt-stop\",\"command\":\"Shutdown\"}\n";
+	bool was_running;
+	int rc = 0;
 
 	if (c == NULL)
-		return;
+		return 0;
+	was_running = c->pid > 0;
 	if (c->pid > 0) {
 		if (c->ctl_in >= 0 &&
 		    write(c->ctl_in, shutdown_line, sizeof(shutdown_line) - 1) < 0)
@@ -479,6 +491,14 @@ void fsbt_core_stop(struct fsbt_core *c)
 			c->pid = 0;
 		}
 	}
+	/* A core that stopped on Shutdown exits 0; anything else (a crash, a
+	 * sanitizer report, a leak found at exit) fails the test that ran it. */
+	if (was_running && !(WIFEXITED(c->exit_status) && WEXITSTATUS(c->exit_status) == 0)) {
+		fprintf(stderr, "# the core did not exit cleanly (status 0x%x); its log:\n",
+			(unsigned)c->exit_status);
+		dump_core_log(c);
+		rc = -1;
+	}
 	if (c->ctl_in >= 0)
 		close(c->ctl_in);
 	if (c->ctl_out >= 0)
@@ -490,6 +510,7 @@ void fsbt_core_stop(struct fsbt_core *c)
 		remove_tree(c->dir);
 	free(c->out_buf);
 	free(c);
+	return rc;
 }
 
 int fsbt_setup_core(void **state)
@@ -507,9 +528,10 @@ int fsbt_setup_core(void **state)
 
 int fsbt_teardown_core(void **state)
 {
-	fsbt_core_stop(*state);
+	int rc = fsbt_core_stop(*state);
+
 	*state = NULL;
-	return 0;
+	return rc;
 }
 
 /* ------------------------------------------------------------------------ */

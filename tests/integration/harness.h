@@ -94,7 +94,7 @@ int fsbt_core_wait_exit(struct fsbt_core *c, int timeout_ms);
  * SIGKILL by pid; remove the temp dir (kept when FSBT_KEEP is set) and free.
  * Safe on a core that already exited or never started.
  */
-void fsbt_core_stop(struct fsbt_core *c);
+int fsbt_core_stop(struct fsbt_core *c);
 
 /** The core's log so far (malloc'd, NUL-terminated, never NULL). */
 char *fsbt_core_log(const struct fsbt_core *c);
