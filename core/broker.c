@@ -156,8 +156,11 @@ int fsb_broker_init(struct fsb_broker *b, uv_loop_t *loop,
 		fsb_protected_add(&b->protected, cfg->state_dir, FSB_PROTECT_HIDDEN,
 				  "state dir", false);
 	}
+	/* The operator's own pack may sit in a directory that holds other
+	 * things (even a workspace): there only the .lua names an include could
+	 * resolve to are protected, not the whole directory. */
 	for (int i = 0; i < cfg->nrules_dirs; i++)
-		fsb_protected_add(&b->protected, cfg->rules_dirs[i], FSB_PROTECT_READONLY,
+		fsb_protected_add(&b->protected, cfg->rules_dirs[i], FSB_PROTECT_PACK_NAMES,
 				  "rules dir", false);
 	fsb_protected_add(&b->protected, cfg->luadir, FSB_PROTECT_READONLY,
 			  "policy engine dir", false);

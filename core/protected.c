@@ -62,16 +62,35 @@ void fsb_protected_drop_pack(struct fsb_protected *p)
 	p->n = j;
 }
 
+/* True when `path` is `<dir>/<name>.lua`, directly in `dir`. */
+static bool is_lua_entry_of(const char *path, const char *dir)
+{
+	size_t dl = strlen(dir), pl = strlen(path);
+	const char *name;
+
+	if (dl == 1)
+		dl = 0;		/* "/" */
+	if (pl <= dl + 1 || strncmp(path, dir, dl) != 0 || path[dl] != '/')
+		return false;
+	name = path + dl + 1;
+	pl = strlen(name);
+	return strchr(name, '/') == NULL && pl > 4 && strcmp(name + pl - 4, ".lua") == 0;
+}
+
 const struct fsb_protected_entry *fsb_protected_match(const struct fsb_protected *p,
 						      const char *path, enum fsb_op op)
 {
 	for (size_t i = 0; i < p->n; i++) {
 		const struct fsb_protected_entry *e = &p->v[i];
 
-		if (e->how == FSB_PROTECT_READONLY && !fsb_op_modifies(op))
+		if (e->how != FSB_PROTECT_HIDDEN && !fsb_op_modifies(op))
 			continue;
-		if (fsb_path_within(path, e->path))
+		if (e->how == FSB_PROTECT_PACK_NAMES) {
+			if (is_lua_entry_of(path, e->path))
+				return e;
+		} else if (fsb_path_within(path, e->path)) {
 			return e;
+		}
 		/* Moving or deleting an ancestor would carry the protected tree
 		 * along with it. */
 		if ((op == FSB_OP_DELETE || op == FSB_OP_RENAME_FROM || op == FSB_OP_RENAME_TO) &&

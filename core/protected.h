@@ -15,6 +15,8 @@
 enum fsb_protect {
 	FSB_PROTECT_HIDDEN,	/* neither readable nor writable */
 	FSB_PROTECT_READONLY,	/* readable, never modified */
+	FSB_PROTECT_PACK_NAMES,	/* the *.lua entries directly in it are read-only:
+				 * an include could resolve to any of them */
 };
 
 struct fsb_protected_entry {

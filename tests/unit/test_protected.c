@@ -95,6 +95,25 @@ static void test_pack_entries_are_replaced_on_reload(void **state)
 	fsb_protected_free(&p);
 }
 
+static void test_rules_dir_protects_only_its_lua_names(void **state)
+{
+	struct fsb_protected p = { 0 };
+
+	(void)state;
+	fsb_protected_add(&p, "/nonexistent-fsb/ws", FSB_PROTECT_PACK_NAMES, "rules dir", false);
+	/* A new or changed .lua there could be picked up by an include. */
+	assert_non_null(fsb_protected_match(&p, "/nonexistent-fsb/ws/credentials.lua", FSB_OP_CREATE));
+	assert_non_null(fsb_protected_match(&p, "/nonexistent-fsb/ws/pack.lua", FSB_OP_WRITE));
+	assert_null(fsb_protected_match(&p, "/nonexistent-fsb/ws/pack.lua", FSB_OP_READ));
+	/* Everything else in the directory is the policy's business. */
+	assert_null(fsb_protected_match(&p, "/nonexistent-fsb/ws/main.c", FSB_OP_WRITE));
+	assert_null(fsb_protected_match(&p, "/nonexistent-fsb/ws/src/x.lua", FSB_OP_WRITE));
+	assert_null(fsb_protected_match(&p, "/nonexistent-fsb/ws/.lua", FSB_OP_WRITE));
+	/* Moving the directory would move the packs with it. */
+	assert_non_null(fsb_protected_match(&p, "/nonexistent-fsb/ws", FSB_OP_RENAME_FROM));
+	fsb_protected_free(&p);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -103,6 +122,7 @@ int main(void)
 		cmocka_unit_test(test_moving_an_ancestor_is_denied),
 		cmocka_unit_test(test_symlinked_dir_is_protected_by_its_real_path),
 		cmocka_unit_test(test_pack_entries_are_replaced_on_reload),
+		cmocka_unit_test(test_rules_dir_protects_only_its_lua_names),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
