@@ -17,6 +17,7 @@
 #include <cJSON.h>
 
 static char dir[PATH_MAX], home[PATH_MAX + 8], ws[PATH_MAX + 8], rules[PATH_MAX + 8];
+static char tmp[PATH_MAX + 8];
 
 struct run {
 	int status;
@@ -44,6 +45,9 @@ static void run_fsbroker(struct run *r, const char *const *argv)
 		dup2(pipefd[1], 1);
 		dup2(pipefd[1], 2);
 		setenv("HOME", home, 1);
+		/* ${tmp} of its own, so that HOME and the workspace are never
+		 * inside it, wherever this test runs. */
+		setenv("TMPDIR", tmp, 1);
 		unsetenv("XDG_STATE_HOME");
 		execv(args[0], args);
 		_exit(127);
@@ -71,19 +75,14 @@ static int setup(void **state)
 	char path[PATH_MAX * 2];
 
 	(void)state;
-	mkdir("build", 0755);
-	/* Not under /tmp: the default pack lets everything in ${tmp} be
-	 * modified, which would hide the verdicts these tests look for. */
-	char cwd[PATH_MAX];
-
-	if (getcwd(cwd, sizeof(cwd)) == NULL)
-		return -1;
-	snprintf(dir, sizeof(dir), "%s/build/check-test-XXXXXX", cwd);
+	snprintf(dir, sizeof(dir), "/tmp/fsb-check-test-XXXXXX");
 	if (mkdtemp(dir) == NULL)
 		return -1;
 	snprintf(home, sizeof(home), "%s/home", dir);
 	snprintf(ws, sizeof(ws), "%s/ws", dir);
 	snprintf(rules, sizeof(rules), "%s/rules", dir);
+	snprintf(tmp, sizeof(tmp), "%s/tmp", dir);
+	mkdir(tmp, 0700);
 	mkdir(home, 0700);
 	mkdir(ws, 0700);
 	mkdir(rules, 0700);
