@@ -8,7 +8,7 @@ local normalize = require("policy.normalize")
 local pack = require("policy.pack")
 
 local string_find, string_format = string.find, string.format
-local string_match = string.match
+local string_match, string_sub = string.match, string.sub
 local math_type = math.type
 local ipairs, pairs, pcall = ipairs, pairs, pcall
 local setmetatable, tostring, type = setmetatable, tostring, type
@@ -43,6 +43,70 @@ local state = setmetatable({}, { __mode = "k" })
 -- anchored to the whole path and tagged with its index, so the last
 -- matching entry wins; if it is an exception ('!glob') the list does not
 -- match.
+-- An lpeg pattern matching any of `words` at the current position, built as
+-- a trie: strings sharing a prefix share its test, and siblings differ in
+-- their first byte, which lpeg dispatches on. So the cost follows the length
+-- of the input consumed, not the number of words.
+local function trie_pattern(words)
+	local root = {}
+	for _, w in ipairs(words) do
+		local node = root
+		for i = 1, #w do
+			local c = string_sub(w, i, i)
+			node[c] = node[c] or {}
+			node = node[c]
+		end
+		node[""] = true	-- a word ends here
+	end
+	local function build(node)
+		if node[""] then
+			return lpeg.P(true)	-- a shorter word already matched
+		end
+		local alt
+		for c, child in pairs(node) do
+			local p = lpeg.P(c) * build(child)
+			alt = alt and (alt + p) or p
+		end
+		return alt
+	end
+	return build(root)
+end
+
+-- A pattern that fails for a path no positive entry can match: the path
+-- starts with none of the entries' literal prefixes and contains none of
+-- their required literals. nil when some entry has neither (then every entry
+-- must be tried). Exceptions need nothing: they only turn a match into none.
+local function quick_reject(entries)
+	local prefixes, inner, seen = {}, {}, {}
+	for _, e in ipairs(entries) do
+		if not e.negate then
+			if not e.required then
+				return nil
+			end
+			for _, need in ipairs(e.required) do
+				local list = need.prefix and prefixes or inner
+				local lit = need.prefix or need.contains
+				if not seen[list] then
+					seen[list] = {}
+				end
+				if not seen[list][lit] then
+					seen[list][lit] = true
+					list[#list + 1] = lit
+				end
+			end
+		end
+	end
+	local quick
+	if #prefixes > 0 then
+		quick = trie_pattern(prefixes)
+	end
+	if #inner > 0 then
+		local search = lpeg.P({ trie_pattern(inner) + 1 * lpeg.V(1) })
+		quick = quick and (quick + search) or search
+	end
+	return quick
+end
+
 local function list_matcher(entries)
 	local pattern
 	for i = #entries, 1, -1 do
@@ -55,7 +119,13 @@ local function list_matcher(entries)
 		end
 	end
 	local match = lpeg.match
+	local quick = quick_reject(entries)
 	return function(path)
+		-- Most paths can match no entry of a list: one pass over a trie of
+		-- the entries' literals says so without trying each entry.
+		if quick ~= nil and match(quick, path) == nil then
+			return nil
+		end
 		local i = match(pattern, path)
 		if i == nil then
 			return nil

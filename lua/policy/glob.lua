@@ -517,13 +517,29 @@ local function base_of(tokens)
 	return { base = dir == "" and "/" or dir, kind = "pattern" }
 end
 
+-- The longest literal run of shaped tokens: every path the glob matches
+-- contains it. nil when the glob has no literal at all.
+local function longest_literal(tokens)
+	local best
+	for _, tok in ipairs(tokens) do
+		if tok.t == "lit" and tok.text ~= "" and (best == nil or #tok.text > #best) then
+			best = tok.text
+		end
+	end
+	return best
+end
+
 --- Compiles one glob.
 -- `text`: the glob as written; a leading '!' marks an exception.
 -- `vars`: { workspace=, home=, tmp=, state= } (absolute, clean values).
 -- `opts.nocase`: ASCII letters match in either case.
 -- Returns { text =, negate =, pattern = lpeg pattern (whole-path match),
 --           expanded = { glob strings with variables and braces expanded },
---           bases = { { base =, kind = } ... } }, or nil and a sentence.
+--           bases = { { base =, kind = } ... },
+--           required = { per alternative, { prefix = literal every match
+--                        starts with } or { contains = literal every match
+--                        holds } } or false when some alternative has
+--                        neither (or with nocase) }, or nil and a sentence.
 function M.compile(text, vars, opts)
 	if type(text) ~= "string" then
 		return nil, "expected a string glob, got " .. type(text)
@@ -545,7 +561,7 @@ function M.compile(text, vars, opts)
 		return nil, err
 	end
 	local pattern
-	local expanded, bases = {}, {}
+	local expanded, bases, required = {}, {}, {}
 	for _, alt in ipairs(alts) do
 		local tokens
 		tokens, err = tokenize(alt, vars, body)
@@ -560,6 +576,22 @@ function M.compile(text, vars, opts)
 		pattern = pattern and (pattern + p) or p
 		expanded[#expanded + 1] = render(tokens)
 		bases[#bases + 1] = base_of(tokens)
+		-- For a quick reject: a literal the path must start with, else one it
+		-- must contain.
+		local first, need = tokens[1], nil
+		if nocase then
+			need = nil
+		elseif first.t == "lit" and first.text ~= "" then
+			need = { prefix = first.text }
+		else
+			local lit = longest_literal(tokens)
+			need = lit ~= nil and { contains = lit } or nil
+		end
+		if required and need then
+			required[#required + 1] = need
+		else
+			required = false
+		end
 	end
 	return {
 		text = text,
@@ -567,6 +599,7 @@ function M.compile(text, vars, opts)
 		pattern = pattern,
 		expanded = expanded,
 		bases = bases,
+		required = required,
 	}
 end
 
