@@ -12,6 +12,7 @@
 
 #include "broker.h"
 #include "log.h"
+#include "proto_json.h"
 
 bool fsb_id_valid(const char *id)
 {
@@ -224,6 +225,8 @@ int fsb_broker_reload(struct fsb_broker *b, const char *trigger, char *err, size
 	for (int i = 0; i < b->naudits; i++)
 		fsb_audit_write(b->audits[i].audit, rec);
 	cJSON_Delete(rec);
+	if (rc == 0 && b->on_reloaded != NULL)
+		b->on_reloaded(b, b->on_reloaded_arg);
 	return rc;
 }
 
@@ -272,8 +275,9 @@ void fsb_broker_decide(struct fsb_broker *b, struct fsb_access *d)
 		return;
 	}
 
-	/* 2. The real path, in the requester's view. A write to a name that
-	 * does not exist yet is a create. */
+	/* 2. The real path, in the requester's view. Every client today shares
+	 * the core's view ("/"); a sandbox's scope will bring its own pinned
+	 * root. A write to a name that does not exist yet is a create. */
 	d->resolve_err = fsb_resolve(b->rootfd, d->requested, d->strategy, &d->res);
 	if (d->op == FSB_OP_WRITE && d->resolve_err == 0 && !d->res.exists)
 		d->op = FSB_OP_CREATE;
@@ -307,8 +311,11 @@ void fsb_broker_decide(struct fsb_broker *b, struct fsb_access *d)
 	req.tool_call = d->tool_call;
 	req.pid = d->pid;
 	req.uid = d->uid;
+	req.peek = d->peek;
 	fsb_policy_evaluate(b->policy, &req, &d->verdict);
-	if (strcmp(d->verdict.rule, "policy error") == 0)
+	if (strcmp(d->verdict.rule, "policy error") == 0 ||
+	    strcmp(d->verdict.rule, "engine error") == 0 ||
+	    strncmp(d->verdict.rule, "decide error", 12) == 0)
 		b->stats.policy_errors++;
 
 	/* 5. What to answer. */
@@ -324,8 +331,7 @@ void fsb_broker_decide(struct fsb_broker *b, struct fsb_access *d)
 						       d->session, d->tool_call);
 		break;
 	default:
-		d->errnum = d->verdict.rule[0] && strcmp(d->verdict.rule, "path too long") == 0
-				    ? ENAMETOOLONG : EACCES;
+		d->errnum = strcmp(d->verdict.rule, "path too long") == 0 ? ENAMETOOLONG : EACCES;
 	}
 }
 
@@ -337,9 +343,10 @@ cJSON *fsb_access_audit_record(const struct fsb_access *d, const char *phase)
 	cJSON_AddStringToObject(o, "session", d->session ? d->session : "");
 	cJSON_AddStringToObject(o, "toolCallId", d->tool_call ? d->tool_call : "");
 	cJSON_AddStringToObject(o, "op", fsb_op_name(d->op));
-	cJSON_AddStringToObject(o, "path", d->requested);
-	cJSON_AddStringToObject(o, "normalisedPath",
-				d->resolve_err == 0 ? d->res.path : d->normalised);
+	/* Names a client sent may be any bytes: not UTF-8 goes as …Bytes. */
+	fsb_json_add_path(o, "path", d->requested, false);
+	fsb_json_add_path(o, "normalisedPath", d->resolve_err == 0 ? d->res.path : d->normalised,
+			  false);
 	cJSON_AddStringToObject(o, "decision", fsb_decision_name(d->verdict.decision));
 	cJSON_AddStringToObject(o, "rule", d->verdict.rule);
 	if (d->verdict.reason[0])

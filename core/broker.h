@@ -62,6 +62,10 @@ struct fsb_broker {
 	int rootfd;		/* "/" of the core's own view */
 	struct fsb_stats stats;
 	uint64_t started_ms;
+	/* Called after a successful reload, whatever triggered it (the pack's
+	 * file set may have changed). */
+	void (*on_reloaded)(struct fsb_broker *b, void *arg);
+	void *on_reloaded_arg;
 };
 
 /** One access to decide, and what was decided. */
@@ -73,6 +77,7 @@ struct fsb_access {
 	const char *session, *tool_call;
 	pid_t pid;
 	uid_t uid;
+	bool peek;		/* a question: use up no approval */
 	/* out */
 	char normalised[PATH_MAX];	/* lexical form of `requested` */
 	struct fsb_resolved res;	/* valid when resolve_err == 0 */

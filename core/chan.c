@@ -29,6 +29,16 @@ static void update_events(struct fsb_chan *c);
 static void on_poll(uv_poll_t *h, int status, int events);
 static void on_handle_closed(uv_handle_t *h);
 
+static void restore_flags(struct fsb_chan *c)
+{
+	if (c->own_fds)
+		return;
+	if (c->rfl >= 0)
+		fcntl(c->rfd, F_SETFL, c->rfl);
+	if (c->wfl >= 0 && c->wfd != c->rfd)
+		fcntl(c->wfd, F_SETFL, c->wfl);
+}
+
 static int set_nonblock(int fd)
 {
 	int fl = fcntl(fd, F_GETFL);
@@ -52,11 +62,15 @@ int fsb_chan_start(uv_loop_t *loop, struct fsb_chan *c, int rfd, int wfd,
 	c->max_line = max_line;
 	c->on_line = on_line;
 	c->on_close = on_close;
-	if ((err = set_nonblock(rfd)) < 0 || (err = set_nonblock(wfd)) < 0)
+	/* stdin/stdout may share their open file description with the parent
+	 * (a terminal, say): give back the flags we found when we are done. */
+	c->rfl = fcntl(rfd, F_GETFL);
+	c->wfl = fcntl(wfd, F_GETFL);
+	if ((err = set_nonblock(rfd)) < 0 || (err = set_nonblock(wfd)) < 0 ||
+	    (err = uv_poll_init(loop, &c->rpoll, rfd)) < 0) {
+		restore_flags(c);
 		return err;
-	err = uv_poll_init(loop, &c->rpoll, rfd);
-	if (err < 0)
-		return err;
+	}
 	c->rpoll.data = c;
 	c->handles_open = 1;
 	if (wfd != rfd) {
@@ -128,6 +142,8 @@ static void on_handle_closed(uv_handle_t *h)
 		close(c->rfd);
 		if (c->wfd != c->rfd)
 			close(c->wfd);
+	} else {
+		restore_flags(c);
 	}
 	free(c->buf);
 	c->buf = NULL;
@@ -296,8 +312,11 @@ static ssize_t read_some(struct fsb_chan *c)
 		n = recvmsg(c->rfd, &msg, MSG_CMSG_CLOEXEC);
 	while (n < 0 && errno == EINTR);
 	if (n >= 0 && msg.msg_controllen > 0) {
+		/* Logged once per connection: a client must not be able to flood
+		 * the log. */
+		if (c->fds_dropped == 0)
+			fsb_warn("closing file descriptors a client sends unasked");
 		drop_fds(c, &msg);
-		fsb_warn("closed %lu file descriptor(s) a client sent unasked", c->fds_dropped);
 	}
 	return n;
 }
@@ -315,7 +334,12 @@ static void deliver_lines(struct fsb_chan *c)
 
 		*nl = '\0';
 		if (len > c->max_line) {
-			start = c->len;
+			/* The owner looks at the start of the over-long line (to
+			 * answer in its format): move it to the buffer's start. */
+			*nl = '\n';
+			memmove(c->buf, c->buf + start, c->len - start);
+			c->len -= start;
+			start = 0;
 			c->on_line(c, NULL, 0);
 			break;
 		}

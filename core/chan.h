@@ -17,9 +17,9 @@
 struct fsb_chan;
 
 /* A complete line, without its newline, NUL-terminated at line[len]. When
- * the peer sent more than max_line bytes without a newline, `line` is NULL:
- * the channel stops reading and the callback decides what to send before it
- * closes. */
+ * the peer sent more than max_line bytes without a newline, `line` is NULL
+ * and the over-long line starts at c->buf: the callback decides what to send
+ * before it closes. */
 typedef void (*fsb_chan_line_cb)(struct fsb_chan *c, char *line, size_t len);
 typedef void (*fsb_chan_close_cb)(struct fsb_chan *c);
 
@@ -30,6 +30,7 @@ struct fsb_chan {
 	int rfd, wfd;
 	bool is_socket;		/* recvmsg/sendmsg, fds in ancillary data */
 	bool own_fds;		/* close rfd/wfd when the channel closes */
+	int rfl, wfl;		/* file status flags to restore on fds we do not own */
 	int rev, wev;		/* events each poll handle waits for */
 	char *buf;
 	size_t len, cap, max_line;

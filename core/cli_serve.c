@@ -25,6 +25,8 @@ static const char usage[] =
 
 struct serve {
 	uv_loop_t loop;
+	uv_timer_t linger;	/* bounds how long stop waits for the host to read */
+	bool linger_on;
 	struct fsb_broker broker;
 	struct fsb_server server;
 	struct fsb_control control;
@@ -39,6 +41,23 @@ static void on_closed(uv_handle_t *h)
 	(void)h;
 }
 
+/* A host that stopped reading must not keep the core alive. */
+static void end_linger(struct serve *s)
+{
+	if (!s->linger_on)
+		return;
+	s->linger_on = false;
+	uv_close((uv_handle_t *)&s->linger, on_closed);
+}
+
+static void on_linger_done(uv_timer_t *t)
+{
+	struct serve *s = t->data;
+
+	end_linger(s);
+	fsb_chan_close(&s->control.chan);
+}
+
 static void stop(struct serve *s)
 {
 	if (s->stopping)
@@ -47,15 +66,26 @@ static void stop(struct serve *s)
 	fsb_info("shutting down");
 	fsb_server_close(&s->server);
 	fsb_watch_close(&s->watch);
-	if (s->control_up)
-		fsb_chan_close_after_flush(&s->control.chan);
 	uv_close((uv_handle_t *)&s->sigterm, on_closed);
 	uv_close((uv_handle_t *)&s->sigint, on_closed);
+	if (s->control_up && s->control.chan.handles_open > 0 && !s->control.chan.closing) {
+		/* Let the last replies out, for a second at most. */
+		fsb_chan_close_after_flush(&s->control.chan);
+		uv_timer_init(&s->loop, &s->linger);
+		s->linger.data = s;
+		uv_timer_start(&s->linger, on_linger_done, 1000, 0);
+		s->linger_on = true;
+	}
 }
 
+/* Shutdown was asked, or the control channel ended. */
 static void on_control_shutdown(struct fsb_control *ctl)
 {
-	stop(ctl->data);
+	struct serve *s = ctl->data;
+
+	if (s->stopping && ctl->chan.handles_open == 0)
+		end_linger(s);
+	stop(s);
 }
 
 static void on_stop_signal(uv_signal_t *h, int signum)

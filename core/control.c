@@ -50,6 +50,8 @@ static void cmd_check_access(struct fsb_broker *b, const char *session,
 	acc.strategy = fsb_strategy_for_op(acc.op);
 	acc.session = session;
 	acc.tool_call = get_string(req, "toolCallId");
+	/* A question, not the access: it uses up no once-approval. */
+	acc.peek = true;
 	fsb_broker_decide(b, &acc);
 	rec = fsb_access_audit_record(&acc, "control-check");
 	fsb_broker_audit(b, session, rec);
@@ -101,16 +103,24 @@ static void cmd_approve(struct fsb_broker *b, const char *session, const cJSON *
 	}
 	if (scope == NULL)
 		scope = "once";
-	if (approve && fsb_policy_approve(b->policy, p->op, p->path, p->exists, p->dev, p->ino,
-					  scope) < 0) {
+	if (approve && strcmp(scope, "once") != 0 && strcmp(scope, "session") != 0) {
 		fail(reply, "scope must be \"once\" or \"session\", not '%s'", scope);
 		return;
 	}
+	/* The audit line first: an approval nobody can trace is not given. */
 	rec = fsb_prompt_to_json(p);
 	cJSON_AddStringToObject(rec, "phase", approve ? "approval" : "approval-denied");
 	if (approve)
 		cJSON_AddStringToObject(rec, "scope", scope);
-	fsb_broker_audit(b, p->session[0] ? p->session : session, rec);
+	if (fsb_broker_audit(b, p->session[0] ? p->session : session, rec) < 0) {
+		fail(reply, "%s", "the audit log cannot be written; nothing was recorded");
+		return;
+	}
+	if (approve && fsb_policy_approve(b->policy, p->op, p->path, p->exists, p->dev, p->ino,
+					  scope, p->session) < 0) {
+		fail(reply, "%s", "the pack refused the approval (see the core's log)");
+		return;
+	}
 	cJSON_AddStringToObject(reply, "blockId", id);
 	if (approve)
 		cJSON_AddStringToObject(reply, "scope", scope);
@@ -252,8 +262,9 @@ static void on_control_closed(struct fsb_chan *c)
 {
 	struct fsb_control *ctl = container_of_ctl(c);
 
-	/* The host went away (EOF on stdin): nobody can approve or stop us. */
-	if (c->eof && ctl->on_shutdown != NULL)
+	/* However the channel ended (EOF on stdin, a write error, an
+	 * over-long line), nobody can approve or stop the core any more. */
+	if (ctl->on_shutdown != NULL)
 		ctl->on_shutdown(ctl);
 }
 

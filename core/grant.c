@@ -51,9 +51,16 @@ static int open_existing(int rootfd, const struct fsb_resolved *res, int flags)
 		err = -ELOOP;
 		goto out;
 	}
+	/* A directory fd would let its holder openat() anything beneath it,
+	 * past every rule: no directory fd ever reaches a client. */
+	if (S_ISDIR(st.st_mode)) {
+		err = -EISDIR;
+		goto out;
+	}
 	flags &= ~(O_CREAT | O_EXCL | O_NOFOLLOW);
-	/* Opening a FIFO blocks until a peer appears; never on the loop. */
-	if (S_ISFIFO(st.st_mode))
+	/* Opening a FIFO blocks until a peer appears, a tty may wait for
+	 * carrier: never on the loop. */
+	if (S_ISFIFO(st.st_mode) || S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode))
 		flags |= O_NONBLOCK;
 	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", pathfd);
 	do
@@ -74,6 +81,10 @@ int fsb_grant_open(int rootfd, const struct fsb_resolved *res, int flags, mode_t
 	int fd, err;
 
 	flags = (flags & ~(O_TRUNC | O_CLOEXEC)) | O_CLOEXEC | O_NOCTTY;
+	/* O_CREAT|O_EXCL promises a new file (lock files, mkstemp): anything
+	 * already at the name, a dangling symlink included, is EEXIST. */
+	if ((flags & (O_CREAT | O_EXCL)) == (O_CREAT | O_EXCL) && res->exists)
+		return -EEXIST;
 	if (res->exists)
 		fd = open_existing(rootfd, res, flags);
 	else if (flags & O_CREAT)
@@ -86,7 +97,8 @@ int fsb_grant_open(int rootfd, const struct fsb_resolved *res, int flags, mode_t
 		err = -errno;
 		goto fail;
 	}
-	if (S_ISFIFO(st.st_mode) && !want_nonblock) {
+	if ((S_ISFIFO(st.st_mode) || S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode)) &&
+	    !want_nonblock) {
 		int fl = fcntl(fd, F_GETFL);
 
 		if (fl < 0 || fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) < 0) {

@@ -16,8 +16,10 @@
  * so a symlink swapped into the path since resolution makes the open fail
  * rather than reach another file; its dev/ino must be the ones the policy
  * judged. It is then reopened through /proc/self/fd with the real flags:
- * the same inode, and a FIFO opened non-blocking so no client can stall the
- * loop. A missing one is created with O_EXCL added: if something appeared
+ * the same inode, and a FIFO or device opened non-blocking so no client can
+ * stall the loop. A directory is refused (-EISDIR): its fd would reach
+ * everything beneath it unchecked. O_CREAT|O_EXCL on an existing name (a
+ * dangling symlink included) is -EEXIST. A missing one is created with O_EXCL added: if something appeared
  * since the check, the caller gets -EEXIST and decides again.
  *
  * O_TRUNC is not passed to open: the file is truncated with ftruncate after

@@ -1,16 +1,23 @@
 /*
  * log.c — diagnostics on stderr (see log.h).
  */
+#include <poll.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "log.h"
 
 enum fsb_log_level fsb_log_threshold = FSB_LOG_INFO;
 
 static const char *const level_names[] = { "error", "warning", "info", "debug" };
+static unsigned long dropped;		/* lines stderr could not take */
+static unsigned long suppressed;	/* limited lines over the rate */
+static time_t limit_second;
+static unsigned limit_count;
 
 void fsb_log_init(void)
 {
@@ -23,20 +30,70 @@ void fsb_log_init(void)
 			fsb_log_threshold = (enum fsb_log_level)i;
 }
 
+/* One write of one whole line, only when stderr can take it now. */
+static void emit(const char *line, size_t len)
+{
+	struct pollfd p = { .fd = STDERR_FILENO, .events = POLLOUT };
+
+	if (poll(&p, 1, 0) != 1 || !(p.revents & POLLOUT) ||
+	    write(STDERR_FILENO, line, len) != (ssize_t)len)
+		dropped++;
+}
+
+static void vlog(enum fsb_log_level level, const char *fmt, va_list ap)
+{
+	char msg[2048], line[2304];
+	int n;
+
+	if (vsnprintf(msg, sizeof(msg), fmt, ap) < 0)
+		return;
+	if (dropped > 0) {
+		n = snprintf(line, sizeof(line), "fsbroker: warning: %lu log line(s) dropped "
+			     "while stderr was not being read\n", dropped);
+		dropped = 0;
+		emit(line, (size_t)n);
+	}
+	n = snprintf(line, sizeof(line), "fsbroker: %s%s%s\n",
+		     level <= FSB_LOG_WARN ? level_names[level] : "",
+		     level <= FSB_LOG_WARN ? ": " : "", msg);
+	if (n >= (int)sizeof(line)) {
+		n = sizeof(line) - 1;
+		line[n - 1] = '\n';
+	}
+	emit(line, (size_t)n);
+}
+
 void fsb_log(enum fsb_log_level level, const char *fmt, ...)
 {
-	char buf[2048];
 	va_list ap;
-	int n;
 
 	if (level > fsb_log_threshold)
 		return;
 	va_start(ap, fmt);
-	n = vsnprintf(buf, sizeof(buf), fmt, ap);
+	vlog(level, fmt, ap);
 	va_end(ap);
-	if (n < 0)
+}
+
+void fsb_log_limited(enum fsb_log_level level, const char *fmt, ...)
+{
+	time_t now = time(NULL);
+	va_list ap;
+
+	if (level > fsb_log_threshold)
 		return;
-	/* One fprintf per message so concurrent writers do not interleave lines. */
-	fprintf(stderr, "fsbroker: %s%s%s\n", level <= FSB_LOG_WARN ? level_names[level] : "",
-		level <= FSB_LOG_WARN ? ": " : "", buf);
+	if (now != limit_second) {
+		if (suppressed > 0)
+			fsb_log(level, "%lu similar line(s) suppressed in the last second(s)",
+				suppressed);
+		limit_second = now;
+		limit_count = 0;
+		suppressed = 0;
+	}
+	if (++limit_count > 10) {
+		suppressed++;
+		return;
+	}
+	va_start(ap, fmt);
+	vlog(level, fmt, ap);
+	va_end(ap);
 }

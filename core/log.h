@@ -1,6 +1,8 @@
 /*
  * log.h — the core's diagnostics on stderr, one line each, prefixed with
- * "fsbroker: ". stdout belongs to the control channel.
+ * "fsbroker: ". stdout belongs to the control channel. A line that stderr
+ * cannot take at once is dropped and counted: a host that stops reading the
+ * core's stderr must not stop the core.
  */
 #ifndef FSB_LOG_H
 #define FSB_LOG_H
@@ -17,6 +19,14 @@ void fsb_log(enum fsb_log_level level, const char *fmt, ...)
 #define fsb_warn(...) fsb_log(FSB_LOG_WARN, __VA_ARGS__)
 #define fsb_info(...) fsb_log(FSB_LOG_INFO, __VA_ARGS__)
 #define fsb_debug(...) fsb_log(FSB_LOG_DEBUG, __VA_ARGS__)
+
+/**
+ * As fsb_log, for messages a client can cause at will (a policy error on
+ * each request): at most 10 such lines a second, then one line saying how
+ * many were suppressed.
+ */
+void fsb_log_limited(enum fsb_log_level level, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
 
 /** Read FSBROKER_LOG from the environment. */
 void fsb_log_init(void);

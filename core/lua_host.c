@@ -222,6 +222,7 @@ static int l_require(lua_State *L)
 	const char *suffixes[] = { ".lua", "/init.lua" };
 	int status = LUA_ERRFILE;
 
+	lua_settop(L, 1);
 	luaL_getsubtable(L, LUA_REGISTRYINDEX, LUA_LOADED_TABLE);
 	/* stack: name, loaded */
 	lua_getfield(L, 2, name);
@@ -308,8 +309,10 @@ static int open_restricted(lua_State *L)
 	lua_pushcfunction(L, l_require);
 	lua_setfield(L, -2, "require");
 
-	/* os: only the clocks. */
-	luaL_requiref(L, LUA_OSLIBNAME, luaopen_os, 0);
+	/* os: only the clocks. The full library is opened by hand and never
+	 * registered as a module, so no require can reach it. */
+	lua_pushcfunction(L, luaopen_os);
+	lua_call(L, 0, 1);
 	lua_createtable(L, 0, 2);
 	lua_getfield(L, -2, "time");
 	lua_setfield(L, -2, "time");
@@ -329,6 +332,13 @@ static int open_restricted(lua_State *L)
 	return 0;
 }
 
+static int l_panic(lua_State *L)
+{
+	fsb_error("Lua error outside a protected call: %s", lua_tostring(L, -1));
+	abort();
+	return 0;
+}
+
 int fsb_lua_new(const char *luadir, const struct fsb_lua_limits *limits,
 		struct fsb_lua **out)
 {
@@ -345,6 +355,9 @@ int fsb_lua_new(const char *luadir, const struct fsb_lua_limits *limits,
 		free(lua);
 		return -ENOMEM;
 	}
+	/* Every call goes through fsb_lua_pcall; reaching the panic handler
+	 * means a bug in the core, and there is nothing safe left to do. */
+	lua_atpanic(lua->L, l_panic);
 	lua_pushcfunction(lua->L, open_restricted);
 	if (fsb_lua_pcall(lua, 0, 0, FSB_LUA_BUDGET_LOAD, err, sizeof(err)) < 0) {
 		fsb_error("cannot set up the Lua state: %s", err);

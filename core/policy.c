@@ -218,6 +218,10 @@ static void push_request(lua_State *L, const struct fsb_policy_req *r)
 	}
 	set_string(L, "session", r->session);
 	set_string(L, "toolCall", r->tool_call);
+	if (r->peek) {
+		lua_pushboolean(L, 1);
+		lua_setfield(L, -2, "peek");
+	}
 	lua_createtable(L, 0, 2);
 	lua_pushinteger(L, r->pid);
 	lua_setfield(L, -2, "pid");
@@ -242,32 +246,29 @@ static void deny_with(struct fsb_verdict *v, const char *rule, const char *reaso
 	snprintf(v->reason, sizeof(v->reason), "%s", reason);
 }
 
-void fsb_policy_evaluate(struct fsb_policy *p, const struct fsb_policy_req *req,
-			 struct fsb_verdict *v)
+struct evaluate_call {
+	struct fsb_policy *p;
+	const struct fsb_policy_req *req;
+	struct fsb_verdict *v;
+	const char *malformed;	/* set when the verdict has the wrong shape */
+};
+
+/* Runs inside fsb_lua_pcall: building the request and reading the verdict
+ * allocate, and a pack at its memory cap must make them fail, not abort. */
+static int l_evaluate(lua_State *L)
 {
-	lua_State *L = fsb_lua_state(p->lua);
-	char err[512];
+	struct evaluate_call *c = lua_touserdata(L, 1);
+	struct fsb_verdict *v = c->v;
 	const char *d;
 
-	memset(v, 0, sizeof(*v));
-	lua_rawgeti(L, LUA_REGISTRYINDEX, p->evaluate_ref);
-	lua_rawgeti(L, LUA_REGISTRYINDEX, p->engine_ref);
-	push_request(L, req);
-	if (fsb_lua_pcall(p->lua, 2, 1, FSB_LUA_BUDGET_CALL, err, sizeof(err)) < 0) {
-		/* Keep the first line: the traceback is for the log. */
-		char *nl = strchr(err, '\n');
-
-		fsb_warn("policy error on %s %s: %s", fsb_op_name(req->op), req->path, err);
-		if (nl != NULL)
-			*nl = '\0';
-		deny_with(v, "policy error", err);
-		return;
-	}
-	/* stack: verdict */
+	lua_rawgeti(L, LUA_REGISTRYINDEX, c->p->evaluate_ref);
+	lua_rawgeti(L, LUA_REGISTRYINDEX, c->p->engine_ref);
+	push_request(L, c->req);
+	lua_call(L, 2, 1);
+	/* stack: ctx, verdict */
 	if (lua_type(L, -1) != LUA_TTABLE) {
-		lua_pop(L, 1);
-		deny_with(v, "policy error", "evaluate() returned no verdict table");
-		return;
+		c->malformed = "evaluate() returned no verdict table";
+		return 0;
 	}
 	lua_getfield(L, -1, "decision");
 	d = lua_tostring(L, -1);
@@ -277,11 +278,8 @@ void fsb_policy_evaluate(struct fsb_policy *p, const struct fsb_policy_req *req,
 		v->decision = FSB_ASK;
 	else if (d != NULL && strcmp(d, "deny") == 0)
 		v->decision = FSB_DENY;
-	else {
-		lua_pop(L, 2);
-		deny_with(v, "policy error", "the verdict's decision is not allow, ask or deny");
-		return;
-	}
+	else
+		c->malformed = "the verdict's decision is not allow, ask or deny";
 	lua_pop(L, 1);
 	lua_getfield(L, -1, "backup");
 	v->backup = lua_toboolean(L, -1);
@@ -289,48 +287,102 @@ void fsb_policy_evaluate(struct fsb_policy *p, const struct fsb_policy_req *req,
 	copy_field(L, "rule", v->rule, sizeof(v->rule));
 	copy_field(L, "reason", v->reason, sizeof(v->reason));
 	copy_field(L, "hint", v->hint, sizeof(v->hint));
-	lua_pop(L, 1);
+	return 0;
+}
+
+void fsb_policy_evaluate(struct fsb_policy *p, const struct fsb_policy_req *req,
+			 struct fsb_verdict *v)
+{
+	struct evaluate_call c = { .p = p, .req = req, .v = v };
+	lua_State *L = fsb_lua_state(p->lua);
+	char err[512];
+
+	memset(v, 0, sizeof(*v));
+	lua_pushcfunction(L, l_evaluate);
+	lua_pushlightuserdata(L, &c);
+	if (fsb_lua_pcall(p->lua, 1, 0, FSB_LUA_BUDGET_CALL, err, sizeof(err)) < 0) {
+		/* Keep the first line: the traceback is for the log. */
+		char *nl = strchr(err, '\n');
+
+		fsb_log_limited(FSB_LOG_WARN, "policy error on %s %s: %s", fsb_op_name(req->op),
+				req->path, err);
+		if (nl != NULL)
+			*nl = '\0';
+		deny_with(v, "policy error", err);
+		return;
+	}
+	if (c.malformed != NULL) {
+		deny_with(v, "policy error", c.malformed);
+		return;
+	}
 	if (v->rule[0] == '\0')
 		snprintf(v->rule, sizeof(v->rule), "(unnamed rule)");
 }
 
-/* Call engine:<method>(arg) where arg is on the stack top; pops it. */
-static int call_method(struct fsb_policy *p, const char *method, int nargs, int nres)
+/* Call engine:<method>(args...) with the arguments on the stack top
+ * (popped). Called only from inside a protected call. */
+static void call_method(lua_State *L, int engine_ref, const char *method, int nargs, int nres)
 {
-	lua_State *L = fsb_lua_state(p->lua);
-	char err[512];
-
-	lua_rawgeti(L, LUA_REGISTRYINDEX, p->engine_ref);
+	lua_rawgeti(L, LUA_REGISTRYINDEX, engine_ref);
 	lua_getfield(L, -1, method);
 	lua_insert(L, -2);
 	/* stack: args..., method, engine */
 	lua_rotate(L, -(nargs + 2), 2);
 	/* stack: method, engine, args... */
-	if (fsb_lua_pcall(p->lua, nargs + 1, nres, FSB_LUA_BUDGET_CALL, err, sizeof(err)) < 0) {
-		fsb_warn("policy engine %s() failed: %s", method, err);
-		return -1;
+	lua_call(L, nargs + 1, nres);
+}
+
+struct approve_call {
+	struct fsb_policy *p;
+	enum fsb_op op;
+	const char *path, *scope, *session;
+	bool exists;
+	dev_t dev;
+	ino_t ino;
+	bool ok;
+};
+
+static int l_approve(lua_State *L)
+{
+	struct approve_call *c = lua_touserdata(L, 1);
+
+	lua_createtable(L, 0, 6);
+	set_string(L, "op", fsb_op_name(c->op));
+	set_string(L, "path", c->path);
+	set_string(L, "scope", c->scope);
+	if (c->session != NULL && c->session[0] != '\0')
+		set_string(L, "session", c->session);
+	if (c->exists) {
+		lua_pushinteger(L, (lua_Integer)c->dev);
+		lua_setfield(L, -2, "dev");
+		lua_pushinteger(L, (lua_Integer)c->ino);
+		lua_setfield(L, -2, "ino");
 	}
+	call_method(L, c->p->engine_ref, "approve", 1, 1);
+	c->ok = lua_toboolean(L, -1);
 	return 0;
 }
 
 int fsb_policy_approve(struct fsb_policy *p, enum fsb_op op, const char *path,
-		       bool exists, dev_t dev, ino_t ino, const char *scope)
+		       bool exists, dev_t dev, ino_t ino, const char *scope,
+		       const char *session)
 {
+	struct approve_call c = {
+		.p = p, .op = op, .path = path, .scope = scope, .session = session,
+		.exists = exists, .dev = dev, .ino = ino,
+	};
 	lua_State *L = fsb_lua_state(p->lua);
+	char err[512];
 
 	if (strcmp(scope, "once") != 0 && strcmp(scope, "session") != 0)
 		return -EINVAL;
-	lua_createtable(L, 0, 5);
-	set_string(L, "op", fsb_op_name(op));
-	set_string(L, "path", path);
-	set_string(L, "scope", scope);
-	if (exists) {
-		lua_pushinteger(L, (lua_Integer)dev);
-		lua_setfield(L, -2, "dev");
-		lua_pushinteger(L, (lua_Integer)ino);
-		lua_setfield(L, -2, "ino");
+	lua_pushcfunction(L, l_approve);
+	lua_pushlightuserdata(L, &c);
+	if (fsb_lua_pcall(p->lua, 1, 0, FSB_LUA_BUDGET_CALL, err, sizeof(err)) < 0) {
+		fsb_warn("policy engine approve() failed: %s", err);
+		return -EINVAL;
 	}
-	return call_method(p, "approve", 1, 0) < 0 ? -EINVAL : 0;
+	return c.ok ? 0 : -EINVAL;
 }
 
 /* Copy the scalar fields of the table on top of `from` into a new table on
@@ -365,27 +417,62 @@ static void copy_flat_table(lua_State *from, lua_State *to)
 	}
 }
 
-int fsb_policy_move_approvals(struct fsb_policy *from, struct fsb_policy *to)
-{
-	lua_State *F = fsb_lua_state(from->lua), *T = fsb_lua_state(to->lua);
-	lua_Integer n;
+struct move_call {
+	struct fsb_policy *from, *to;
+};
 
-	if (call_method(from, "approvals", 0, 1) < 0)
-		return -1;
-	if (lua_type(F, -1) != LUA_TTABLE) {
-		lua_pop(F, 1);
-		return -1;
-	}
-	n = luaL_len(F, -1);
-	lua_createtable(T, (int)n, 0);
+/* In `from`'s state: leave engine:approvals() on the stack. */
+static int l_list_approvals(lua_State *L)
+{
+	struct move_call *c = lua_touserdata(L, 1);
+
+	call_method(L, c->from->engine_ref, "approvals", 0, 1);
+	if (lua_type(L, -1) != LUA_TTABLE)
+		return luaL_error(L, "approvals() returned no list");
+	return 1;
+}
+
+/* In `to`'s state: copy the list left on `from`'s stack and restore it.
+ * Reading `from` only pushes values already there: it allocates nothing. */
+static int l_restore_approvals(lua_State *L)
+{
+	struct move_call *c = lua_touserdata(L, 1);
+	lua_State *F = fsb_lua_state(c->from->lua);
+	lua_Integer n = (lua_Integer)lua_rawlen(F, -1);
+
+	lua_createtable(L, (int)n, 0);
 	for (lua_Integer i = 1; i <= n; i++) {
 		lua_rawgeti(F, -1, i);
 		if (lua_type(F, -1) == LUA_TTABLE) {
-			copy_flat_table(F, T);
-			lua_rawseti(T, -2, i);
+			copy_flat_table(F, L);
+			lua_rawseti(L, -2, i);
 		}
 		lua_pop(F, 1);
 	}
+	call_method(L, c->to->engine_ref, "restore_approvals", 1, 0);
+	return 0;
+}
+
+int fsb_policy_move_approvals(struct fsb_policy *from, struct fsb_policy *to)
+{
+	struct move_call c = { .from = from, .to = to };
+	lua_State *F = fsb_lua_state(from->lua), *T = fsb_lua_state(to->lua);
+	char err[512];
+	int rc = 0;
+
+	lua_pushcfunction(F, l_list_approvals);
+	lua_pushlightuserdata(F, &c);
+	if (fsb_lua_pcall(from->lua, 1, 1, FSB_LUA_BUDGET_CALL, err, sizeof(err)) < 0) {
+		fsb_warn("cannot read the approvals of the previous pack: %s", err);
+		return -1;
+	}
+	/* F stack: list */
+	lua_pushcfunction(T, l_restore_approvals);
+	lua_pushlightuserdata(T, &c);
+	if (fsb_lua_pcall(to->lua, 1, 0, FSB_LUA_BUDGET_CALL, err, sizeof(err)) < 0) {
+		fsb_warn("the new pack refused the approvals: %s", err);
+		rc = -1;
+	}
 	lua_pop(F, 1);
-	return call_method(to, "restore_approvals", 1, 0);
+	return rc;
 }

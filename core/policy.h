@@ -36,6 +36,7 @@ struct fsb_policy_req {
 	const char *tool_call;
 	pid_t pid;
 	uid_t uid;
+	bool peek;		/* a question (CheckAccess): use up no approval */
 };
 
 struct fsb_policy_opts {
@@ -74,10 +75,11 @@ void fsb_policy_evaluate(struct fsb_policy *p, const struct fsb_policy_req *req,
 
 /**
  * Record an approval for the exact key (op, real path, dev/ino when it
- * exists) with scope "once" or "session". 0 or -EINVAL.
+ * exists) with scope "once" or "session", for `session` only. 0 or -EINVAL.
  */
 int fsb_policy_approve(struct fsb_policy *p, enum fsb_op op, const char *path,
-		       bool exists, dev_t dev, ino_t ino, const char *scope);
+		       bool exists, dev_t dev, ino_t ino, const char *scope,
+		       const char *session);
 
 /** Carry the approvals of `from` over to `to` (on reload). 0 or -1. */
 int fsb_policy_move_approvals(struct fsb_policy *from, struct fsb_policy *to);

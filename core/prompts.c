@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "prompts.h"
+#include "proto_json.h"
 
 static bool same(const char *a, const char *b)
 {
@@ -92,8 +93,8 @@ cJSON *fsb_prompt_to_json(const struct fsb_prompt *p)
 
 	cJSON_AddStringToObject(o, "blockId", p->id);
 	cJSON_AddStringToObject(o, "op", fsb_op_name(p->op));
-	cJSON_AddStringToObject(o, "path", p->path);
-	cJSON_AddStringToObject(o, "requested", p->requested);
+	fsb_json_add_path(o, "path", p->path, false);
+	fsb_json_add_path(o, "requested", p->requested, false);
 	cJSON_AddStringToObject(o, "rule", p->rule);
 	cJSON_AddStringToObject(o, "sessionId", p->session);
 	cJSON_AddStringToObject(o, "toolCallId", p->tool_call);

@@ -36,7 +36,7 @@ static void audit_refusal(struct fsb_conn *conn, const char *rule, const char *r
 	cJSON_AddStringToObject(rec, "errno", fsb_errno_name(errnum));
 	cJSON_AddNumberToObject(rec, "pid", conn->pid);
 	if (claimed != NULL)
-		cJSON_AddStringToObject(rec, "claimedSession", claimed);
+		fsb_json_add_path(rec, "claimedSession", claimed, false);
 	fsb_broker_audit(conn->srv->broker, conn->scope.session, rec);
 }
 
@@ -52,6 +52,7 @@ void fsb_serve_json(struct fsb_conn *conn, char *line, size_t len)
 	/* The parser runs fsb_json_precheck() first: no NUL, no \u0000, UTF-8. */
 	if ((obj = fsb_json_parse_object(line, len, &why)) == NULL) {
 		b->stats.errors++;
+		conn->malformed++;
 		audit_refusal(conn, "malformed request", why, EINVAL, NULL, NULL);
 		fsb_conn_reply_json(conn, error_reply(NULL, EINVAL, why));
 		return;
@@ -59,6 +60,7 @@ void fsb_serve_json(struct fsb_conn *conn, char *line, size_t len)
 	cmd = cJSON_GetObjectItemCaseSensitive(obj, "command");
 	if (!cJSON_IsString(cmd) || strcmp(cmd->valuestring, "HostFileOperation") != 0) {
 		b->stats.errors++;
+		conn->malformed++;
 		why = "unknown command: a client socket takes HostFileOperation; control "
 		      "commands go to the core's control channel";
 		audit_refusal(conn, "malformed request", why, EINVAL, NULL, NULL);
@@ -69,6 +71,7 @@ void fsb_serve_json(struct fsb_conn *conn, char *line, size_t len)
 	}
 	if (fsb_hostop_parse(obj, &req, &why) < 0) {
 		b->stats.errors++;
+		conn->malformed++;
 		audit_refusal(conn, "malformed request", why, EINVAL, NULL, NULL);
 		fsb_conn_reply_json(conn, error_reply(cJSON_GetObjectItemCaseSensitive(obj, "id"),
 						      EINVAL, why));
@@ -77,6 +80,15 @@ void fsb_serve_json(struct fsb_conn *conn, char *line, size_t len)
 	}
 	cJSON_Delete(obj);
 
+	if (req.tool_call != NULL && req.tool_call[0] != '\0' && !fsb_id_valid(req.tool_call)) {
+		why = "toolCallId must be 1-128 characters of A-Z a-z 0-9 . _ : -";
+		b->stats.errors++;
+		conn->malformed++;
+		audit_refusal(conn, "malformed request", why, EINVAL, NULL, NULL);
+		fsb_conn_reply_json(conn, error_reply(req.id, EINVAL, why));
+		fsb_hostop_free(&req);
+		return;
+	}
 	if ((req.session != NULL && strcmp(req.session, conn->scope.session) != 0) ||
 	    (req.tool_call != NULL && conn->scope.tool_call[0] != '\0' &&
 	     strcmp(req.tool_call, conn->scope.tool_call) != 0)) {

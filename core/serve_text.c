@@ -11,6 +11,7 @@
 
 #include "log.h"
 #include "openflags.h"
+#include "proto_json.h"
 #include "proto_text.h"
 #include "server.h"
 
@@ -39,7 +40,7 @@ static void refuse(struct fsb_conn *conn, int errnum, const char *rule,
 	cJSON_AddStringToObject(rec, "errno", fsb_errno_name(errnum));
 	cJSON_AddNumberToObject(rec, "pid", conn->pid);
 	if (claimed_session != NULL)
-		cJSON_AddStringToObject(rec, "claimedSession", claimed_session);
+		fsb_json_add_path(rec, "claimedSession", claimed_session, false);
 	fsb_broker_audit(b, conn->scope.session, rec);
 	snprintf(line, sizeof(line), "%s: %s", rule, reason);
 	reply_deny(conn, errnum, line);
@@ -67,7 +68,15 @@ void fsb_serve_text(struct fsb_conn *conn, char *line, size_t len)
 	b->stats.requests++;
 	if (fsb_text_parse(line, len, &req, &why) < 0) {
 		b->stats.errors++;
+		conn->malformed++;
 		refuse(conn, EINVAL, "malformed request", why, NULL);
+		return;
+	}
+	if (req.tool_call[0] != '\0' && !fsb_id_valid(req.tool_call)) {
+		b->stats.errors++;
+		conn->malformed++;
+		refuse(conn, EINVAL, "malformed request",
+		       "the tool-call id must be 1-128 characters of A-Z a-z 0-9 . _ : -", NULL);
 		return;
 	}
 	if (!in_scope(conn, &req)) {
@@ -78,6 +87,7 @@ void fsb_serve_text(struct fsb_conn *conn, char *line, size_t len)
 	}
 	if (req.has_open && fsb_openflags_check(req.open_flags, req.write, &why) < 0) {
 		b->stats.errors++;
+		conn->malformed++;
 		refuse(conn, EINVAL, "open flags refused", why, NULL);
 		return;
 	}
@@ -86,8 +96,10 @@ void fsb_serve_text(struct fsb_conn *conn, char *line, size_t len)
 	memset(&acc, 0, sizeof(acc));
 	acc.op = writes ? FSB_OP_WRITE : FSB_OP_READ;
 	acc.requested = req.path;
-	/* With O_NOFOLLOW the final name itself is what gets opened. */
-	acc.strategy = req.has_open && (req.open_flags & O_NOFOLLOW)
+	/* With O_NOFOLLOW, or O_CREAT|O_EXCL, the final name itself is what
+	 * gets opened (or refused): a final symlink is not followed. */
+	acc.strategy = req.has_open && ((req.open_flags & O_NOFOLLOW) ||
+					(req.open_flags & (O_CREAT | O_EXCL)) == (O_CREAT | O_EXCL))
 			       ? FSB_RESOLVE_THROUGH_PARENT
 			       : FSB_RESOLVE_EXISTING_OR_CREATABLE;
 	acc.session = req.session;
@@ -101,10 +113,6 @@ void fsb_serve_text(struct fsb_conn *conn, char *line, size_t len)
 		fsb_broker_decide(b, &acc);
 		if (acc.verdict.decision != FSB_ALLOW || acc.errnum != 0 || !req.has_open)
 			break;
-		if (acc.res.exists && S_ISLNK(acc.res.st.st_mode)) {
-			acc.errnum = ELOOP;
-			break;
-		}
 		fd = fsb_grant_open(b->rootfd, &acc.res, req.open_flags, req.open_mode, NULL, NULL);
 		if (fd >= 0)
 			break;

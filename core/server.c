@@ -90,6 +90,11 @@ static void on_conn_line(struct fsb_chan *c, char *line, size_t len)
 		fsb_serve_json(conn, line, len);
 	else
 		fsb_serve_text(conn, line, len);
+	if (conn->malformed >= FSB_MAX_MALFORMED && !c->close_after_flush) {
+		fsb_log_limited(FSB_LOG_WARN, "closing a connection from pid %d after %u "
+				"malformed requests", (int)conn->pid, conn->malformed);
+		fsb_chan_close_after_flush(c);
+	}
 }
 
 static void on_listen_poll(uv_poll_t *h, int status, int events);
@@ -125,10 +130,17 @@ static bool accept_one(struct fsb_listener *l)
 		return errno == EINTR || errno == ECONNABORTED;
 	}
 	/* The 0700 directory keeps other users out; this is the second wall. */
-	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &clen) < 0 ||
-	    cred.uid != getuid()) {
-		fsb_warn("refused a connection on %s from uid %d", l->path,
-			 clen == sizeof(cred) ? (int)cred.uid : -1);
+	memset(&cred, 0, sizeof(cred));
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &clen) < 0) {
+		fsb_warn("refused a connection on %s: no peer credentials (%s)", l->path,
+			 strerror(errno));
+		srv->broker->stats.connections_refused++;
+		close(fd);
+		return true;
+	}
+	if (cred.uid != getuid()) {
+		fsb_log_limited(FSB_LOG_WARN, "refused a connection on %s from uid %u", l->path,
+				(unsigned)cred.uid);
 		srv->broker->stats.connections_refused++;
 		close(fd);
 		return true;
@@ -268,7 +280,13 @@ int fsb_server_listen(struct fsb_server *srv, const char *path,
 	snprintf(l->path, sizeof(l->path), "%s", path);
 	l->scope = *scope;
 	l->srv = srv;
-	uv_poll_init(srv->loop, &l->poll, fd);
+	if ((rc = uv_poll_init(srv->loop, &l->poll, fd)) < 0) {
+		snprintf(err, errlen, "cannot watch %s: %s", path, uv_strerror(rc));
+		free(l);
+		close(fd);
+		unlink(path);
+		return rc;
+	}
 	l->poll.data = l;
 	uv_timer_init(srv->loop, &l->backoff);
 	l->backoff.data = l;

@@ -17,6 +17,9 @@
 #include "chan.h"
 
 #define FSB_MAX_LINE 65536
+/* A connection that sends this many malformed requests is closed: each
+ * costs an audit line, and a well-behaved client sends none. */
+#define FSB_MAX_MALFORMED 64
 
 struct fsb_server;
 
@@ -27,6 +30,7 @@ struct fsb_conn {
 	pid_t pid;
 	uid_t uid;
 	int pidfd;		/* SO_PEERPIDFD where the kernel has it, else -1 */
+	unsigned malformed;	/* malformed requests so far */
 	struct fsb_server *srv;
 	struct fsb_conn *prev, *next;
 };

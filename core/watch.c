@@ -38,10 +38,19 @@ static void reload(struct fsb_watch *w, const char *trigger)
 {
 	char err[1024];
 
-	if (fsb_broker_reload(w->broker, trigger, err, sizeof(err)) == 0) {
-		unwatch_dirs(w);
-		watch_pack_dirs(w);
-	}
+	fsb_broker_reload(w->broker, trigger, err, sizeof(err));
+}
+
+/* After any successful reload, the control command's included. */
+static void on_reloaded(struct fsb_broker *b, void *arg)
+{
+	struct fsb_watch *w = arg;
+
+	(void)b;
+	if (w->closing)
+		return;
+	unwatch_dirs(w);
+	watch_pack_dirs(w);
 }
 
 static void on_debounce(uv_timer_t *t)
@@ -128,6 +137,8 @@ int fsb_watch_start(struct fsb_watch *w, uv_loop_t *loop, struct fsb_broker *b)
 	if ((rc = uv_signal_start(&w->sighup, on_sighup, SIGHUP)) < 0)
 		return rc;
 	watch_pack_dirs(w);
+	b->on_reloaded = on_reloaded;
+	b->on_reloaded_arg = w;
 	return 0;
 }
 
@@ -136,6 +147,7 @@ void fsb_watch_close(struct fsb_watch *w)
 	if (w->closing)
 		return;
 	w->closing = true;
+	w->broker->on_reloaded = NULL;
 	unwatch_dirs(w);
 	uv_close((uv_handle_t *)&w->debounce, on_handle_closed);
 	uv_close((uv_handle_t *)&w->sighup, on_handle_closed);

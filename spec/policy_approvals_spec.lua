@@ -42,6 +42,16 @@ describe("policy.approvals", function()
 			assert.are.same({}, eng:approvals())
 		end)
 
+		it("answers a peek without using up a once approval", function()
+			local eng = engine()
+			assert.is_true(eng:approve({ op = "write", path = "/home/u/.bashrc", dev = 10, ino = 500, scope = "once" }))
+			assert.are.equal("allow", write(eng, "/home/u/.bashrc", { peek = true }).decision)
+			assert.are.equal("allow", write(eng, "/home/u/.bashrc", { peek = true }).decision)
+			-- The real request still finds it, and uses it up.
+			assert.are.equal("allow", write(eng, "/home/u/.bashrc").decision)
+			assert.are.equal("ask", write(eng, "/home/u/.bashrc", { peek = true }).decision)
+		end)
+
 		it("keeps a session approval for every later request", function()
 			local eng = engine()
 			eng:approve({ op = "write", path = "/home/u/.bashrc", dev = 10, ino = 500, scope = "session" })

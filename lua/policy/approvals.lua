@@ -133,8 +133,10 @@ function Store:add(a)
 end
 
 --- Looks for an approval of this exact key for `session`. A session
--- approval stays; a once approval is used up. Returns the scope or nil.
-function Store:take(op, path, dev, ino, session)
+-- approval stays; a once approval is used up, unless `peek` is true (a
+-- question about the request, not the request itself). Returns the scope or
+-- nil.
+function Store:take(op, path, dev, ino, session, peek)
 	local key = M.key(op, path, dev, ino)
 	local per = self.by_key[key]
 	if per == nil then
@@ -150,7 +152,7 @@ function Store:take(op, path, dev, ino, session)
 		for _, who in ipairs(owners) do
 			local rec = per[who]
 			if rec ~= nil and (pass == 2 or rec.scope == "session") then
-				if rec.scope == "once" then
+				if rec.scope == "once" and not peek then
 					rec.dead = true
 					per[who] = nil
 					if next(per) == nil then

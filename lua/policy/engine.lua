@@ -427,7 +427,7 @@ local function evaluate(st, req)
 	-- An approval turns an ask into an allow; it never touches a deny.
 	if v.decision == "ask" then
 		local session = type(req.session) == "string" and req.session or nil
-		local scope = st.approvals:take(op, req.path, req.dev, req.ino, session)
+		local scope = st.approvals:take(op, req.path, req.dev, req.ino, session, req.peek == true)
 		if scope ~= nil then
 			v = {
 				decision = "allow", rule = "approved:" .. scope .. " (" .. v.rule .. ")",

@@ -90,6 +90,9 @@ static void test_dangerous_libraries_are_absent(void **state)
 			     "os.getenv == nil)", err, sizeof(err)), 0);
 	assert_int_equal(run(lua, "assert(type(os.time()) == 'number')", err, sizeof(err)), 0);
 	assert_int_equal(run(lua, "assert(rawget(_G, 'package') == nil)", err, sizeof(err)), 0);
+	/* Not through require either. */
+	assert_int_equal(run(lua, "require('os')", err, sizeof(err)), -1);
+	assert_int_equal(run(lua, "require('io')", err, sizeof(err)), -1);
 	fsb_lua_free(lua);
 }
 
