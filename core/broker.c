@@ -177,9 +177,11 @@ int fsb_broker_init(struct fsb_broker *b, uv_loop_t *loop,
 
 void fsb_broker_free(struct fsb_broker *b)
 {
-	for (int i = 0; i < b->naudits; i++)
-		fsb_audit_close(b->audits[i].audit);
-	b->naudits = 0;
+	for (int i = 0; i < b->nsessions; i++) {
+		fsb_audit_close(b->sessions[i].audit);
+		fsb_store_close(b->sessions[i].store);
+	}
+	b->nsessions = 0;
 	fsb_policy_free(b->policy);
 	b->policy = NULL;
 	fsb_protected_free(&b->protected);
@@ -222,8 +224,8 @@ int fsb_broker_reload(struct fsb_broker *b, const char *trigger, char *err, size
 		b->stats.reloads++;
 		fsb_info("reloaded pack %s (%s)", fsb_policy_name(fresh), trigger);
 	}
-	for (int i = 0; i < b->naudits; i++)
-		fsb_audit_write(b->audits[i].audit, rec);
+	for (int i = 0; i < b->nsessions; i++)
+		fsb_audit_write(b->sessions[i].audit, rec);
 	cJSON_Delete(rec);
 	if (rc == 0 && b->on_reloaded != NULL)
 		b->on_reloaded(b, b->on_reloaded_arg);
@@ -358,32 +360,35 @@ cJSON *fsb_access_audit_record(const struct fsb_access *d, const char *phase)
 	return o;
 }
 
-static struct fsb_audit *audit_for(struct fsb_broker *b, const char *session)
+struct fsb_session *fsb_broker_session(struct fsb_broker *b, const char *id)
 {
 	char path[PATH_MAX + 200];
-	struct fsb_audit *a;
+	struct fsb_session *s;
 	int rc;
 
-	for (int i = 0; i < b->naudits; i++)
-		if (strcmp(b->audits[i].session, session) == 0)
-			return b->audits[i].audit;
-	if (!b->cfg.state_dir[0] || b->cfg.one_shot || !fsb_id_valid(session) ||
-	    b->naudits == (int)(sizeof(b->audits) / sizeof(b->audits[0])))
+	for (int i = 0; i < b->nsessions; i++)
+		if (strcmp(b->sessions[i].id, id) == 0)
+			return &b->sessions[i];
+	if (!b->cfg.state_dir[0] || b->cfg.one_shot || !fsb_id_valid(id) ||
+	    b->nsessions == FSB_MAX_SESSIONS)
 		return NULL;
-	snprintf(path, sizeof(path), "%s/audit/%s.jsonl", b->cfg.state_dir, session);
-	if ((rc = fsb_audit_open(path, &a)) < 0) {
+	s = &b->sessions[b->nsessions];
+	memset(s, 0, sizeof(*s));
+	snprintf(path, sizeof(path), "%s/audit/%s.jsonl", b->cfg.state_dir, id);
+	if ((rc = fsb_audit_open(path, &s->audit)) < 0) {
 		fsb_error("cannot open the audit log %s: %s", path, strerror(-rc));
 		return NULL;
 	}
-	snprintf(b->audits[b->naudits].session, sizeof(b->audits[0].session), "%s", session);
-	b->audits[b->naudits++].audit = a;
-	return a;
+	snprintf(s->id, sizeof(s->id), "%s", id);
+	s->backup_enabled = true;
+	b->nsessions++;
+	return s;
 }
 
 int fsb_broker_audit(struct fsb_broker *b, const char *session, cJSON *rec)
 {
-	struct fsb_audit *a = audit_for(b, session);
-	int rc = a != NULL ? fsb_audit_write(a, rec) : -EIO;
+	struct fsb_session *s = fsb_broker_session(b, session);
+	int rc = s != NULL ? fsb_audit_write(s->audit, rec) : -EIO;
 
 	if (rc < 0)
 		fsb_error("audit line for session %s not written: %s", session, strerror(-rc));

@@ -14,6 +14,7 @@
 #include <uv.h>
 
 #include "audit.h"
+#include "backup.h"
 #include "op.h"
 #include "policy.h"
 #include "prompts.h"
@@ -46,10 +47,16 @@ struct fsb_stats {
 	unsigned long reloads, reload_failures, policy_errors;
 };
 
-struct fsb_session_audit {
-	char session[129];
+/** What the core keeps per session: its audit log and its backup store. */
+struct fsb_session {
+	char id[129];
 	struct fsb_audit *audit;
+	struct fsb_store *store;	/* opened on first backup */
+	bool backup_enabled;		/* EnableModifyBackup; on unless turned off */
+	uint64_t max_bytes_override;	/* fileBackupMaxSizeMB for the turn, 0: the pack's */
 };
+
+#define FSB_MAX_SESSIONS 16
 
 struct fsb_broker {
 	uv_loop_t *loop;
@@ -57,8 +64,8 @@ struct fsb_broker {
 	struct fsb_policy *policy;
 	struct fsb_protected protected;
 	struct fsb_prompts *prompts;
-	struct fsb_session_audit audits[16];
-	int naudits;
+	struct fsb_session sessions[FSB_MAX_SESSIONS];
+	int nsessions;
 	int rootfd;		/* "/" of the core's own view */
 	struct fsb_stats stats;
 	uint64_t started_ms;
@@ -117,6 +124,12 @@ void fsb_broker_decide(struct fsb_broker *b, struct fsb_access *d);
  * it with fsb_broker_audit).
  */
 cJSON *fsb_access_audit_record(const struct fsb_access *d, const char *phase);
+
+/**
+ * The state of session `id` (its audit log opened), or NULL for an invalid
+ * id, a core without a state dir, or too many sessions.
+ */
+struct fsb_session *fsb_broker_session(struct fsb_broker *b, const char *id);
 
 /**
  * Append a record to the session's audit log (takes ownership of `rec`).

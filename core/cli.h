@@ -8,5 +8,6 @@
 int fsb_cli_serve(int argc, char **argv);
 int fsb_cli_check(int argc, char **argv);
 int fsb_cli_audit(int argc, char **argv);
+int fsb_cli_backup(int argc, char **argv);
 
 #endif

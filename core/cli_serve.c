@@ -16,6 +16,7 @@
 #include "config.h"
 #include "control.h"
 #include "log.h"
+#include "modify_backup.h"
 #include "server.h"
 #include "watch.h"
 
@@ -171,6 +172,12 @@ int fsb_cli_serve(int argc, char **argv)
 		fprintf(stderr, "fsbroker serve: %s\n", err);
 		goto out;
 	}
+	/* A cycle a crash left open is sealed as recovered before anything else
+	 * happens: nothing backed up is lost. */
+	if (fsb_backup_recover(&s->broker, session, err, sizeof(err)) < 0) {
+		fprintf(stderr, "fsbroker serve: %s\n", err);
+		goto out;
+	}
 	fsb_server_init(&s->server, &s->loop, &s->broker);
 	memset(&scope, 0, sizeof(scope));
 	snprintf(scope.session, sizeof(scope.session), "%s", session);
@@ -206,6 +213,7 @@ int fsb_cli_serve(int argc, char **argv)
 		fsb_control_event(&s->control, ev);
 	}
 	uv_run(&s->loop, UV_RUN_DEFAULT);
+	fsb_backup_commit_all(&s->broker, "sealed when the core stopped");
 	rc = 0;
 out:
 	if (!s->stopping && s->server.loop != NULL) {

@@ -6,9 +6,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "control.h"
+#include "grant.h"
 #include "log.h"
+#include "modify_backup.h"
 #include "proto_json.h"
 
 #define container_of_ctl(c) ((struct fsb_control *)((char *)(c) - offsetof(struct fsb_control, chan)))
@@ -127,6 +131,106 @@ static void cmd_approve(struct fsb_broker *b, const char *session, const cJSON *
 	fsb_prompts_remove(b->prompts, id);
 }
 
+static void cmd_enable_backup(struct fsb_broker *b, const char *sid, const cJSON *req,
+			      cJSON *reply)
+{
+	const cJSON *enabled = cJSON_GetObjectItemCaseSensitive(req, "enabled");
+	const cJSON *mb = cJSON_GetObjectItemCaseSensitive(req, "fileBackupMaxSizeMB");
+	struct fsb_session *s = fsb_broker_session(b, sid);
+
+	if (!cJSON_IsBool(enabled) || (mb != NULL && !cJSON_IsNumber(mb))) {
+		fail(reply, "%s", "expected 'EnableModifyBackup {enabled: boolean, "
+		     "fileBackupMaxSizeMB?: number}'");
+		return;
+	}
+	if (s == NULL) {
+		fail(reply, "session %s has no state (no state dir, or too many sessions)", sid);
+		return;
+	}
+	s->backup_enabled = cJSON_IsTrue(enabled);
+	s->max_bytes_override = mb != NULL ? fsb_clamp_backup_mb(mb->valuedouble) : 0;
+	cJSON_AddBoolToObject(reply, "enabled", s->backup_enabled);
+	cJSON_AddNumberToObject(reply, "fileBackupMaxSizeMB",
+				(double)((s->max_bytes_override ? s->max_bytes_override
+						: fsb_policy_backup(b->policy)->max_bytes) >> 20));
+}
+
+static void cmd_commit_backup(struct fsb_broker *b, const char *sid, const cJSON *req,
+			      cJSON *reply)
+{
+	const char *msg = get_string(req, "commitMsg");
+	char err[512];
+	int n;
+
+	n = fsb_backup_commit(b, sid, msg != NULL ? msg : "", err, sizeof(err));
+	if (n < 0) {
+		fail(reply, "the cycle was not sealed: %s", err);
+		return;
+	}
+	/* 0: nothing was backed up since the last commit. */
+	cJSON_AddNumberToObject(reply, "cycle", n);
+}
+
+/* The host's own Write/Edit tools: judge the write, back the file up. */
+static void cmd_modify_backup(struct fsb_broker *b, const char *sid, const cJSON *req,
+			      cJSON *reply)
+{
+	const char *path = get_string(req, "path");
+	struct fsb_session *s = fsb_broker_session(b, sid);
+	struct fsb_access acc;
+	char why[512] = "";
+	struct stat st;
+	int rdfd, rc;
+	cJSON *rec;
+
+	if (path == NULL) {
+		fail(reply, "%s", "expected 'ModifyBackup {path: string, toolCallId?: string}'");
+		return;
+	}
+	memset(&acc, 0, sizeof(acc));
+	acc.op = FSB_OP_WRITE;
+	acc.requested = path;
+	acc.strategy = FSB_RESOLVE_EXISTING_OR_CREATABLE;
+	acc.session = sid;
+	acc.tool_call = get_string(req, "toolCallId");
+	fsb_broker_decide(b, &acc);
+	cJSON_AddStringToObject(reply, "decision", fsb_decision_name(acc.verdict.decision));
+	cJSON_AddStringToObject(reply, "rule", acc.verdict.rule);
+	if (acc.verdict.decision != FSB_ALLOW || acc.errnum != 0) {
+		rec = fsb_access_audit_record(&acc, "host-modify-backup");
+		fsb_broker_audit(b, sid, rec);
+		if (acc.prompt != NULL)
+			cJSON_AddStringToObject(reply, "blockId", acc.prompt->id);
+		fail(reply, "%s", acc.verdict.decision != FSB_ALLOW
+				  ? "the pack does not allow this write: nothing was backed up"
+				  : strerror(acc.errnum));
+		return;
+	}
+	/* Nothing to save for a file that does not exist yet, or is not a
+	 * regular file; the write is allowed all the same. */
+	if (!acc.res.exists || !S_ISREG(acc.res.st.st_mode)) {
+		rec = fsb_access_audit_record(&acc, "host-modify-backup");
+		fsb_broker_audit(b, sid, rec);
+		cJSON_AddBoolToObject(reply, "backedUp", false);
+		return;
+	}
+	rdfd = fsb_grant_open_for_backup(b->rootfd, &acc.res);
+	if (rdfd < 0) {
+		fail(reply, "cannot open the file to back it up: %s", strerror(-rdfd));
+		return;
+	}
+	rc = fstat(rdfd, &st) < 0 ? -errno
+		: fsb_backup_file(b, sid, &acc, rdfd, &st, 0, "host-modify-backup", why, sizeof(why));
+	close(rdfd);
+	if (rc < 0) {
+		fail(reply, "%s", why[0] ? why : strerror(-rc));
+		return;
+	}
+	/* The host writes it next, and may write it again within the turn. */
+	fsb_backup_note_write_grant(b, sid, st.st_dev, st.st_ino);
+	cJSON_AddBoolToObject(reply, "backedUp", s != NULL && s->backup_enabled);
+}
+
 static void cmd_stats(struct fsb_broker *b, cJSON *reply)
 {
 	const struct fsb_stats *s = &b->stats;
@@ -195,14 +299,16 @@ cJSON *fsb_control_handle(struct fsb_broker *b, const char *default_session,
 		cmd_stats(b, reply);
 	} else if (strcmp(command, "Shutdown") == 0) {
 		*shutdown = true;
-	} else if (strcmp(command, "EnableModifyBackup") == 0 ||
-		   strcmp(command, "CommitModifyBackup") == 0 ||
-		   strcmp(command, "ModifyBackup") == 0) {
-		fail(reply, "%s arrives with the backup store; this core keeps no backups yet",
-		     command);
+	} else if (strcmp(command, "EnableModifyBackup") == 0) {
+		cmd_enable_backup(b, session, req, reply);
+	} else if (strcmp(command, "CommitModifyBackup") == 0) {
+		cmd_commit_backup(b, session, req, reply);
+	} else if (strcmp(command, "ModifyBackup") == 0) {
+		cmd_modify_backup(b, session, req, reply);
 	} else {
 		fail(reply, "unknown command '%s' (CheckAccess, PromptBlocks, Approve, Deny, "
-		     "Reload, Stats, Shutdown)", command);
+		     "Reload, Stats, Shutdown, EnableModifyBackup, CommitModifyBackup, "
+		     "ModifyBackup)", command);
 	}
 	return reply;
 }

@@ -3,6 +3,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <stdbool.h>
 #include <linux/openat2.h>
 #include <stdio.h>
 #include <string.h>
@@ -30,65 +31,121 @@ static int openat2_in_root(int rootfd, const char *path, int flags, mode_t mode)
 	return fd < 0 ? -errno : (int)fd;
 }
 
-static int open_existing(int rootfd, const struct fsb_resolved *res, int flags)
+/* Reach the judged inode with O_PATH, never through a symlink, and check it
+ * is the one judged. Returns the O_PATH fd or -errno; *st is its stat. */
+static int reach_judged(int rootfd, const struct fsb_resolved *res, struct stat *st)
 {
-	char proc[64];
-	struct stat st;
-	int pathfd, fd, err;
+	int pathfd, err;
 
 	pathfd = openat2_in_root(rootfd, res->path, O_PATH | O_CLOEXEC | O_NOFOLLOW, 0);
 	if (pathfd < 0)
 		return pathfd == -ENOENT || pathfd == -ELOOP ? -EAGAIN : pathfd;
-	if (fstat(pathfd, &st) < 0) {
+	if (fstat(pathfd, st) < 0) {
 		err = -errno;
-		goto out;
+		goto fail;
 	}
-	if (st.st_dev != res->st.st_dev || st.st_ino != res->st.st_ino) {
+	if (st->st_dev != res->st.st_dev || st->st_ino != res->st.st_ino) {
 		err = -EAGAIN;
-		goto out;
+		goto fail;
 	}
-	if (S_ISLNK(st.st_mode)) {
+	if (S_ISLNK(st->st_mode)) {
 		err = -ELOOP;
-		goto out;
+		goto fail;
 	}
 	/* A directory fd would let its holder openat() anything beneath it,
 	 * past every rule: no directory fd ever reaches a client. */
-	if (S_ISDIR(st.st_mode)) {
+	if (S_ISDIR(st->st_mode)) {
 		err = -EISDIR;
-		goto out;
+		goto fail;
 	}
-	flags &= ~(O_CREAT | O_EXCL | O_NOFOLLOW);
-	/* Opening a FIFO blocks until a peer appears, a tty may wait for
-	 * carrier: never on the loop. */
-	if (S_ISFIFO(st.st_mode) || S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode))
-		flags |= O_NONBLOCK;
+	return pathfd;
+fail:
+	close(pathfd);
+	return err;
+}
+
+/* Open the inode behind an O_PATH fd again, with real flags. */
+static int reopen(int pathfd, int flags)
+{
+	char proc[64];
+	int fd;
+
 	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", pathfd);
 	do
 		fd = open(proc, flags);
 	while (fd < 0 && errno == EINTR);
-	err = fd < 0 ? -errno : fd;
+	return fd < 0 ? -errno : fd;
+}
+
+static bool writable(int flags)
+{
+	return (flags & O_ACCMODE) != O_RDONLY || (flags & O_TRUNC);
+}
+
+static int open_existing(int rootfd, const struct fsb_resolved *res, int flags,
+			 fsb_grant_backup_fn backup, void *arg)
+{
+	struct stat st;
+	int pathfd, fd, err;
+
+	pathfd = reach_judged(rootfd, res, &st);
+	if (pathfd < 0)
+		return pathfd;
+	/* The backup reads the very inode about to be handed out. */
+	if (backup != NULL && S_ISREG(st.st_mode) && writable(flags)) {
+		int rdfd = reopen(pathfd, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+
+		if (rdfd < 0) {
+			err = rdfd;
+			goto out;
+		}
+		err = backup(rdfd, &st, arg);
+		close(rdfd);
+		if (err < 0)
+			goto out;
+	}
+	flags &= ~(O_CREAT | O_EXCL | O_NOFOLLOW | O_TRUNC);
+	/* Opening a FIFO blocks until a peer appears, a tty may wait for
+	 * carrier: never on the loop. */
+	if (S_ISFIFO(st.st_mode) || S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode))
+		flags |= O_NONBLOCK;
+	fd = reopen(pathfd, flags);
+	err = fd;
 out:
 	close(pathfd);
 	return err;
 }
 
+int fsb_grant_open_for_backup(int rootfd, const struct fsb_resolved *res)
+{
+	struct stat st;
+	int pathfd, fd;
+
+	pathfd = reach_judged(rootfd, res, &st);
+	if (pathfd < 0)
+		return pathfd;
+	fd = S_ISREG(st.st_mode) ? reopen(pathfd, O_RDONLY | O_CLOEXEC | O_NOCTTY) : -EINVAL;
+	close(pathfd);
+	return fd;
+}
+
 int fsb_grant_open(int rootfd, const struct fsb_resolved *res, int flags, mode_t mode,
-		   int (*before_truncate)(int fd, void *arg), void *arg)
+		   fsb_grant_backup_fn backup, void *arg)
 {
 	int want_trunc = flags & O_TRUNC;
 	int want_nonblock = flags & O_NONBLOCK;
 	struct stat st;
 	int fd, err;
 
-	flags = (flags & ~(O_TRUNC | O_CLOEXEC)) | O_CLOEXEC | O_NOCTTY;
+	flags = (flags & ~O_CLOEXEC) | O_CLOEXEC | O_NOCTTY;
 	/* O_CREAT|O_EXCL promises a new file (lock files, mkstemp): anything
 	 * already at the name, a dangling symlink included, is EEXIST. */
 	if ((flags & (O_CREAT | O_EXCL)) == (O_CREAT | O_EXCL) && res->exists)
 		return -EEXIST;
 	if (res->exists)
-		fd = open_existing(rootfd, res, flags);
+		fd = open_existing(rootfd, res, flags, backup, arg);
 	else if (flags & O_CREAT)
-		fd = openat2_in_root(rootfd, res->path, flags | O_EXCL, mode);
+		fd = openat2_in_root(rootfd, res->path, (flags & ~O_TRUNC) | O_EXCL, mode);
 	else
 		fd = -ENOENT;
 	if (fd < 0)
@@ -106,13 +163,10 @@ int fsb_grant_open(int rootfd, const struct fsb_resolved *res, int flags, mode_t
 			goto fail;
 		}
 	}
-	if (want_trunc && S_ISREG(st.st_mode) && (flags & O_ACCMODE) != O_RDONLY) {
-		if (before_truncate != NULL && (err = before_truncate(fd, arg)) < 0)
-			goto fail;
-		if (ftruncate(fd, 0) < 0) {
-			err = -errno;
-			goto fail;
-		}
+	if (want_trunc && S_ISREG(st.st_mode) && (flags & O_ACCMODE) != O_RDONLY &&
+	    ftruncate(fd, 0) < 0) {
+		err = -errno;
+		goto fail;
 	}
 	return fd;
 fail:

@@ -22,12 +22,23 @@
  * dangling symlink included) is -EEXIST. A missing one is created with O_EXCL added: if something appeared
  * since the check, the caller gets -EEXIST and decides again.
  *
- * O_TRUNC is not passed to open: the file is truncated with ftruncate after
- * `before_truncate` (the backup hook; may be NULL) returned 0 for that fd.
- * O_CLOEXEC and O_NOCTTY are always added. Returns the fd, or -EAGAIN when the
- * file changed since it was judged, or another -errno.
+ * Before a writable fd on an existing regular file is made, `backup` (may
+ * be NULL) is called with a read-only fd on that same inode and its stat;
+ * when it fails, nothing is opened for writing and its -errno is returned.
+ * O_TRUNC is not passed to open: the file is truncated with ftruncate on the
+ * granted fd, after the backup. O_CLOEXEC and O_NOCTTY are always added.
+ * Returns the fd, or -EAGAIN when the file changed since it was judged, or
+ * another -errno.
  */
+typedef int (*fsb_grant_backup_fn)(int rdfd, const struct stat *st, void *arg);
+
 int fsb_grant_open(int rootfd, const struct fsb_resolved *res, int flags, mode_t mode,
-		   int (*before_truncate)(int fd, void *arg), void *arg);
+		   fsb_grant_backup_fn backup, void *arg);
+
+/**
+ * Open the existing file judged in `res` read-only, race-safe as above (for
+ * a backup when no grant is made). The fd, or -errno.
+ */
+int fsb_grant_open_for_backup(int rootfd, const struct fsb_resolved *res);
 
 #endif

@@ -15,6 +15,7 @@ static const char usage[] =
 	"        run the core: client requests on PATH, control requests on stdin\n"
 	"  check --rules PACK [--workspace DIR] [--json] --op OP PATH...\n"
 	"        print the verdict for each path; exit 0 allow, 1 deny, 3 ask, 2 error\n"
+	"  backup list|show|restore ...   list, show and restore backup cycles (backup --help)\n"
 	"  audit verify FILE [--head HASH]\n"
 	"        check an audit log's hash chain; exit 0 intact, 1 broken, 2 error\n"
 	"\n"
@@ -31,6 +32,8 @@ int main(int argc, char **argv)
 		return fsb_cli_serve(argc - 1, argv + 1);
 	if (strcmp(argv[1], "check") == 0)
 		return fsb_cli_check(argc - 1, argv + 1);
+	if (strcmp(argv[1], "backup") == 0)
+		return fsb_cli_backup(argc - 1, argv + 1);
 	if (strcmp(argv[1], "audit") == 0)
 		return fsb_cli_audit(argc - 1, argv + 1);
 	fprintf(stderr, "fsbroker: unknown command '%s'\n\n%s", argv[1], usage);

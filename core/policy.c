@@ -16,6 +16,7 @@
 
 struct fsb_policy {
 	struct fsb_lua *lua;
+	struct fsb_backup_settings backup;
 	int engine_ref;		/* the engine object */
 	int evaluate_ref;	/* engine.evaluate */
 	char *name;
@@ -92,6 +93,49 @@ static int read_pack_files(struct fsb_policy *p, lua_State *L)
 	return 0;
 }
 
+uint64_t fsb_clamp_backup_mb(double mb)
+{
+	if (!(mb >= 1))
+		mb = 1;
+	if (mb > 4096)
+		mb = 4096;
+	return (uint64_t)mb << 20;
+}
+
+/* Runs protected: engine:summary().backup into p->backup. stack: ctx */
+static int l_read_backup_settings(lua_State *L)
+{
+	struct fsb_policy *p = lua_touserdata(L, 1);
+	const char *on;
+
+	lua_rawgeti(L, LUA_REGISTRYINDEX, p->engine_ref);
+	lua_getfield(L, -1, "summary");
+	lua_insert(L, -2);
+	lua_call(L, 1, 1);
+	/* stack: ctx, summary */
+	if (lua_type(L, -1) != LUA_TTABLE)
+		return 0;
+	lua_getfield(L, -1, "backup");
+	if (lua_type(L, -1) != LUA_TTABLE)
+		return 0;
+	lua_getfield(L, -1, "maxSizeMB");
+	if (lua_type(L, -1) == LUA_TNUMBER)
+		p->backup.max_bytes = fsb_clamp_backup_mb(lua_tonumber(L, -1));
+	lua_pop(L, 1);
+	lua_getfield(L, -1, "onTooLarge");
+	on = lua_tostring(L, -1);
+	if (on != NULL && strcmp(on, "allow") == 0)
+		p->backup.on_too_large = FSB_ON_TOO_LARGE_ALLOW;
+	else if (on != NULL && strcmp(on, "deny") == 0)
+		p->backup.on_too_large = FSB_ON_TOO_LARGE_DENY;
+	return 0;
+}
+
+const struct fsb_backup_settings *fsb_policy_backup(const struct fsb_policy *p)
+{
+	return &p->backup;
+}
+
 int fsb_policy_load(const struct fsb_policy_opts *opts, struct fsb_policy **out,
 		    char *err, size_t errlen)
 {
@@ -139,6 +183,12 @@ int fsb_policy_load(const struct fsb_policy_opts *opts, struct fsb_policy **out,
 		goto fail;
 	}
 	p->engine_ref = luaL_ref(L, LUA_REGISTRYINDEX);
+	p->backup.max_bytes = fsb_clamp_backup_mb(10);
+	p->backup.on_too_large = FSB_ON_TOO_LARGE_ASK;
+	lua_pushcfunction(L, l_read_backup_settings);
+	lua_pushlightuserdata(L, p);
+	if (fsb_lua_pcall(p->lua, 1, 0, FSB_LUA_BUDGET_CALL, err, errlen) < 0)
+		goto fail;
 	*out = p;
 	return 0;
 

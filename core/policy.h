@@ -8,6 +8,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 #include "lua_host.h"
@@ -37,6 +38,14 @@ struct fsb_policy_req {
 	pid_t pid;
 	uid_t uid;
 	bool peek;		/* a question (CheckAccess): use up no approval */
+};
+
+/** What the pack says about backups (its `backup` table). */
+enum fsb_on_too_large { FSB_ON_TOO_LARGE_ASK, FSB_ON_TOO_LARGE_ALLOW, FSB_ON_TOO_LARGE_DENY };
+
+struct fsb_backup_settings {
+	uint64_t max_bytes;	/* backup.maxSizeMB, clamped to [1, 4096] MiB */
+	enum fsb_on_too_large on_too_large;
 };
 
 struct fsb_policy_opts {
@@ -83,6 +92,12 @@ int fsb_policy_approve(struct fsb_policy *p, enum fsb_op op, const char *path,
 
 /** Carry the approvals of `from` over to `to` (on reload). 0 or -1. */
 int fsb_policy_move_approvals(struct fsb_policy *from, struct fsb_policy *to);
+
+/** `mb` MiB in bytes, clamped to [1, 4096] MiB (DESIGN §6.2). */
+uint64_t fsb_clamp_backup_mb(double mb);
+
+/** The pack's backup settings, read once when it loaded. */
+const struct fsb_backup_settings *fsb_policy_backup(const struct fsb_policy *p);
 
 /** "allow", "ask", "deny". */
 const char *fsb_decision_name(enum fsb_decision d);

@@ -7,9 +7,11 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "log.h"
+#include "modify_backup.h"
 #include "openflags.h"
 #include "proto_json.h"
 #include "proto_text.h"
@@ -54,9 +56,42 @@ static bool in_scope(struct fsb_conn *conn, const struct fsb_text_req *req)
 		strcmp(req->tool_call, conn->scope.tool_call) == 0);
 }
 
+/* What the backup hook of a grant needs, and what it says when it fails. */
+struct backup_ctx {
+	struct fsb_conn *conn;
+	const struct fsb_access *acc;
+	int flags;
+	char why[512];
+};
+
+/* Called by fsb_grant_open with a read-only fd on the inode it is about to
+ * hand out for writing. */
+static int backup_granted_file(int rdfd, const struct stat *st, void *arg)
+{
+	struct backup_ctx *c = arg;
+
+	return fsb_backup_file(c->conn->srv->broker, c->conn->scope.session, c->acc, rdfd, st,
+			       c->flags, "ipc-token-backup", c->why, sizeof(c->why));
+}
+
+static int backup_before_sandbox(struct fsb_conn *conn, struct backup_ctx *c)
+{
+	struct fsb_broker *b = conn->srv->broker;
+	struct stat st;
+	int rdfd, rc;
+
+	rdfd = fsb_grant_open_for_backup(b->rootfd, &c->acc->res);
+	if (rdfd < 0)
+		return -rdfd;
+	rc = fstat(rdfd, &st) < 0 ? -errno : backup_granted_file(rdfd, &st, c);
+	close(rdfd);
+	return -rc;
+}
+
 void fsb_serve_text(struct fsb_conn *conn, char *line, size_t len)
 {
 	struct fsb_broker *b = conn->srv->broker;
+	struct backup_ctx bctx;
 	struct fsb_text_req req;
 	struct fsb_access acc;
 	const char *why;
@@ -107,13 +142,19 @@ void fsb_serve_text(struct fsb_conn *conn, char *line, size_t len)
 	acc.pid = conn->pid;
 	acc.uid = conn->uid;
 
+	bctx.conn = conn;
+	bctx.acc = &acc;
+	bctx.flags = req.has_open ? req.open_flags : 0;
+	bctx.why[0] = '\0';
+
 	/* Twice at most: a file that appears between the check and an O_CREAT
 	 * open was judged as a create and must be judged again as a write. */
 	for (int attempt = 0; attempt < 2; attempt++) {
 		fsb_broker_decide(b, &acc);
 		if (acc.verdict.decision != FSB_ALLOW || acc.errnum != 0 || !req.has_open)
 			break;
-		fd = fsb_grant_open(b->rootfd, &acc.res, req.open_flags, req.open_mode, NULL, NULL);
+		fd = fsb_grant_open(b->rootfd, &acc.res, req.open_flags, req.open_mode,
+				    backup_granted_file, &bctx);
 		if (fd >= 0)
 			break;
 		acc.errnum = -fd;
@@ -121,6 +162,11 @@ void fsb_serve_text(struct fsb_conn *conn, char *line, size_t len)
 			break;
 		acc.errnum = 0;
 	}
+	/* The original design's clients open the file themselves after SANDBOX:
+	 * the backup is taken first (with the race docs/protocol.md states). */
+	if (!req.has_open && writes && acc.verdict.decision == FSB_ALLOW && acc.errnum == 0 &&
+	    acc.res.exists && S_ISREG(acc.res.st.st_mode))
+		acc.errnum = backup_before_sandbox(conn, &bctx);
 
 	rec = fsb_access_audit_record(&acc, "ipc-token");
 	cJSON_AddNumberToObject(rec, "pid", conn->pid);
@@ -153,15 +199,24 @@ void fsb_serve_text(struct fsb_conn *conn, char *line, size_t len)
 	}
 	if (acc.errnum != 0) {
 		b->stats.denied++;
-		reply_deny(conn, acc.errnum, strerror(acc.errnum));
+		reply_deny(conn, acc.errnum, bctx.why[0] ? bctx.why : strerror(acc.errnum));
 		return;
 	}
 	b->stats.allowed++;
 	if (fd >= 0) {
+		struct stat st;
+
+		/* Its holder may change the file from now on: the next backup of
+		 * it in this cycle copies it again. */
+		if (writes && fstat(fd, &st) == 0)
+			fsb_backup_note_write_grant(b, conn->scope.session, st.st_dev, st.st_ino);
 		b->stats.fds_granted++;
 		fsb_conn_reply(conn, "FD\n", fd);
 		return;
 	}
+	if (writes && acc.res.exists)
+		fsb_backup_note_write_grant(b, conn->scope.session, acc.res.st.st_dev,
+					    acc.res.st.st_ino);
 	/* The compatibility path of the original design: the client opens the
 	 * file itself. Our own clients always send an open-spec instead, since
 	 * a rename between this answer and their open could swap the inode. */

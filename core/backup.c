@@ -1,0 +1,931 @@
+/*
+ * backup.c — the backup store of one session (see backup.h and
+ * docs/backup-store.md): cycles, their journal of prior states, sealing with
+ * the end state of every touched path, and recovery of a cycle a crash left
+ * open. Objects are written by backup_object.c.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <search.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cJSON.h>
+
+#include "backup.h"
+#include "backup_object.h"
+#include "proto_json.h"
+
+#define RECOVERED_MSG "recovered after an unclean stop"
+
+/* What the open cycle knows of a file it backed up, by (dev, ino). */
+struct inode_ent {
+	dev_t dev;
+	ino_t ino;
+	bool dirty;		/* granted for writing since the copy */
+	bool has_object;
+	char hex[FSB_SHA256_HEX_LEN + 1];
+	/* The file as it was copied: a file that changed since by any other
+	 * way (or an inode number reused by a new file) is copied again. */
+	struct timespec ctime;
+	off_t size;
+};
+
+struct cycle {
+	unsigned n;		/* 0: none open */
+	int dirfd;		/* cycles/<n> */
+	int journal;		/* -1 for a cycle being recovered */
+	off_t jsize;		/* the journal's length: where a failed line is cut off */
+	uint64_t seq;
+	struct timespec opened;
+	/* The resolved paths touched, in first-touch order, and a tree over
+	 * the same strings to find them. */
+	char **paths;
+	size_t npaths, pathcap;
+	void *path_tree;
+	void *inodes;		/* tree of struct inode_ent */
+};
+
+struct fsb_store {
+	char *dir;		/* …/modify_backup */
+	int rootfd, objfd, cycfd;
+	bool tmpfile_ok;	/* O_TMPFILE works in objects/ (until it does not) */
+	struct cycle c;
+};
+
+static int nospace(int err)
+{
+	return err == -EDQUOT ? -ENOSPC : err;
+}
+
+static int cmp_path(const void *a, const void *b)
+{
+	return strcmp(a, b);
+}
+
+static int cmp_inode(const void *a, const void *b)
+{
+	const struct inode_ent *x = a, *y = b;
+
+	if (x->dev != y->dev)
+		return x->dev < y->dev ? -1 : 1;
+	if (x->ino != y->ino)
+		return x->ino < y->ino ? -1 : 1;
+	return 0;
+}
+
+static void no_free(void *p)
+{
+	(void)p;
+}
+
+static void cycle_reset(struct cycle *c)
+{
+	if (c->dirfd >= 0)
+		close(c->dirfd);
+	if (c->journal >= 0)
+		close(c->journal);
+	tdestroy(c->path_tree, no_free);
+	for (size_t i = 0; i < c->npaths; i++)
+		free(c->paths[i]);
+	free(c->paths);
+	tdestroy(c->inodes, free);
+	memset(c, 0, sizeof(*c));
+	c->dirfd = -1;
+	c->journal = -1;
+}
+
+/* Remember a touched path (once). */
+static int touch_path(struct cycle *c, const char *path)
+{
+	void **node;
+	char *copy;
+
+	if (tfind(path, &c->path_tree, cmp_path) != NULL)
+		return 0;
+	if (c->npaths == c->pathcap) {
+		size_t cap = c->pathcap ? 2 * c->pathcap : 16;
+		char **p = realloc(c->paths, cap * sizeof(*p));
+
+		if (p == NULL)
+			return -ENOMEM;
+		c->paths = p;
+		c->pathcap = cap;
+	}
+	copy = strdup(path);
+	if (copy == NULL)
+		return -ENOMEM;
+	node = tsearch(copy, &c->path_tree, cmp_path);
+	if (node == NULL) {
+		free(copy);
+		return -ENOMEM;
+	}
+	c->paths[c->npaths++] = copy;
+	return 0;
+}
+
+static struct inode_ent *inode_get(struct cycle *c, dev_t dev, ino_t ino, bool create)
+{
+	struct inode_ent key = { .dev = dev, .ino = ino }, *e;
+	void **node;
+
+	node = tfind(&key, &c->inodes, cmp_inode);
+	if (node != NULL)
+		return *node;
+	if (!create)
+		return NULL;
+	e = calloc(1, sizeof(*e));
+	if (e == NULL)
+		return NULL;
+	e->dev = dev;
+	e->ino = ino;
+	node = tsearch(e, &c->inodes, cmp_inode);
+	if (node == NULL) {
+		free(e);
+		return NULL;
+	}
+	return e;
+}
+
+/* RFC 3339 UTC with milliseconds. */
+static void fmt_time(const struct timespec *ts, char buf[40])
+{
+	struct tm tm;
+	size_t n;
+
+	if (gmtime_r(&ts->tv_sec, &tm) == NULL ||
+	    (n = strftime(buf, 40, "%Y-%m-%dT%H:%M:%S", &tm)) == 0) {
+		strcpy(buf, "1970-01-01T00:00:00.000Z");
+		return;
+	}
+	snprintf(buf + n, 40 - n, ".%03ldZ", ts->tv_nsec / 1000000);
+}
+
+static struct timespec now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return ts;
+}
+
+/* cJSON numbers are doubles: beyond 2^53 an integer is written as its exact
+ * digits instead, so an inode or device number is never rounded. */
+static bool add_u64(cJSON *o, const char *name, uint64_t v)
+{
+	char buf[24];
+
+	if (v <= (UINT64_C(1) << 53))
+		return cJSON_AddNumberToObject(o, name, (double)v) != NULL;
+	snprintf(buf, sizeof(buf), "%" PRIu64, v);
+	return cJSON_AddRawToObject(o, name, buf) != NULL;
+}
+
+static bool add_timespec(cJSON *o, const char *name, const struct timespec *ts)
+{
+	cJSON *a = cJSON_AddArrayToObject(o, name);
+	cJSON *s, *ns;
+
+	if (a == NULL)
+		return false;
+	s = cJSON_CreateNumber((double)ts->tv_sec);
+	if (s == NULL || !cJSON_AddItemToArray(a, s)) {
+		cJSON_Delete(s);
+		return false;
+	}
+	ns = cJSON_CreateNumber((double)ts->tv_nsec);
+	if (ns == NULL || !cJSON_AddItemToArray(a, ns)) {
+		cJSON_Delete(ns);
+		return false;
+	}
+	return true;
+}
+
+/* A string of bytes from outside (a path, a link target, an id): as is when
+ * it is UTF-8, else as `<name>Bytes`, percent-encoded. */
+static bool add_bytes(cJSON *o, const char *name, const char *s)
+{
+	char alt[64];
+
+	fsb_json_add_path(o, name, s, false);
+	snprintf(alt, sizeof(alt), "%sBytes", name);
+	return cJSON_GetObjectItemCaseSensitive(o, name) != NULL ||
+	       cJSON_GetObjectItemCaseSensitive(o, alt) != NULL;
+}
+
+static const char *type_name(mode_t mode)
+{
+	switch (mode & S_IFMT) {
+	case S_IFREG:
+		return "file";
+	case S_IFDIR:
+		return "dir";
+	case S_IFLNK:
+		return "symlink";
+	case S_IFIFO:
+		return "fifo";
+	case S_IFSOCK:
+		return "socket";
+	case S_IFCHR:
+		return "chardev";
+	case S_IFBLK:
+		return "blockdev";
+	}
+	return "unknown";
+}
+
+/* The `prior` object of a journal line (docs/backup-store.md). */
+static cJSON *prior_json(const struct fsb_backup_req *r, const struct fsb_backup_result *res)
+{
+	const struct stat *st = r->prior;
+	cJSON *p = cJSON_CreateObject();
+	bool ok;
+
+	if (p == NULL)
+		return NULL;
+	if (st == NULL) {
+		if (cJSON_AddFalseToObject(p, "exists") == NULL)
+			goto fail;
+		return p;
+	}
+	ok = cJSON_AddTrueToObject(p, "exists") != NULL &&
+	     cJSON_AddStringToObject(p, "type", type_name(st->st_mode)) != NULL &&
+	     add_u64(p, "dev", st->st_dev) && add_u64(p, "ino", st->st_ino) &&
+	     add_u64(p, "nlink", st->st_nlink) &&
+	     cJSON_AddNumberToObject(p, "mode", st->st_mode & 07777) != NULL &&
+	     add_u64(p, "uid", st->st_uid) && add_u64(p, "gid", st->st_gid) &&
+	     add_u64(p, "size", (uint64_t)st->st_size) &&
+	     add_timespec(p, "atime", &st->st_atim) && add_timespec(p, "mtime", &st->st_mtim);
+	if (ok && res->object[0] != '\0')
+		ok = cJSON_AddStringToObject(p, "object", res->object) != NULL;
+	if (ok && res->skipped != NULL)
+		ok = cJSON_AddStringToObject(p, "skipped", res->skipped) != NULL;
+	if (ok && S_ISLNK(st->st_mode)) {
+		char target[PATH_MAX];
+		const char *t = r->link_target;
+		ssize_t n;
+
+		if (t == NULL) {
+			n = readlink(r->resolved, target, sizeof(target) - 1);
+			if (n >= 0) {
+				target[n] = '\0';
+				t = target;
+			}
+		}
+		if (t != NULL)
+			ok = add_bytes(p, "target", t);
+	}
+	if (!ok)
+		goto fail;
+	return p;
+
+fail:
+	cJSON_Delete(p);
+	return NULL;
+}
+
+static cJSON *journal_line(const struct cycle *c, const struct fsb_backup_req *r,
+			   const struct fsb_backup_result *res)
+{
+	struct timespec ts = now();
+	cJSON *o = cJSON_CreateObject(), *prior;
+	char stamp[40];
+	bool ok;
+
+	if (o == NULL)
+		return NULL;
+	fmt_time(&ts, stamp);
+	ok = add_u64(o, "seq", c->seq + 1) &&
+	     cJSON_AddStringToObject(o, "time", stamp) != NULL &&
+	     add_bytes(o, "toolCallId", r->tool_call ? r->tool_call : "") &&
+	     add_bytes(o, "traceId", r->trace ? r->trace : "") &&
+	     add_bytes(o, "op", r->op) &&
+	     cJSON_AddNumberToObject(o, "flags", r->flags) != NULL &&
+	     add_bytes(o, "path", r->path) && add_bytes(o, "resolved", r->resolved);
+	prior = ok ? prior_json(r, res) : NULL;
+	if (prior == NULL || !cJSON_AddItemToObject(o, "prior", prior)) {
+		cJSON_Delete(prior);
+		cJSON_Delete(o);
+		return NULL;
+	}
+	/* The line is written before the change; a failure to write it
+	 * stops the change, so every line that exists let one proceed. */
+	if (cJSON_AddTrueToObject(o, "ok") == NULL) {
+		cJSON_Delete(o);
+		return NULL;
+	}
+	return o;
+}
+
+/*
+ * Append one line with one write(2) and fdatasync it. On any failure the
+ * journal is cut back to where it was, so a line exists only when the
+ * change it describes may proceed.
+ */
+static int journal_append(struct cycle *c, cJSON *line)
+{
+	char *json = cJSON_PrintUnformatted(line);
+	size_t len;
+	ssize_t n;
+	int err = 0;
+
+	if (json == NULL)
+		return -ENOMEM;
+	len = strlen(json);
+	json[len] = '\n';	/* cJSON's buffer holds the NUL we overwrite */
+	do
+		n = write(c->journal, json, len + 1);
+	while (n < 0 && errno == EINTR);
+	if (n < 0)
+		err = -errno;
+	else if ((size_t)n != len + 1)
+		err = -ENOSPC;	/* a short write on a regular file: out of room */
+	else if (fdatasync(c->journal) < 0)
+		err = -errno;
+	if (err == 0) {
+		c->jsize += (off_t)(len + 1);
+	} else if (n > 0 && ftruncate(c->journal, c->jsize) < 0) {
+		/* The part cannot be taken back; a reader skips a line that
+		 * does not parse. */
+	}
+	cJSON_free(json);
+	return nospace(err);
+}
+
+/* The highest cycle number in cycles/, 0 when there is none. */
+static int highest_cycle(int cycfd, unsigned *out)
+{
+	struct dirent *de;
+	DIR *d;
+	int fd;
+
+	*out = 0;
+	fd = openat(cycfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	d = fdopendir(fd);
+	if (d == NULL) {
+		close(fd);
+		return -ENOMEM;
+	}
+	errno = 0;
+	while ((de = readdir(d)) != NULL) {
+		const char *p = de->d_name;
+		unsigned long v;
+		char *end;
+
+		if (*p < '1' || *p > '9')
+			continue;
+		v = strtoul(p, &end, 10);
+		if (*end != '\0' || v > INT_MAX)
+			continue;
+		if (v > *out)
+			*out = (unsigned)v;
+	}
+	closedir(d);
+	return 0;
+}
+
+/* mkdir + open of one directory below `at`, never through a symlink. */
+static int open_subdir(int at, const char *name, bool create)
+{
+	int fd;
+
+	if (create && mkdirat(at, name, 0700) < 0 && errno != EEXIST)
+		return -errno;
+	fd = openat(at, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	return fd < 0 ? -errno : fd;
+}
+
+/* mkdir -p of the state dir itself, each new level 0700. */
+static int mkdir_p(const char *path)
+{
+	char *p = strdup(path), *q;
+	int err = 0;
+
+	if (p == NULL)
+		return -ENOMEM;
+	for (q = p + 1; err == 0; q++) {
+		char c = *q;
+
+		if (c != '/' && c != '\0')
+			continue;
+		*q = '\0';
+		if (mkdir(p, 0700) < 0 && errno != EEXIST)
+			err = -errno;
+		*q = c;
+		if (c == '\0')
+			break;
+	}
+	free(p);
+	return err;
+}
+
+static cJSON *end_state(const char *path)
+{
+	cJSON *o = cJSON_CreateObject();
+	struct stat st;
+	bool ok;
+
+	if (o == NULL)
+		return NULL;
+	if (lstat(path, &st) < 0) {
+		ok = cJSON_AddFalseToObject(o, "exists") != NULL;
+	} else {
+		ok = cJSON_AddTrueToObject(o, "exists") != NULL &&
+		     cJSON_AddStringToObject(o, "type", type_name(st.st_mode)) != NULL &&
+		     add_u64(o, "size", (uint64_t)st.st_size) &&
+		     add_timespec(o, "mtime", &st.st_mtim) && add_u64(o, "ino", st.st_ino);
+	}
+	if (!ok) {
+		cJSON_Delete(o);
+		return NULL;
+	}
+	return o;
+}
+
+/*
+ * cycle.json of the open cycle. A path that is not UTF-8 is keyed by its
+ * percent-encoding and its entry says so with `pathBytes`, as journal lines
+ * do: the key alone could also be a UTF-8 path spelled with `%`.
+ */
+static cJSON *cycle_json(const struct cycle *c, const char *message, const char *head,
+			 bool recovered)
+{
+	struct timespec sealed = now();
+	cJSON *o = cJSON_CreateObject(), *paths = NULL;
+	char opened[40], sealed_s[40];
+	bool ok;
+
+	if (o == NULL)
+		return NULL;
+	fmt_time(&c->opened, opened);
+	fmt_time(&sealed, sealed_s);
+	ok = cJSON_AddNumberToObject(o, "cycle", c->n) != NULL &&
+	     add_bytes(o, "message", message ? message : "") &&
+	     cJSON_AddStringToObject(o, "opened", opened) != NULL &&
+	     cJSON_AddStringToObject(o, "sealed", sealed_s) != NULL &&
+	     add_bytes(o, "auditHead", head ? head : "") &&
+	     cJSON_AddBoolToObject(o, "recovered", recovered) != NULL &&
+	     (paths = cJSON_AddObjectToObject(o, "paths")) != NULL;
+	for (size_t i = 0; ok && i < c->npaths; i++) {
+		const char *p = c->paths[i], *key = p;
+		cJSON *st = end_state(p), *enc;
+
+		if (st != NULL && !fsb_utf8_valid(p, strlen(p))) {
+			fsb_json_add_path(st, "path", p, true);
+			enc = cJSON_GetObjectItemCaseSensitive(st, "pathBytes");
+			key = enc != NULL ? enc->valuestring : NULL;
+		}
+		/* The key is copied before `st` (which may hold it) is added. */
+		if (st == NULL || key == NULL || !cJSON_AddItemToObject(paths, key, st)) {
+			cJSON_Delete(st);
+			ok = false;
+		}
+	}
+	if (!ok) {
+		cJSON_Delete(o);
+		return NULL;
+	}
+	return o;
+}
+
+static int write_all(int fd, const char *buf, size_t len)
+{
+	while (len > 0) {
+		ssize_t n = write(fd, buf, len);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -errno;
+		if (n == 0)
+			return -EIO;
+		buf += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+/*
+ * Seal the cycle in s->c: cycle.json written to a temporary name, fsynced,
+ * renamed into place and the directory fsynced, so the cycle is either open
+ * or sealed. Afterwards no cycle is open.
+ */
+static int seal_cycle(struct fsb_store *s, const char *message, const char *head,
+		      bool recovered, char *err, size_t errlen)
+{
+	struct cycle *c = &s->c;
+	unsigned n = c->n;
+	cJSON *o;
+	char *json = NULL;
+	int fd = -1, rc;
+
+	o = cycle_json(c, message, head, recovered);
+	json = o ? cJSON_PrintUnformatted(o) : NULL;
+	cJSON_Delete(o);
+	if (json == NULL) {
+		rc = -ENOMEM;
+		goto fail;
+	}
+	fd = openat(c->dirfd, "cycle.json.tmp",
+		    O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd < 0) {
+		rc = -errno;
+		goto fail;
+	}
+	rc = write_all(fd, json, strlen(json));
+	if (rc == 0)
+		rc = write_all(fd, "\n", 1);
+	if (rc == 0 && fsync(fd) < 0)
+		rc = -errno;
+	if (rc)
+		goto fail;
+	close(fd);
+	fd = -1;
+	if (renameat(c->dirfd, "cycle.json.tmp", c->dirfd, "cycle.json") < 0 ||
+	    fsync(c->dirfd) < 0) {
+		rc = -errno;
+		goto fail;
+	}
+	cJSON_free(json);
+	cycle_reset(c);
+	return (int)n;
+
+fail:
+	if (fd >= 0)
+		close(fd);
+	unlinkat(c->dirfd, "cycle.json.tmp", 0);
+	cJSON_free(json);
+	rc = nospace(rc);
+	if (err != NULL && errlen > 0)
+		snprintf(err, errlen, "cannot seal backup cycle %u in %s/cycles/%u: %s", n,
+			 s->dir, n, strerror(-rc));
+	return rc;
+}
+
+/* The touched paths of a cycle, read back from its journal's `resolved`. A
+ * line that does not parse (cut short by the crash) is skipped. */
+static int load_paths(struct cycle *c)
+{
+	char *line = NULL;
+	size_t cap = 0;
+	FILE *fp;
+	int fd, err = 0;
+
+	fd = openat(c->dirfd, "journal.jsonl", O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return errno == ENOENT ? 0 : -errno;
+	fp = fdopen(fd, "r");
+	if (fp == NULL) {
+		close(fd);
+		return -ENOMEM;
+	}
+	while (err == 0 && getline(&line, &cap, fp) >= 0) {
+		cJSON *o = cJSON_Parse(line), *item;
+		char *decoded = NULL;
+
+		item = cJSON_GetObjectItemCaseSensitive(o, "resolved");
+		if (cJSON_IsString(item)) {
+			err = touch_path(c, item->valuestring);
+		} else {
+			item = cJSON_GetObjectItemCaseSensitive(o, "resolvedBytes");
+			if (cJSON_IsString(item) &&
+			    (decoded = fsb_percent_decode(item->valuestring)) != NULL)
+				err = touch_path(c, decoded);
+		}
+		free(decoded);
+		cJSON_Delete(o);
+	}
+	if (err == 0 && ferror(fp))
+		err = -EIO;
+	free(line);
+	fclose(fp);
+	return err;
+}
+
+/* On open: an unsealed highest cycle was left by a crash; seal it now. */
+static int recover(struct fsb_store *s, char *err, size_t errlen)
+{
+	struct stat st;
+	unsigned n;
+	char name[16];
+	int rc;
+
+	rc = highest_cycle(s->cycfd, &n);
+	if (rc < 0 || n == 0)
+		goto out;
+	snprintf(name, sizeof(name), "%u", n);
+	rc = open_subdir(s->cycfd, name, false);
+	if (rc == -ENOTDIR)
+		return 0;	/* not a cycle */
+	if (rc < 0)
+		goto out;
+	s->c.dirfd = rc;
+	if (fstatat(s->c.dirfd, "cycle.json", &st, AT_SYMLINK_NOFOLLOW) == 0) {
+		cycle_reset(&s->c);
+		return 0;
+	}
+	if (errno != ENOENT) {
+		rc = -errno;
+		goto out;
+	}
+	s->c.n = n;
+	/* The cycle's directory changed last when its journal was created,
+	 * right after it: the best record of when the cycle opened. */
+	if (fstat(s->c.dirfd, &st) == 0)
+		s->c.opened = st.st_mtim;
+	rc = load_paths(&s->c);
+	if (rc < 0)
+		goto out;
+	rc = seal_cycle(s, RECOVERED_MSG, "", true, err, errlen);
+	return rc < 0 ? rc : 0;
+
+out:
+	if (rc < 0)
+		snprintf(err, errlen, "cannot recover the open backup cycle in %s/cycles: %s",
+			 s->dir, strerror(-rc));
+	cycle_reset(&s->c);
+	return rc < 0 ? rc : 0;
+}
+
+int fsb_store_open(const char *state_dir, const char *session, struct fsb_store **out,
+		   char *err, size_t errlen)
+{
+	struct fsb_store *s;
+	int fd = -1, sess = -1, rc;
+	size_t len;
+
+	if (state_dir == NULL || state_dir[0] == '\0' || session == NULL ||
+	    session[0] == '\0' || strchr(session, '/') != NULL ||
+	    strcmp(session, ".") == 0 || strcmp(session, "..") == 0) {
+		snprintf(err, errlen, "invalid state dir or session id for the backup store");
+		return -EINVAL;
+	}
+	s = calloc(1, sizeof(*s));
+	if (s == NULL) {
+		snprintf(err, errlen, "out of memory opening the backup store");
+		return -ENOMEM;
+	}
+	s->rootfd = s->objfd = s->cycfd = -1;
+	s->c.dirfd = s->c.journal = -1;
+	s->tmpfile_ok = true;
+	len = strlen(state_dir) + strlen(session) + sizeof("/sessions//modify_backup");
+	s->dir = malloc(len);
+	if (s->dir == NULL) {
+		rc = -ENOMEM;
+		goto fail;
+	}
+	snprintf(s->dir, len, "%s/sessions/%s/modify_backup", state_dir, session);
+
+	rc = mkdir_p(state_dir);
+	if (rc < 0)
+		goto fail;
+	fd = open(state_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0) {
+		rc = -errno;
+		goto fail;
+	}
+	/* Below the state dir nothing is followed: a symlink planted in the
+	 * store must not send backups elsewhere. */
+	if ((rc = open_subdir(fd, "sessions", true)) < 0)
+		goto fail;
+	close(fd);
+	fd = rc;
+	if ((rc = open_subdir(fd, session, true)) < 0)
+		goto fail;
+	sess = rc;
+	if ((rc = open_subdir(sess, "modify_backup", true)) < 0)
+		goto fail;
+	s->rootfd = rc;
+	if ((rc = open_subdir(s->rootfd, "objects", true)) < 0)
+		goto fail;
+	s->objfd = rc;
+	if ((rc = open_subdir(s->rootfd, "cycles", true)) < 0)
+		goto fail;
+	s->cycfd = rc;
+	close(fd);
+	close(sess);
+	fd = sess = -1;
+
+	fsb_object_clean(s->objfd);
+	rc = recover(s, err, errlen);
+	if (rc < 0) {
+		fsb_store_close(s);
+		return rc;
+	}
+	*out = s;
+	return 0;
+
+fail:
+	rc = nospace(rc);
+	snprintf(err, errlen, "cannot open the backup store %s: %s",
+		 s->dir ? s->dir : state_dir, strerror(-rc));
+	if (fd >= 0)
+		close(fd);
+	if (sess >= 0)
+		close(sess);
+	fsb_store_close(s);
+	return rc;
+}
+
+void fsb_store_close(struct fsb_store *s)
+{
+	if (s == NULL)
+		return;
+	/* An open cycle stays open on disk: the next open seals it. */
+	cycle_reset(&s->c);
+	if (s->objfd >= 0)
+		close(s->objfd);
+	if (s->cycfd >= 0)
+		close(s->cycfd);
+	if (s->rootfd >= 0)
+		close(s->rootfd);
+	free(s->dir);
+	free(s);
+}
+
+int fsb_store_begin(struct fsb_store *s)
+{
+	struct cycle *c = &s->c;
+	char name[16];
+	unsigned n;
+	int rc;
+
+	if (c->n != 0)
+		return (int)c->n;
+	rc = highest_cycle(s->cycfd, &n);
+	if (rc < 0)
+		return rc;
+	for (int tries = 0;; tries++) {
+		if (n >= INT_MAX)
+			return -EOVERFLOW;
+		n++;
+		snprintf(name, sizeof(name), "%u", n);
+		if (mkdirat(s->cycfd, name, 0700) == 0)
+			break;
+		rc = -errno;
+		if (rc != -EEXIST || tries == 16)
+			return nospace(rc);
+	}
+	c->opened = now();
+	rc = open_subdir(s->cycfd, name, false);
+	if (rc < 0)
+		goto fail;
+	c->dirfd = rc;
+	c->journal = openat(c->dirfd, "journal.jsonl",
+			    O_WRONLY | O_APPEND | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (c->journal < 0 || fsync(c->dirfd) < 0 || fsync(s->cycfd) < 0) {
+		rc = -errno;
+		goto fail;
+	}
+	c->n = n;
+	c->jsize = 0;
+	c->seq = 0;
+	return (int)n;
+
+fail:
+	/* Leave no empty cycle behind for the next start to "recover". */
+	if (c->dirfd >= 0)
+		unlinkat(c->dirfd, "journal.jsonl", 0);
+	unlinkat(s->cycfd, name, AT_REMOVEDIR);
+	cycle_reset(c);
+	return nospace(rc);
+}
+
+unsigned fsb_store_cycle(const struct fsb_store *s)
+{
+	return s->c.n;
+}
+
+static bool same_time(const struct timespec *a, const struct timespec *b)
+{
+	return a->tv_sec == b->tv_sec && a->tv_nsec == b->tv_nsec;
+}
+
+/* Put the content of r->fd into the store (or find it already there) and
+ * say so in res. Returns 0, -EFBIG or -errno. */
+static int take_content(struct fsb_store *s, const struct fsb_backup_req *r,
+			struct fsb_backup_result *res)
+{
+	struct fsb_object obj;
+	struct inode_ent *e;
+	struct stat st;
+	int rc;
+
+	if (fstat(r->fd, &st) < 0)
+		return -errno;
+	/* The fd must be the file whose prior state is journaled, or a
+	 * restore would pair one file's metadata with another's content. */
+	if (!S_ISREG(st.st_mode) || st.st_dev != r->prior->st_dev ||
+	    st.st_ino != r->prior->st_ino)
+		return -ESTALE;
+
+	e = inode_get(&s->c, st.st_dev, st.st_ino, false);
+	if (e != NULL && e->has_object && !e->dirty && same_time(&e->ctime, &st.st_ctim) &&
+	    e->size == st.st_size) {
+		memcpy(res->object, e->hex, sizeof(res->object));
+		res->reused = true;
+		return 0;
+	}
+
+	rc = fsb_object_store(s->objfd, r->fd, r->max_bytes, &s->tmpfile_ok, &obj);
+	if (rc < 0)
+		return rc;
+	if (obj.too_large) {
+		if (r->on_too_large == FSB_TOO_LARGE_FAIL)
+			return -EFBIG;
+		res->skipped = "too-large";
+		return 0;
+	}
+	memcpy(res->object, obj.hex, sizeof(res->object));
+	res->reflinked = obj.reflinked;
+
+	/* Remember the copy. Without memory for it the next record simply
+	 * copies again, so that is no error. */
+	e = inode_get(&s->c, st.st_dev, st.st_ino, true);
+	if (e != NULL) {
+		e->has_object = true;
+		e->dirty = false;
+		memcpy(e->hex, obj.hex, sizeof(e->hex));
+		/* As before the copy: a change during it means a new copy
+		 * next time. */
+		e->ctime = st.st_ctim;
+		e->size = st.st_size;
+	}
+	return 0;
+}
+
+int fsb_store_record(struct fsb_store *s, const struct fsb_backup_req *r,
+		     struct fsb_backup_result *res)
+{
+	cJSON *line;
+	int rc;
+
+	memset(res, 0, sizeof(*res));
+	if (r->op == NULL || r->path == NULL || r->resolved == NULL)
+		return -EINVAL;
+	if (s->c.n == 0 && (rc = fsb_store_begin(s)) < 0)
+		return rc;
+
+	if (r->prior != NULL && S_ISREG(r->prior->st_mode)) {
+		if (r->skip_content) {
+			res->skipped = "skip-rule";
+		} else if (r->fd >= 0) {
+			rc = take_content(s, r, res);
+			if (rc < 0)
+				goto fail;
+		}
+	}
+
+	/* Noted before the line is written: a path in the set whose line
+	 * then failed only gets an end state it did not need. */
+	rc = touch_path(&s->c, r->resolved);
+	if (rc < 0)
+		goto fail;
+	line = journal_line(&s->c, r, res);
+	if (line == NULL) {
+		rc = -ENOMEM;
+		goto fail;
+	}
+	rc = journal_append(&s->c, line);
+	cJSON_Delete(line);
+	if (rc < 0)
+		goto fail;
+	s->c.seq++;
+	return 0;
+
+fail:
+	memset(res, 0, sizeof(*res));
+	return rc;
+}
+
+void fsb_store_note_write_grant(struct fsb_store *s, dev_t dev, ino_t ino)
+{
+	struct inode_ent *e = inode_get(&s->c, dev, ino, true);
+
+	/* No entry (no memory for one) means no copy to reuse: the next
+	 * record copies the file either way. */
+	if (e != NULL)
+		e->dirty = true;
+}
+
+int fsb_store_seal(struct fsb_store *s, const char *message, const char *audit_head,
+		   char *err, size_t errlen)
+{
+	if (s->c.n == 0)
+		return 0;
+	return seal_cycle(s, message, audit_head, false, err, errlen);
+}
+
+const char *fsb_store_dir(const struct fsb_store *s)
+{
+	return s->dir;
+}

@@ -1,0 +1,91 @@
+/*
+ * backup.h — the backup store of one session (DESIGN §6.2, docs/backup-store.md):
+ * content-addressed objects, cycles with a journal of prior states, sealing
+ * and recovery.
+ */
+#ifndef FSB_BACKUP_H
+#define FSB_BACKUP_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/stat.h>
+
+#include "audit.h"
+
+struct fsb_store;
+
+/**
+ * Open (creating, mode 0700) <state_dir>/sessions/<session>/modify_backup.
+ * An open cycle left by a crash is sealed at once as recovered. Returns 0,
+ * or -errno with a sentence in `err`.
+ */
+int fsb_store_open(const char *state_dir, const char *session, struct fsb_store **out,
+		   char *err, size_t errlen);
+
+void fsb_store_close(struct fsb_store *s);
+
+/** Open a new cycle unless one is open. Returns its number (> 0) or -errno. */
+int fsb_store_begin(struct fsb_store *s);
+
+/** The open cycle's number, or 0 when none is open. */
+unsigned fsb_store_cycle(const struct fsb_store *s);
+
+enum fsb_too_large {
+	FSB_TOO_LARGE_FAIL,	/* return -EFBIG, record nothing */
+	FSB_TOO_LARGE_SKIP,	/* record the prior state with skipped "too-large" */
+};
+
+struct fsb_backup_req {
+	const char *tool_call, *trace;	/* may be NULL */
+	const char *op;			/* "write", "delete", ... */
+	int flags;			/* open flags of a grant, else 0 */
+	const char *path;		/* as requested */
+	const char *resolved;		/* the real path the change touches */
+	const struct stat *prior;	/* lstat of `resolved`, NULL when absent */
+	int fd;				/* readable fd on that very file to copy
+					 * from (a regular file), or -1 */
+	const char *link_target;	/* for a symlink, else NULL */
+	uint64_t max_bytes;		/* copy limit when no reflink; 0: none */
+	enum fsb_too_large on_too_large;
+	bool skip_content;		/* the pack's backup.skip matched */
+};
+
+struct fsb_backup_result {
+	char object[FSB_SHA256_HEX_LEN + 1];	/* "" when no content was taken */
+	bool reflinked;		/* FICLONE made the copy */
+	bool reused;		/* the cycle already held this content */
+	const char *skipped;	/* NULL, "too-large" or "skip-rule" */
+};
+
+/**
+ * Back up before a change, in the open cycle (opened when none is): copy the
+ * content of `fd` into an object unless the cycle already holds this file
+ * (same dev/ino) unchanged since (see fsb_store_note_write_grant), then
+ * append and fsync one journal line with the prior state. Returns 0, or
+ * -EFBIG (too large and FSB_TOO_LARGE_FAIL), -ENOSPC, or another -errno; on
+ * any error nothing is journaled and the caller must not let the change
+ * happen.
+ */
+int fsb_store_record(struct fsb_store *s, const struct fsb_backup_req *r,
+		     struct fsb_backup_result *res);
+
+/**
+ * A writable fd on (dev, ino) was handed out: its content may change from
+ * now on, so the next record of it copies it again.
+ */
+void fsb_store_note_write_grant(struct fsb_store *s, dev_t dev, ino_t ino);
+
+/**
+ * Seal the open cycle: cycle.json with the message, the times, `audit_head`
+ * and the end state of every path the cycle touched, written to a temporary
+ * name, fsynced and renamed into place. Returns the sealed cycle's number,
+ * 0 when no cycle was open (nothing to seal), or -errno with `err` set.
+ */
+int fsb_store_seal(struct fsb_store *s, const char *message, const char *audit_head,
+		   char *err, size_t errlen);
+
+/** The store's directory (…/modify_backup). */
+const char *fsb_store_dir(const struct fsb_store *s);
+
+#endif

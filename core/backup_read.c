@@ -1,0 +1,975 @@
+/*
+ * backup_read.c — read a session's backup store (see backup_read.h and
+ * docs/backup-store.md). The store is written by core/backup.c; this file
+ * only reads it, for `fsbroker backup list|show|restore`.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cJSON.h>
+#include <openssl/evp.h>
+
+#include "backup_read.h"
+#include "proto_json.h"
+
+/* cycle.json holds one small entry per path; this is far beyond any turn. */
+#define CYCLE_JSON_MAX (512u << 20)
+#define COPY_CHUNK (1u << 16)
+
+static const char *const types[] = {
+	"file", "dir", "symlink", "fifo", "socket", "chardev", "blockdev",
+};
+
+const char *fsb_cycle_state_name(enum fsb_cycle_state s)
+{
+	switch (s) {
+	case FSB_CYCLE_OPEN:
+		return "open";
+	case FSB_CYCLE_SEALED:
+		return "sealed";
+	case FSB_CYCLE_RECOVERED:
+		return "recovered";
+	}
+	return "?";
+}
+
+int fsb_backup_store_dir(const char *state_dir, const char *session, char *out, size_t len)
+{
+	int n;
+
+	/* The id becomes one path component: nothing may climb out of sessions/. */
+	if (session[0] == '\0' || strcmp(session, ".") == 0 || strcmp(session, "..") == 0 ||
+	    strchr(session, '/') != NULL)
+		return -EINVAL;
+	n = snprintf(out, len, "%s/sessions/%s/modify_backup", state_dir, session);
+	return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+void fsb_backup_sessions_free(char **names, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		free(names[i]);
+	free(names);
+}
+
+int fsb_backup_sessions(const char *state_dir, char ***names, size_t *n)
+{
+	char dir[PATH_MAX];
+	char **v = NULL, **nv;
+	size_t cnt = 0;
+	struct dirent *de;
+	struct stat st;
+	DIR *d;
+	int err;
+
+	*names = NULL;
+	*n = 0;
+	if (snprintf(dir, sizeof(dir), "%s/sessions", state_dir) >= (int)sizeof(dir))
+		return -ENAMETOOLONG;
+	d = opendir(dir);
+	if (d == NULL)
+		return -errno;
+	while ((de = readdir(d)) != NULL) {
+		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+			continue;
+		if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
+		    !S_ISDIR(st.st_mode))
+			continue;
+		nv = realloc(v, (cnt + 1) * sizeof(*v));
+		if (nv == NULL) {
+			err = -ENOMEM;
+			goto fail;
+		}
+		v = nv;
+		v[cnt] = strdup(de->d_name);
+		if (v[cnt] == NULL) {
+			err = -ENOMEM;
+			goto fail;
+		}
+		cnt++;
+	}
+	closedir(d);
+	if (cnt > 1)
+		qsort(v, cnt, sizeof(*v), cmp_str);
+	*names = v;
+	*n = cnt;
+	return 0;
+
+fail:
+	closedir(d);
+	fsb_backup_sessions_free(v, cnt);
+	return err;
+}
+
+/* A cycle directory's name: a positive decimal number without leading zero. */
+static bool parse_cycle_name(const char *s, unsigned *out)
+{
+	unsigned long v = 0;
+
+	if (s[0] < '1' || s[0] > '9')
+		return false;
+	for (; *s != '\0'; s++) {
+		if (*s < '0' || *s > '9')
+			return false;
+		v = v * 10 + (unsigned long)(*s - '0');
+		if (v > UINT_MAX)
+			return false;
+	}
+	*out = (unsigned)v;
+	return true;
+}
+
+static int cmp_unsigned(const void *a, const void *b)
+{
+	unsigned x = *(const unsigned *)a, y = *(const unsigned *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+int fsb_cycles_list(const char *store_dir, unsigned **nums, size_t *n)
+{
+	char dir[PATH_MAX];
+	unsigned *v = NULL, *nv, num;
+	size_t cnt = 0;
+	struct dirent *de;
+	DIR *d;
+
+	*nums = NULL;
+	*n = 0;
+	if (snprintf(dir, sizeof(dir), "%s/cycles", store_dir) >= (int)sizeof(dir))
+		return -ENAMETOOLONG;
+	d = opendir(dir);
+	if (d == NULL)
+		return errno == ENOENT ? 0 : -errno;
+	while ((de = readdir(d)) != NULL) {
+		if (!parse_cycle_name(de->d_name, &num))
+			continue;
+		nv = realloc(v, (cnt + 1) * sizeof(*v));
+		if (nv == NULL) {
+			free(v);
+			closedir(d);
+			return -ENOMEM;
+		}
+		v = nv;
+		v[cnt++] = num;
+	}
+	closedir(d);
+	if (cnt > 1)
+		qsort(v, cnt, sizeof(*v), cmp_unsigned);
+	*nums = v;
+	*n = cnt;
+	return 0;
+}
+
+/* ---- parsing one JSON object into a record -------------------------- */
+
+/* What a malformed line or entry lacks, as a sentence fragment. */
+struct why {
+	char text[200];
+};
+
+static int bad(struct why *w, const char *fmt, const char *field)
+{
+	snprintf(w->text, sizeof(w->text), fmt, field);
+	return -EINVAL;
+}
+
+/* A whole, non-negative number that fits in 64 bits. */
+static int get_u64(const cJSON *o, const char *name, const char *label, uint64_t *v,
+		   bool *has, struct why *w)
+{
+	const cJSON *it = cJSON_GetObjectItemCaseSensitive(o, name);
+	double d;
+
+	if (has != NULL)
+		*has = false;
+	if (it == NULL)
+		return 0;
+	if (!cJSON_IsNumber(it))
+		return bad(w, "%s is not a number", label);
+	d = it->valuedouble;
+	if (!(d >= 0) || d >= 18446744073709551616.0 || floor(d) != d)
+		return bad(w, "%s is not a whole number of at least 0", label);
+	*v = (uint64_t)d;
+	if (has != NULL)
+		*has = true;
+	return 0;
+}
+
+/* `[seconds, nanoseconds]`. */
+static int get_time(const cJSON *o, const char *name, const char *label, struct timespec *ts,
+		    bool *has, struct why *w)
+{
+	const cJSON *it = cJSON_GetObjectItemCaseSensitive(o, name), *s, *ns;
+
+	*has = false;
+	if (it == NULL)
+		return 0;
+	if (!cJSON_IsArray(it) || cJSON_GetArraySize(it) != 2)
+		return bad(w, "%s is not [seconds, nanoseconds]", label);
+	s = cJSON_GetArrayItem(it, 0);
+	ns = cJSON_GetArrayItem(it, 1);
+	if (!cJSON_IsNumber(s) || !cJSON_IsNumber(ns) || floor(s->valuedouble) != s->valuedouble ||
+	    fabs(s->valuedouble) > 1e15 || floor(ns->valuedouble) != ns->valuedouble ||
+	    ns->valuedouble < 0 || ns->valuedouble > 999999999)
+		return bad(w, "%s is not [seconds, nanoseconds]", label);
+	ts->tv_sec = (time_t)s->valuedouble;
+	ts->tv_nsec = (long)ns->valuedouble;
+	*has = true;
+	return 0;
+}
+
+/*
+ * A path field: `name` as a string, or `<name>Bytes` percent-encoded (how
+ * the core writes bytes that are not UTF-8, see fsb_json_add_path).
+ * `label` names the field in messages. *out stays NULL when neither is there.
+ */
+static int get_path(const cJSON *o, const char *name, const char *label, char **out,
+		    struct why *w)
+{
+	char bname[32];
+	const cJSON *it = cJSON_GetObjectItemCaseSensitive(o, name);
+
+	*out = NULL;
+	if (it != NULL) {
+		if (!cJSON_IsString(it))
+			return bad(w, "%s is not a string", label);
+		*out = strdup(it->valuestring);
+		return *out == NULL ? -ENOMEM : 0;
+	}
+	snprintf(bname, sizeof(bname), "%sBytes", name);
+	it = cJSON_GetObjectItemCaseSensitive(o, bname);
+	if (it == NULL)
+		return 0;
+	if (!cJSON_IsString(it))
+		return bad(w, "%sBytes is not a string", label);
+	*out = fsb_percent_decode(it->valuestring);
+	if (*out == NULL)
+		return bad(w, "%sBytes is not valid percent-encoding", label);
+	return 0;
+}
+
+/* An optional string of bytes (`name`, or `<name>Bytes`), copied; "" when
+ * absent. The core writes ids and ops that are not UTF-8 as bytes too. */
+static int get_str(const cJSON *o, const char *name, char **out, struct why *w)
+{
+	int err = get_path(o, name, name, out, w);
+
+	if (err == 0 && *out == NULL)
+		*out = strdup("");
+	return err < 0 ? err : *out == NULL ? -ENOMEM : 0;
+}
+
+/*
+ * Restore writes at `resolved`: it must be the normalised absolute path the
+ * core judged. A "." or ".." component, or an empty one, would make it name
+ * another file than the one the journal describes.
+ */
+static bool path_normalised(const char *p)
+{
+	if (p[0] != '/' || p[1] == '\0')
+		return false;
+	for (const char *c = p + 1;;) {
+		const char *e = strchr(c, '/');
+		size_t len = e != NULL ? (size_t)(e - c) : strlen(c);
+
+		if (len == 0 || (len == 1 && c[0] == '.') || (len == 2 && c[0] == '.' && c[1] == '.'))
+			return false;
+		if (e == NULL)
+			return true;
+		c = e + 1;
+	}
+}
+
+static bool is_type(const char *t)
+{
+	for (size_t i = 0; i < sizeof(types) / sizeof(types[0]); i++)
+		if (strcmp(t, types[i]) == 0)
+			return true;
+	return false;
+}
+
+static int parse_prior(const cJSON *o, struct fsb_prior *p, struct why *w)
+{
+	const cJSON *it;
+	uint64_t v;
+	bool has;
+	int err;
+
+	memset(p, 0, sizeof(*p));
+	if (!cJSON_IsObject(o))
+		return bad(w, "%s is missing or not an object", "prior");
+	it = cJSON_GetObjectItemCaseSensitive(o, "exists");
+	if (!cJSON_IsBool(it))
+		return bad(w, "%s is missing or not true/false", "prior.exists");
+	p->exists = cJSON_IsTrue(it);
+	if (!p->exists)
+		return 0;
+	it = cJSON_GetObjectItemCaseSensitive(o, "type");
+	if (!cJSON_IsString(it) || !is_type(it->valuestring))
+		return bad(w, "%s is missing or not one of file, dir, symlink, fifo, socket, "
+			   "chardev, blockdev", "prior.type");
+	strcpy(p->type, it->valuestring);
+	if ((err = get_u64(o, "dev", "prior.dev", &p->dev, NULL, w)) < 0 ||
+	    (err = get_u64(o, "ino", "prior.ino", &p->ino, NULL, w)) < 0 ||
+	    (err = get_u64(o, "nlink", "prior.nlink", &p->nlink, NULL, w)) < 0 ||
+	    (err = get_u64(o, "size", "prior.size", &p->size, &p->has_size, w)) < 0)
+		return err;
+	if ((err = get_u64(o, "mode", "prior.mode", &v, &p->has_mode, w)) < 0)
+		return err;
+	if (p->has_mode && v > 07777)
+		return bad(w, "%s holds more than permission bits", "prior.mode");
+	p->mode = (mode_t)v;
+	if ((err = get_u64(o, "uid", "prior.uid", &v, &has, w)) < 0)
+		return err;
+	if (has && v >= UINT32_MAX)
+		return bad(w, "%s is out of range", "prior.uid");
+	p->uid = (uid_t)v;
+	p->has_owner = has;
+	if ((err = get_u64(o, "gid", "prior.gid", &v, &has, w)) < 0)
+		return err;
+	if (has && v >= UINT32_MAX)
+		return bad(w, "%s is out of range", "prior.gid");
+	p->gid = (gid_t)v;
+	p->has_owner = p->has_owner && has;
+	if ((err = get_time(o, "atime", "prior.atime", &p->atime, &p->has_atime, w)) < 0 ||
+	    (err = get_time(o, "mtime", "prior.mtime", &p->mtime, &p->has_mtime, w)) < 0)
+		return err;
+	it = cJSON_GetObjectItemCaseSensitive(o, "object");
+	if (it != NULL) {
+		/* The name becomes a path under objects/: nothing but hex. */
+		if (!cJSON_IsString(it) || !fsb_backup_object_name_ok(it->valuestring))
+			return bad(w, "%s is not a SHA-256 in lowercase hex", "prior.object");
+		strcpy(p->object, it->valuestring);
+	}
+	it = cJSON_GetObjectItemCaseSensitive(o, "skipped");
+	if (it != NULL) {
+		if (!cJSON_IsString(it) || strlen(it->valuestring) >= sizeof(p->skipped))
+			return bad(w, "%s is not a short string", "prior.skipped");
+		strcpy(p->skipped, it->valuestring);
+	}
+	return get_path(o, "target", "prior.target", &p->target, w);
+}
+
+static void rec_free(struct fsb_journal_rec *r)
+{
+	free(r->time);
+	free(r->tool_call);
+	free(r->trace);
+	free(r->op);
+	free(r->path);
+	free(r->resolved);
+	free(r->prior.target);
+	memset(r, 0, sizeof(*r));
+}
+
+static int parse_record(const cJSON *o, struct fsb_journal_rec *r, struct why *w)
+{
+	const cJSON *it;
+	uint64_t v = 0;
+	int err;
+
+	memset(r, 0, sizeof(*r));
+	if ((err = get_u64(o, "seq", "seq", &r->seq, NULL, w)) < 0 ||
+	    (err = get_str(o, "time", &r->time, w)) < 0 ||
+	    (err = get_str(o, "toolCallId", &r->tool_call, w)) < 0 ||
+	    (err = get_str(o, "traceId", &r->trace, w)) < 0 ||
+	    (err = get_str(o, "op", &r->op, w)) < 0 ||
+	    (err = get_u64(o, "flags", "flags", &v, NULL, w)) < 0)
+		goto fail;
+	r->flags = (long)v;
+	if (r->op[0] == '\0') {
+		err = bad(w, "%s is missing", "op");
+		goto fail;
+	}
+	if ((err = get_path(o, "path", "path", &r->path, w)) < 0 ||
+	    (err = get_path(o, "resolved", "resolved", &r->resolved, w)) < 0)
+		goto fail;
+	if (r->resolved == NULL && r->path != NULL)
+		r->resolved = strdup(r->path);
+	if (r->path == NULL && r->resolved != NULL)
+		r->path = strdup(r->resolved);
+	if (r->resolved == NULL || r->path == NULL) {
+		err = r->resolved == NULL && r->path == NULL
+			? bad(w, "%s is missing (and so is path)", "resolved") : -ENOMEM;
+		goto fail;
+	}
+	if (!path_normalised(r->resolved)) {
+		err = bad(w, "%s is not a normalised absolute path", "resolved");
+		goto fail;
+	}
+	it = cJSON_GetObjectItemCaseSensitive(o, "ok");
+	if (it != NULL && !cJSON_IsBool(it)) {
+		err = bad(w, "%s is not true/false", "ok");
+		goto fail;
+	}
+	r->ok = it == NULL || cJSON_IsTrue(it);
+	if ((err = parse_prior(cJSON_GetObjectItemCaseSensitive(o, "prior"), &r->prior, w)) < 0)
+		goto fail;
+	return 0;
+
+fail:
+	rec_free(r);
+	return err;
+}
+
+/* ---- loading a cycle ------------------------------------------------ */
+
+static int load_journal(const char *cdir, struct fsb_cycle *c, FILE *report, char *errbuf,
+			size_t errlen)
+{
+	char path[PATH_MAX];
+	char *line = NULL;
+	size_t cap = 0, alloc = 0;
+	ssize_t len;
+	unsigned lineno = 0;
+	struct fsb_journal_rec rec, *nv;
+	int err = 0;
+	FILE *fp;
+
+	snprintf(path, sizeof(path), "%s/journal.jsonl", cdir);
+	fp = fopen(path, "re");
+	if (fp == NULL) {
+		/* A cycle opened but not yet written to has no journal. */
+		if (errno == ENOENT)
+			return 0;
+		err = -errno;
+		snprintf(errbuf, errlen, "cannot read %s: %s", path, strerror(-err));
+		return err;
+	}
+	while ((len = getline(&line, &cap, fp)) >= 0) {
+		const char *why = NULL;
+		struct why w = { "" };
+		cJSON *o;
+
+		lineno++;
+		if (len > 0 && line[len - 1] == '\n')
+			line[--len] = '\0';
+		if (len == 0) {
+			why = "the line is empty";
+		} else if (fsb_json_precheck(line, (size_t)len, &why) == 0) {
+			const char *end = NULL;
+
+			o = cJSON_ParseWithLengthOpts(line, (size_t)len, &end, 0);
+			if (o == NULL || !cJSON_IsObject(o) || end != line + len) {
+				why = "the line is not one JSON object (cut short?)";
+			} else if ((err = parse_record(o, &rec, &w)) == -ENOMEM) {
+				cJSON_Delete(o);
+				goto nomem;
+			} else if (err < 0) {
+				why = w.text;
+			}
+			cJSON_Delete(o);
+		}
+		if (why != NULL) {
+			c->malformed++;
+			if (report != NULL)
+				fprintf(report, "%s:%u: malformed journal line skipped: %s\n", path,
+					lineno, why);
+			continue;
+		}
+		rec.line = lineno;
+		if (c->nrecs == alloc) {
+			alloc = alloc ? alloc * 2 : 64;
+			nv = realloc(c->recs, alloc * sizeof(*nv));
+			if (nv == NULL) {
+				rec_free(&rec);
+				goto nomem;
+			}
+			c->recs = nv;
+		}
+		c->recs[c->nrecs++] = rec;
+	}
+	if (ferror(fp)) {
+		err = -EIO;
+		snprintf(errbuf, errlen, "cannot read %s: %s", path, strerror(EIO));
+		goto out;
+	}
+	err = 0;
+	goto out;
+nomem:
+	err = -ENOMEM;
+	snprintf(errbuf, errlen, "out of memory reading %s", path);
+out:
+	free(line);
+	fclose(fp);
+	return err;
+}
+
+static char *read_small_file(const char *path, size_t *len, int *err)
+{
+	struct stat st;
+	char *buf;
+	size_t got = 0;
+	ssize_t n;
+	int fd;
+
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	if (fd < 0) {
+		*err = -errno;
+		return NULL;
+	}
+	if (fstat(fd, &st) < 0) {
+		*err = -errno;
+		close(fd);
+		return NULL;
+	}
+	if (!S_ISREG(st.st_mode) || (uint64_t)st.st_size > CYCLE_JSON_MAX) {
+		*err = S_ISREG(st.st_mode) ? -EFBIG : -EINVAL;
+		close(fd);
+		return NULL;
+	}
+	buf = malloc((size_t)st.st_size + 1);
+	if (buf == NULL) {
+		*err = -ENOMEM;
+		close(fd);
+		return NULL;
+	}
+	while (got < (size_t)st.st_size &&
+	       (n = read(fd, buf + got, (size_t)st.st_size - got)) != 0) {
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			*err = -errno;
+			free(buf);
+			close(fd);
+			return NULL;
+		}
+		got += (size_t)n;
+	}
+	close(fd);
+	buf[got] = '\0';
+	*len = got;
+	return buf;
+}
+
+static int cmp_end(const void *a, const void *b)
+{
+	return strcmp(((const struct fsb_end_state *)a)->path,
+		      ((const struct fsb_end_state *)b)->path);
+}
+
+static int parse_end(const char *key, const cJSON *v, struct fsb_end_state *e, struct why *w)
+{
+	const cJSON *it;
+	int err;
+
+	memset(e, 0, sizeof(*e));
+	if (!cJSON_IsObject(v))
+		return bad(w, "%s is not an object", "the entry");
+	it = cJSON_GetObjectItemCaseSensitive(v, "exists");
+	if (!cJSON_IsBool(it))
+		return bad(w, "%s is missing or not true/false", "exists");
+	e->exists = cJSON_IsTrue(it);
+	it = cJSON_GetObjectItemCaseSensitive(v, "type");
+	if (it != NULL) {
+		if (!cJSON_IsString(it) || !is_type(it->valuestring))
+			return bad(w, "%s is not a known file type", "type");
+		strcpy(e->type, it->valuestring);
+	}
+	if ((err = get_u64(v, "size", "size", &e->size, &e->has_size, w)) < 0 ||
+	    (err = get_u64(v, "ino", "ino", &e->ino, &e->has_ino, w)) < 0 ||
+	    (err = get_time(v, "mtime", "mtime", &e->mtime, &e->has_mtime, w)) < 0)
+		return err;
+	/* A key holds the path; an entry may carry it as bytes instead when
+	 * the path is not UTF-8, as journal lines do. */
+	if ((err = get_path(v, "path", "path", &e->path, w)) < 0)
+		return err;
+	if (e->path == NULL)
+		e->path = strdup(key);
+	return e->path == NULL ? -ENOMEM : 0;
+}
+
+static int load_cycle_json(const char *file, struct fsb_cycle *c, FILE *report, char *errbuf,
+			   size_t errlen)
+{
+	const cJSON *it, *paths, *ent;
+	struct why w = { "" };
+	size_t len = 0, alloc;
+	char *text;
+	cJSON *o = NULL;
+	int err = 0;
+
+	text = read_small_file(file, &len, &err);
+	if (text == NULL) {
+		snprintf(errbuf, errlen, "cannot read %s: %s", file,
+			 err == -EINVAL ? "it is not a regular file" : strerror(-err));
+		return err == -ENOMEM ? err : -EBADMSG;
+	}
+	/* No UTF-8 precheck here, unlike journal lines: a path key that is not
+	 * UTF-8 is still the right bytes, and a key cut short by an escaped NUL
+	 * only matches no record, which restore treats as no end state. */
+	o = cJSON_ParseWithLength(text, len);
+	free(text);
+	if (o == NULL || !cJSON_IsObject(o)) {
+		snprintf(errbuf, errlen, "%s is not a JSON object; the cycle cannot be read", file);
+		err = -EBADMSG;
+		goto out;
+	}
+	it = cJSON_GetObjectItemCaseSensitive(o, "cycle");
+	if (it != NULL && (!cJSON_IsNumber(it) || it->valuedouble != (double)c->number)) {
+		snprintf(errbuf, errlen, "%s names another cycle than %u: it is not this "
+			 "cycle's record", file, c->number);
+		err = -EBADMSG;
+		goto out;
+	}
+	if (it == NULL && report != NULL)
+		fprintf(report, "%s: `cycle` is missing; taken as cycle %u\n", file, c->number);
+	free(c->message);
+	c->message = NULL;
+	if (get_str(o, "message", &c->message, &w) == -EINVAL)
+		c->message = strdup("");
+	it = cJSON_GetObjectItemCaseSensitive(o, "opened");
+	free(c->opened);
+	c->opened = strdup(cJSON_IsString(it) ? it->valuestring : "");
+	it = cJSON_GetObjectItemCaseSensitive(o, "sealed");
+	free(c->sealed);
+	c->sealed = strdup(cJSON_IsString(it) ? it->valuestring : "");
+	if (c->message == NULL || c->opened == NULL || c->sealed == NULL) {
+		err = -ENOMEM;
+		goto out;
+	}
+	it = cJSON_GetObjectItemCaseSensitive(o, "auditHead");
+	if (cJSON_IsString(it) && strlen(it->valuestring) <= FSB_SHA256_HEX_LEN)
+		strcpy(c->audit_head, it->valuestring);
+	it = cJSON_GetObjectItemCaseSensitive(o, "recovered");
+	c->state = cJSON_IsTrue(it) ? FSB_CYCLE_RECOVERED : FSB_CYCLE_SEALED;
+
+	paths = cJSON_GetObjectItemCaseSensitive(o, "paths");
+	if (paths != NULL && !cJSON_IsObject(paths)) {
+		snprintf(errbuf, errlen, "%s: `paths` is not an object; the cycle's end states "
+			 "cannot be read", file);
+		err = -EBADMSG;
+		goto out;
+	}
+	alloc = (size_t)cJSON_GetArraySize(paths);
+	if (alloc > 0) {
+		c->ends = calloc(alloc, sizeof(*c->ends));
+		if (c->ends == NULL) {
+			err = -ENOMEM;
+			goto out;
+		}
+	}
+	cJSON_ArrayForEach(ent, paths) {
+		w.text[0] = '\0';
+		err = parse_end(ent->string, ent, &c->ends[c->nends], &w);
+		if (err == -ENOMEM)
+			goto out;
+		if (err < 0) {
+			free(c->ends[c->nends].path);
+			if (report != NULL)
+				fprintf(report, "%s: the end state of %s is skipped: %s\n", file,
+					ent->string, w.text);
+			continue;
+		}
+		c->nends++;
+	}
+	err = 0;
+	if (c->nends > 1)
+		qsort(c->ends, c->nends, sizeof(*c->ends), cmp_end);
+out:
+	if (err == -ENOMEM)
+		snprintf(errbuf, errlen, "out of memory reading %s", file);
+	cJSON_Delete(o);
+	return err;
+}
+
+static int cmp_strp(const void *a, const void *b)
+{
+	const char *x = *(const char *const *)a, *y = *(const char *const *)b;
+
+	return strcmp(x, y);
+}
+
+/* How many distinct strings the array of `n` pointers holds (sorts it). */
+static size_t count_distinct(const char **v, size_t n)
+{
+	size_t d = 0;
+
+	qsort(v, n, sizeof(*v), cmp_strp);
+	for (size_t i = 0; i < n; i++)
+		if (i == 0 || strcmp(v[i], v[i - 1]) != 0)
+			d++;
+	return d;
+}
+
+static int count_paths_and_objects(struct fsb_cycle *c)
+{
+	const char **v;
+	size_t k = 0;
+
+	if (c->nrecs == 0)
+		return 0;
+	v = malloc(c->nrecs * sizeof(*v));
+	if (v == NULL)
+		return -ENOMEM;
+	for (size_t i = 0; i < c->nrecs; i++)
+		v[i] = c->recs[i].resolved;
+	c->npaths = count_distinct(v, c->nrecs);
+	for (size_t i = 0; i < c->nrecs; i++)
+		if (c->recs[i].prior.object[0] != '\0')
+			v[k++] = c->recs[i].prior.object;
+	c->nobjects = count_distinct(v, k);
+	free(v);
+	return 0;
+}
+
+int fsb_cycle_load(const char *store_dir, unsigned number, struct fsb_cycle *out,
+		   FILE *report, char *err, size_t errlen)
+{
+	char cdir[PATH_MAX], file[PATH_MAX + 16];
+	struct stat st;
+	int rc;
+
+	memset(out, 0, sizeof(*out));
+	out->number = number;
+	out->state = FSB_CYCLE_OPEN;
+	if (snprintf(cdir, sizeof(cdir), "%s/cycles/%u", store_dir, number) >= (int)sizeof(cdir)) {
+		snprintf(err, errlen, "the store path %s is too long", store_dir);
+		return -ENAMETOOLONG;
+	}
+	rc = lstat(cdir, &st) < 0 ? -errno : 0;
+	if (rc < 0 && rc != -ENOENT) {
+		snprintf(err, errlen, "cannot read %s: %s", cdir, strerror(-rc));
+		return rc;
+	}
+	if (rc == -ENOENT || !S_ISDIR(st.st_mode)) {
+		snprintf(err, errlen, "there is no cycle %u in %s/cycles", number, store_dir);
+		return -ENOENT;
+	}
+	out->message = strdup("");
+	out->opened = strdup("");
+	out->sealed = strdup("");
+	if (out->message == NULL || out->opened == NULL || out->sealed == NULL) {
+		rc = -ENOMEM;
+		snprintf(err, errlen, "out of memory");
+		goto fail;
+	}
+	rc = load_journal(cdir, out, report, err, errlen);
+	if (rc < 0)
+		goto fail;
+	snprintf(file, sizeof(file), "%s/cycle.json", cdir);
+	if (lstat(file, &st) == 0) {
+		rc = load_cycle_json(file, out, report, err, errlen);
+		if (rc < 0)
+			goto fail;
+	} else if (errno != ENOENT) {
+		rc = -errno;
+		snprintf(err, errlen, "cannot read %s: %s", file, strerror(errno));
+		goto fail;
+	} else if (out->nrecs > 0) {
+		free(out->opened);
+		out->opened = strdup(out->recs[0].time);
+		if (out->opened == NULL) {
+			rc = -ENOMEM;
+			goto fail;
+		}
+	}
+	rc = count_paths_and_objects(out);
+	if (rc < 0) {
+		snprintf(err, errlen, "out of memory");
+		goto fail;
+	}
+	return 0;
+
+fail:
+	fsb_cycle_free(out);
+	return rc;
+}
+
+void fsb_cycle_free(struct fsb_cycle *c)
+{
+	for (size_t i = 0; i < c->nrecs; i++)
+		rec_free(&c->recs[i]);
+	free(c->recs);
+	for (size_t i = 0; i < c->nends; i++)
+		free(c->ends[i].path);
+	free(c->ends);
+	free(c->message);
+	free(c->opened);
+	free(c->sealed);
+	memset(c, 0, sizeof(*c));
+}
+
+const struct fsb_end_state *fsb_cycle_end_state(const struct fsb_cycle *c, const char *path)
+{
+	struct fsb_end_state key = { .path = (char *)path };
+
+	if (c->nends == 0)
+		return NULL;
+	return bsearch(&key, c->ends, c->nends, sizeof(*c->ends), cmp_end);
+}
+
+/* ---- choosing the record to restore from ---------------------------- */
+
+static int cmp_rec_by_path(const void *a, const void *b)
+{
+	const struct fsb_journal_rec *x = *(const struct fsb_journal_rec *const *)a;
+	const struct fsb_journal_rec *y = *(const struct fsb_journal_rec *const *)b;
+	int d = strcmp(x->resolved, y->resolved);
+
+	return d != 0 ? d : x->line < y->line ? -1 : x->line > y->line;
+}
+
+static int cmp_pick(const void *a, const void *b)
+{
+	const struct fsb_pick *x = a, *y = b;
+
+	return x->rec->line < y->rec->line ? -1 : x->rec->line > y->rec->line;
+}
+
+int fsb_cycle_pick(const struct fsb_cycle *c, const char *tool_call, struct fsb_picks *out)
+{
+	const struct fsb_journal_rec **o;
+	size_t i, j, k;
+
+	memset(out, 0, sizeof(*out));
+	if (c->nrecs == 0)
+		return 0;
+	o = malloc(c->nrecs * sizeof(*o));
+	out->v = calloc(c->nrecs, sizeof(*out->v));
+	if (o == NULL || out->v == NULL) {
+		free(o);
+		free(out->v);
+		out->v = NULL;
+		return -ENOMEM;
+	}
+	for (i = 0; i < c->nrecs; i++)
+		o[i] = &c->recs[i];
+	/* Group the records of each path, each group in journal order. */
+	qsort(o, c->nrecs, sizeof(*o), cmp_rec_by_path);
+	for (i = 0; i < c->nrecs; i = j) {
+		struct fsb_pick *p;
+
+		for (j = i + 1; j < c->nrecs && strcmp(o[j]->resolved, o[i]->resolved) == 0; j++)
+			;
+		for (k = i; k < j && tool_call != NULL && strcmp(o[k]->tool_call, tool_call) != 0;
+		     k++)
+			;
+		if (k == j)
+			continue;	/* the tool call never touched this path */
+		p = &out->v[out->n++];
+		p->rec = o[k];
+		p->all = &o[i];
+		p->nall = j - i;
+		p->end = fsb_cycle_end_state(c, o[k]->resolved);
+		for (size_t m = k + 1; tool_call != NULL && m < j; m++)
+			if (strcmp(o[m]->tool_call, tool_call) != 0)
+				p->later_by_others = true;
+	}
+	qsort(out->v, out->n, sizeof(*out->v), cmp_pick);
+	out->order = o;
+	return 0;
+}
+
+void fsb_picks_free(struct fsb_picks *p)
+{
+	free(p->v);
+	free(p->order);
+	memset(p, 0, sizeof(*p));
+}
+
+/* ---- objects ---------------------------------------------------------- */
+
+bool fsb_backup_object_name_ok(const char *hex)
+{
+	size_t i;
+
+	for (i = 0; hex[i] != '\0'; i++)
+		if (!((hex[i] >= '0' && hex[i] <= '9') || (hex[i] >= 'a' && hex[i] <= 'f')))
+			return false;
+	return i == FSB_SHA256_HEX_LEN;
+}
+
+int fsb_backup_object_open(const char *store_dir, const char *hex)
+{
+	char path[PATH_MAX];
+	int fd;
+
+	if (!fsb_backup_object_name_ok(hex))
+		return -EINVAL;
+	if (snprintf(path, sizeof(path), "%s/objects/%.2s/%s", store_dir, hex, hex) >=
+	    (int)sizeof(path))
+		return -ENAMETOOLONG;
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY);
+	return fd < 0 ? -errno : fd;
+}
+
+static int write_full(int fd, const char *buf, size_t len)
+{
+	while (len > 0) {
+		ssize_t n = write(fd, buf, len);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -errno;
+		buf += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+int fsb_backup_object_copy(int fd, const char *hex, int out_fd)
+{
+	static const char digits[] = "0123456789abcdef";
+	unsigned char md[EVP_MAX_MD_SIZE];
+	char got[FSB_SHA256_HEX_LEN + 1];
+	unsigned int mdlen = 0;
+	EVP_MD_CTX *ctx;
+	off_t off = 0;
+	char *buf;
+	int err = 0;
+
+	buf = malloc(COPY_CHUNK);
+	ctx = EVP_MD_CTX_new();
+	if (buf == NULL || ctx == NULL || !EVP_DigestInit_ex(ctx, EVP_sha256(), NULL)) {
+		err = -ENOMEM;
+		goto out;
+	}
+	for (;;) {
+		ssize_t n = pread(fd, buf, COPY_CHUNK, off);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			err = -errno;
+			goto out;
+		}
+		if (n == 0)
+			break;
+		off += n;
+		if (!EVP_DigestUpdate(ctx, buf, (size_t)n)) {
+			err = -ENOMEM;
+			goto out;
+		}
+		if (out_fd >= 0 && (err = write_full(out_fd, buf, (size_t)n)) < 0)
+			goto out;
+	}
+	if (!EVP_DigestFinal_ex(ctx, md, &mdlen) || mdlen != 32) {
+		err = -ENOMEM;
+		goto out;
+	}
+	for (unsigned int i = 0; i < mdlen; i++) {
+		got[2 * i] = digits[md[i] >> 4];
+		got[2 * i + 1] = digits[md[i] & 15];
+	}
+	got[FSB_SHA256_HEX_LEN] = '\0';
+	err = strcmp(got, hex) == 0 ? 0 : -EBADMSG;
+out:
+	EVP_MD_CTX_free(ctx);
+	free(buf);
+	return err;
+}

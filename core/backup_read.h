@@ -1,0 +1,164 @@
+/*
+ * backup_read.h — read a session's backup store (docs/backup-store.md):
+ * find its cycles, load one cycle's journal and cycle.json into structs,
+ * choose the record that holds each path's state to restore, and read
+ * objects back, checked against their SHA-256 names. Nothing here writes.
+ */
+#ifndef FSB_BACKUP_READ_H
+#define FSB_BACKUP_READ_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <sys/types.h>
+#include <time.h>
+
+#include "audit.h"
+
+/** The state of a path before a change: a journal record's `prior`. */
+struct fsb_prior {
+	bool exists;
+	char type[12];		/* "file", "dir", "symlink", ...; "" when absent */
+	uint64_t dev, ino, nlink;
+	bool has_mode, has_owner, has_size, has_atime, has_mtime;
+	mode_t mode;		/* permission bits (07777) */
+	uid_t uid;
+	gid_t gid;
+	uint64_t size;
+	struct timespec atime, mtime;
+	char object[FSB_SHA256_HEX_LEN + 1];	/* "" when no content was taken */
+	char skipped[24];	/* "too-large", "skip-rule", or "" */
+	char *target;		/* a symlink's target, else NULL */
+};
+
+/** One line of cycles/<n>/journal.jsonl. Strings are owned; never NULL. */
+struct fsb_journal_rec {
+	unsigned line;		/* line number in the journal, from 1 */
+	uint64_t seq;
+	char *time;
+	char *tool_call, *trace;
+	char *op;
+	long flags;
+	char *path;		/* as requested (`resolved` when the line has none) */
+	char *resolved;		/* the real path the change touched: what restore acts on */
+	bool ok;
+	struct fsb_prior prior;
+};
+
+/** The end state of a path as cycle.json `paths` records it. */
+struct fsb_end_state {
+	char *path;
+	bool exists;
+	char type[12];
+	bool has_size, has_mtime, has_ino;
+	uint64_t size, ino;
+	struct timespec mtime;
+};
+
+enum fsb_cycle_state { FSB_CYCLE_OPEN, FSB_CYCLE_SEALED, FSB_CYCLE_RECOVERED };
+
+/** One cycle, loaded. Strings are owned; never NULL ("" when unknown). */
+struct fsb_cycle {
+	unsigned number;
+	enum fsb_cycle_state state;
+	char *message;
+	char *opened, *sealed;	/* RFC 3339; an open cycle's `opened` is the
+				 * time of its first record */
+	char audit_head[FSB_SHA256_HEX_LEN + 1];
+	struct fsb_journal_rec *recs;	/* in journal order */
+	size_t nrecs;
+	struct fsb_end_state *ends;	/* sorted by path; empty when open */
+	size_t nends;
+	size_t npaths;		/* distinct `resolved` paths in the journal */
+	size_t nobjects;	/* distinct objects the journal names */
+	unsigned malformed;	/* journal lines reported and skipped */
+};
+
+/** The name of a cycle state: "open", "sealed", "recovered". */
+const char *fsb_cycle_state_name(enum fsb_cycle_state s);
+
+/**
+ * <state_dir>/sessions/<session>/modify_backup into `out`. Returns 0,
+ * -EINVAL for a session id that is empty, ".", ".." or holds a '/', or
+ * -ENAMETOOLONG.
+ */
+int fsb_backup_store_dir(const char *state_dir, const char *session, char *out, size_t len);
+
+/**
+ * The directory names under <state_dir>/sessions, sorted, in a malloc'd
+ * array of malloc'd strings. Returns 0 (also for none), or -errno (-ENOENT
+ * when there is no sessions directory).
+ */
+int fsb_backup_sessions(const char *state_dir, char ***names, size_t *n);
+
+void fsb_backup_sessions_free(char **names, size_t n);
+
+/**
+ * The numbers of the cycles under <store_dir>/cycles, ascending, in a
+ * malloc'd array (NULL when none). Entries that are not a positive decimal
+ * number are ignored. A store without a cycles directory has no cycles:
+ * returns 0. Otherwise 0 or -errno.
+ */
+int fsb_cycles_list(const char *store_dir, unsigned **nums, size_t *n);
+
+/**
+ * Load cycle `number`: every well-formed journal line, and cycle.json when
+ * the cycle is sealed. A malformed journal line is reported to `report`
+ * (when not NULL) as "<file>:<line>: <what is wrong>" and skipped; so is a
+ * malformed entry of cycle.json `paths`. Returns 0, or -errno with a
+ * sentence naming the file in `err`: -ENOENT when the cycle does not
+ * exist, -EBADMSG when cycle.json cannot be used. On error `out` holds
+ * nothing to free.
+ */
+int fsb_cycle_load(const char *store_dir, unsigned number, struct fsb_cycle *out,
+		   FILE *report, char *err, size_t errlen);
+
+void fsb_cycle_free(struct fsb_cycle *c);
+
+/** The end state recorded for `path`, or NULL. */
+const struct fsb_end_state *fsb_cycle_end_state(const struct fsb_cycle *c, const char *path);
+
+/** One path a restore concerns, and the record that holds its state. */
+struct fsb_pick {
+	const struct fsb_journal_rec *rec;	/* the record to restore from */
+	const struct fsb_end_state *end;	/* NULL when none is recorded */
+	const struct fsb_journal_rec **all;	/* every record of the path in
+						 * the cycle, in journal order */
+	size_t nall;
+	bool later_by_others;	/* another tool call touched the path after `rec` */
+};
+
+struct fsb_picks {
+	struct fsb_pick *v;	/* in the order the paths were first touched */
+	size_t n;
+	const struct fsb_journal_rec **order;	/* storage behind every `all` */
+};
+
+/**
+ * Choose, for every path (`resolved`) the cycle touched, its first record;
+ * with `tool_call` not NULL, only the paths that tool call touched, each
+ * with the first record of that tool call. Returns 0 or -ENOMEM.
+ */
+int fsb_cycle_pick(const struct fsb_cycle *c, const char *tool_call, struct fsb_picks *out);
+
+void fsb_picks_free(struct fsb_picks *p);
+
+/** True when `hex` is 64 lowercase hex digits, the only valid object name. */
+bool fsb_backup_object_name_ok(const char *hex);
+
+/**
+ * Open object `hex` of the store read-only, never through a symlink.
+ * Returns the fd, -EINVAL for a malformed name, or -errno.
+ */
+int fsb_backup_object_open(const char *store_dir, const char *hex);
+
+/**
+ * Read the object on `fd` from its start, hash it and, when `out_fd` >= 0,
+ * write every byte to `out_fd` as well. Returns 0 when its SHA-256 is
+ * `hex`, -EBADMSG when it is not (the caller must throw away what it
+ * wrote), or -errno.
+ */
+int fsb_backup_object_copy(int fd, const char *hex, int out_fd);
+
+#endif

@@ -1,0 +1,162 @@
+/*
+ * modify_backup.c — the broker's use of the backup store (see
+ * modify_backup.h). Permission was checked before anything here runs:
+ * nothing is backed up for a request that is denied or waits for approval.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "log.h"
+#include "modify_backup.h"
+#include "proto_json.h"
+
+static struct fsb_store *store_of(struct fsb_broker *b, struct fsb_session *s,
+				  char *why, size_t whylen)
+{
+	int rc;
+
+	if (s->store == NULL &&
+	    (rc = fsb_store_open(b->cfg.state_dir, s->id, &s->store, why, whylen)) < 0) {
+		fsb_error("backup store of session %s: %s", s->id, why);
+		s->store = NULL;
+	}
+	return s->store;
+}
+
+int fsb_backup_file(struct fsb_broker *b, const char *sid, const struct fsb_access *acc,
+		    int rdfd, const struct stat *st, int flags, const char *phase,
+		    char *why, size_t whylen)
+{
+	struct fsb_session *s = fsb_broker_session(b, sid);
+	const struct fsb_backup_settings *set = fsb_policy_backup(b->policy);
+	struct fsb_backup_result res;
+	struct fsb_backup_req r;
+	struct fsb_store *store;
+	cJSON *rec;
+	int rc;
+
+	if (s == NULL) {
+		snprintf(why, whylen, "the session has no state to keep a backup in");
+		return -EIO;
+	}
+	if (!s->backup_enabled)
+		return 0;
+	if ((store = store_of(b, s, why, whylen)) == NULL)
+		return -EIO;
+
+	memset(&r, 0, sizeof(r));
+	memset(&res, 0, sizeof(res));
+	r.tool_call = acc->tool_call;
+	r.op = fsb_op_name(acc->op);
+	r.flags = flags;
+	r.path = acc->requested;
+	r.resolved = acc->res.path;
+	r.prior = st;
+	r.fd = rdfd;
+	r.max_bytes = s->max_bytes_override ? s->max_bytes_override : set->max_bytes;
+	r.on_too_large = set->on_too_large == FSB_ON_TOO_LARGE_ALLOW ? FSB_TOO_LARGE_SKIP
+								       : FSB_TOO_LARGE_FAIL;
+	r.skip_content = !acc->verdict.backup;
+	rc = fsb_store_record(store, &r, &res);
+
+	rec = fsb_access_audit_record(acc, phase);
+	cJSON_AddNumberToObject(rec, "cycle", fsb_store_cycle(store));
+	if (res.object[0])
+		cJSON_AddStringToObject(rec, "backupObject", res.object);
+	if (res.reused)
+		cJSON_AddTrueToObject(rec, "backupReused");
+	if (res.skipped != NULL)
+		cJSON_AddStringToObject(rec, "backupSkipped", res.skipped);
+	if (rc < 0)
+		cJSON_AddStringToObject(rec, "backupErrno", fsb_errno_name(-rc));
+	/* An unaudited backup is a change nobody can trace: refuse it. */
+	if (fsb_broker_audit(b, sid, rec) < 0 && rc == 0) {
+		snprintf(why, whylen, "the audit log cannot be written");
+		return -EIO;
+	}
+	switch (rc) {
+	case 0:
+		return 0;
+	case -EFBIG:
+		snprintf(why, whylen, "the file is larger than the backup limit of %llu MiB and "
+			 "the pack says onTooLarge = \"%s\"; raise backup.maxSizeMB or "
+			 "EnableModifyBackup.fileBackupMaxSizeMB",
+			 (unsigned long long)(r.max_bytes >> 20),
+			 set->on_too_large == FSB_ON_TOO_LARGE_DENY ? "deny" : "ask");
+		break;
+	case -ENOSPC:
+		snprintf(why, whylen, "no space left for the backup; the file was not changed");
+		break;
+	default:
+		snprintf(why, whylen, "the backup failed (%s); the file was not changed",
+			 strerror(-rc));
+	}
+	return rc;
+}
+
+int fsb_backup_recover(struct fsb_broker *b, const char *sid, char *err, size_t errlen)
+{
+	struct fsb_session *s = fsb_broker_session(b, sid);
+
+	if (s == NULL) {
+		snprintf(err, errlen, "session %s has no state", sid);
+		return -EINVAL;
+	}
+	return store_of(b, s, err, errlen) != NULL ? 0 : -EIO;
+}
+
+void fsb_backup_note_write_grant(struct fsb_broker *b, const char *sid, dev_t dev, ino_t ino)
+{
+	struct fsb_session *s = fsb_broker_session(b, sid);
+
+	if (s != NULL && s->store != NULL)
+		fsb_store_note_write_grant(s->store, dev, ino);
+}
+
+int fsb_backup_commit(struct fsb_broker *b, const char *sid, const char *message,
+		      char *err, size_t errlen)
+{
+	struct fsb_session *s = fsb_broker_session(b, sid);
+	struct fsb_store *store;
+	cJSON *rec;
+	int n, rc;
+
+	if (s == NULL) {
+		snprintf(err, errlen, "session %s has no state (no state dir, or an invalid id)", sid);
+		return -EINVAL;
+	}
+	if ((store = store_of(b, s, err, errlen)) == NULL)
+		return -EIO;
+	if (fsb_store_cycle(store) == 0)
+		return 0;
+	/* The sealed cycle names the audit chain's head: that line must be on
+	 * disk before the cycle that vouches for it. */
+	if ((rc = fsb_audit_sync(s->audit)) < 0) {
+		snprintf(err, errlen, "cannot sync the audit log: %s", strerror(-rc));
+		return rc;
+	}
+	n = fsb_store_seal(store, message, fsb_audit_head(s->audit), err, errlen);
+	if (n <= 0)
+		return n;
+	rec = cJSON_CreateObject();
+	cJSON_AddStringToObject(rec, "phase", "finalization-modify-backup");
+	cJSON_AddStringToObject(rec, "session", sid);
+	cJSON_AddNumberToObject(rec, "cycle", n);
+	cJSON_AddStringToObject(rec, "commitMsg", message);
+	fsb_broker_audit(b, sid, rec);
+	return n;
+}
+
+void fsb_backup_commit_all(struct fsb_broker *b, const char *message)
+{
+	char err[512];
+
+	for (int i = 0; i < b->nsessions; i++) {
+		struct fsb_session *s = &b->sessions[i];
+
+		if (s->store != NULL && fsb_store_cycle(s->store) != 0 &&
+		    fsb_backup_commit(b, s->id, message, err, sizeof(err)) < 0)
+			fsb_error("session %s: the open cycle was not sealed: %s", s->id, err);
+	}
+}

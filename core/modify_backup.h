@@ -1,0 +1,51 @@
+/*
+ * modify_backup.h — when and how the core backs up before a change (DESIGN
+ * §6.1): the store of the requester's session, the size limit of the pack
+ * or of the turn, and the audit line that says what was saved.
+ */
+#ifndef FSB_MODIFY_BACKUP_H
+#define FSB_MODIFY_BACKUP_H
+
+#include <stddef.h>
+#include <sys/stat.h>
+
+#include "broker.h"
+
+/**
+ * Back up the file `acc` judged, read from `rdfd` (a read-only fd on the very
+ * inode about to change, `st` its stat), in session `sid`'s store, and write
+ * the audit line (`phase`). `flags` are a grant's open flags, else 0.
+ * Returns 0 when the change may go ahead (backed up; content already in the
+ * cycle; skipped by the pack's backup.skip or onTooLarge = "allow"; backups
+ * turned off for the session), else -errno with a sentence in `why`:
+ * -EFBIG (over the size limit, and the pack says deny or ask), -ENOSPC, -EIO
+ * (the store or the audit log cannot be written).
+ */
+int fsb_backup_file(struct fsb_broker *b, const char *sid, const struct fsb_access *acc,
+		    int rdfd, const struct stat *st, int flags, const char *phase,
+		    char *why, size_t whylen);
+
+/**
+ * Open session `sid`'s store now, which seals an open cycle a crash left
+ * behind as recovered (the core does this at start). 0 or -errno with `err`.
+ */
+int fsb_backup_recover(struct fsb_broker *b, const char *sid, char *err, size_t errlen);
+
+/** A writable fd on (dev, ino) went to a client in session `sid`. */
+void fsb_backup_note_write_grant(struct fsb_broker *b, const char *sid, dev_t dev, ino_t ino);
+
+/**
+ * Seal session `sid`'s open cycle with `message` and the audit chain's head
+ * (the log fsynced first), and audit it. Returns the cycle's number, 0 when
+ * no cycle was open, or -errno with `err` set.
+ */
+int fsb_backup_commit(struct fsb_broker *b, const char *sid, const char *message,
+		      char *err, size_t errlen);
+
+/**
+ * Seal every session's open cycle with `message`: on an orderly stop, so
+ * that the next start does not take the cycles for a crash's leftovers.
+ */
+void fsb_backup_commit_all(struct fsb_broker *b, const char *message);
+
+#endif

@@ -1,0 +1,886 @@
+/*
+ * test_backup_cli.c — `fsbroker backup list|show|restore` run as a user
+ * runs them, on a store written by hand exactly as docs/backup-store.md
+ * lays it out and a scratch tree that a "cycle" changed: restore brings
+ * back content, mode, times and owner byte for byte and removes what the
+ * cycle created; --dry-run changes nothing; a path edited after the cycle
+ * needs --force; a corrupted object is refused; a parent directory replaced
+ * by a symlink is not followed. No core is started.
+ */
+#include "harness.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/openat2.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cJSON.h>
+
+#include "audit.h"
+
+#define SESSION "s1"
+#define A_BEFORE "alpha: the content before the cycle\n"
+#define A_AFTER "alpha, rewritten by the cycle\n"
+#define D_BEFORE "a file the cycle deleted\n"
+#define OWNER_UID 12345
+#define OWNER_GID 23456
+
+struct scen {
+	char root[PATH_MAX];	/* mkdtemp, real path */
+	char state[PATH_MAX + 16], store[PATH_MAX * 2], ws[PATH_MAX + 16];
+	char a[PATH_MAX * 2], made[PATH_MAX * 2], del[PATH_MAX * 2];
+	struct stat a_before, del_before;
+	char a_hex[65], del_hex[65];
+	char journal[65536];
+	unsigned seq;
+};
+
+struct run {
+	int status;
+	char out[65536];	/* stdout */
+	char err[65536];	/* stderr */
+};
+
+static struct scen S;
+
+/* ---- running fsbroker --------------------------------------------------- */
+
+static void run_fsbroker(struct run *r, const char *const *argv)
+{
+	const char *bin = fsbt_binary();
+	char *args[40], errfile[PATH_MAX + 16];
+	int pipefd[2], n = 0, st, efd;
+	ssize_t got;
+	size_t len = 0;
+	pid_t pid;
+
+	args[n++] = (char *)bin;
+	for (int i = 0; argv[i] != NULL && n < 39; i++)
+		args[n++] = (char *)argv[i];
+	args[n] = NULL;
+	snprintf(errfile, sizeof(errfile), "%s/stderr", S.root);
+	efd = open(errfile, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	assert_true(efd >= 0);
+	assert_int_equal(pipe2(pipefd, O_CLOEXEC), 0);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		dup2(pipefd[1], 1);
+		dup2(efd, 2);
+		unsetenv("XDG_STATE_HOME");
+		execv(args[0], args);
+		_exit(127);
+	}
+	close(pipefd[1]);
+	while ((got = read(pipefd[0], r->out + len, sizeof(r->out) - 1 - len)) > 0)
+		len += (size_t)got;
+	r->out[len] = '\0';
+	close(pipefd[0]);
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	r->status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+	got = pread(efd, r->err, sizeof(r->err) - 1, 0);
+	r->err[got > 0 ? got : 0] = '\0';
+	close(efd);
+	if (getenv("FSBT_VERBOSE") != NULL)
+		fprintf(stderr, "--- exit %d\n%s%s", r->status, r->out, r->err);
+}
+
+/* `fsbroker backup <args...> --state-dir S --session s1`. */
+#define BACKUP(r, ...)                                                              \
+	run_fsbroker((r), (const char *const[]){ "backup", __VA_ARGS__, "--state-dir", \
+						 S.state, "--session", SESSION, NULL })
+
+/* ---- building the store and the tree ------------------------------------ */
+
+static void mkdirs(const char *path)
+{
+	char buf[PATH_MAX * 2];
+
+	snprintf(buf, sizeof(buf), "%s", path);
+	for (char *p = buf + 1; *p != '\0'; p++) {
+		if (*p != '/')
+			continue;
+		*p = '\0';
+		mkdir(buf, 0700);
+		*p = '/';
+	}
+	mkdir(buf, 0700);
+}
+
+static void set_times(const char *path, time_t as, long ans, time_t ms, long mns)
+{
+	struct timespec ts[2] = { { as, ans }, { ms, mns } };
+
+	assert_int_equal(utimensat(AT_FDCWD, path, ts, AT_SYMLINK_NOFOLLOW), 0);
+}
+
+static void put_object(const char *content, char hex[65])
+{
+	char path[PATH_MAX * 3];
+
+	fsb_sha256_hex(content, strlen(content), hex);
+	snprintf(path, sizeof(path), "%s/objects/%.2s", S.store, hex);
+	mkdirs(path);
+	snprintf(path, sizeof(path), "%s/objects/%.2s/%s", S.store, hex, hex);
+	fsbt_write_file(path, content);
+	assert_int_equal(chmod(path, 0400), 0);
+}
+
+static void object_path(const char *hex, char *out, size_t len)
+{
+	snprintf(out, len, "%s/objects/%.2s/%s", S.store, hex, hex);
+}
+
+/* Append one journal line: `prior` NULL for a path that did not exist;
+ * `hex` an object name, a `skipped` reason, or NULL. */
+static void journal_add(const char *tool_call, const char *op, const char *path,
+			const struct stat *prior, const char *hex)
+{
+	char p[1024];
+	size_t n = strlen(S.journal);
+
+	if (prior == NULL)
+		snprintf(p, sizeof(p), "{\"exists\":false}");
+	else
+		snprintf(p, sizeof(p),
+			 "{\"exists\":true,\"type\":\"%s\",\"dev\":%llu,\"ino\":%llu,"
+			 "\"nlink\":%llu,\"mode\":%u,\"uid\":%u,\"gid\":%u,\"size\":%lld,"
+			 "\"atime\":[%lld,%ld],\"mtime\":[%lld,%ld]%s%s%s}",
+			 S_ISDIR(prior->st_mode) ? "dir" : "file",
+			 (unsigned long long)prior->st_dev, (unsigned long long)prior->st_ino,
+			 (unsigned long long)prior->st_nlink, prior->st_mode & 07777,
+			 prior->st_uid, prior->st_gid, (long long)prior->st_size,
+			 (long long)prior->st_atim.tv_sec, prior->st_atim.tv_nsec,
+			 (long long)prior->st_mtim.tv_sec, prior->st_mtim.tv_nsec,
+			 hex == NULL ? "" : strlen(hex) == 64 ? ",\"object\":\"" : ",\"skipped\":\"",
+			 hex == NULL ? "" : hex, hex == NULL ? "" : "\"");
+	S.seq++;
+	snprintf(S.journal + n, sizeof(S.journal) - n,
+		 "{\"seq\":%u,\"time\":\"2026-11-29T20:01:0%u.003Z\",\"toolCallId\":\"%s\","
+		 "\"traceId\":\"tr-%u\",\"op\":\"%s\",\"flags\":0,\"path\":\"%s\","
+		 "\"resolved\":\"%s\",\"prior\":%s,\"ok\":true}\n",
+		 S.seq, S.seq % 10, tool_call, S.seq, op, path, path, p);
+}
+
+static void journal_write(void)
+{
+	char path[PATH_MAX * 3];
+
+	snprintf(path, sizeof(path), "%s/cycles/1", S.store);
+	mkdirs(path);
+	snprintf(path, sizeof(path), "%s/cycles/1/journal.jsonl", S.store);
+	fsbt_write_file(path, S.journal);
+}
+
+/* Seal cycle 1: cycle.json with the end state of every path, as they are now. */
+static void seal(const char *const *paths)
+{
+	char text[16384], path[PATH_MAX * 3];
+	size_t n;
+	struct stat st;
+
+	n = (size_t)snprintf(text, sizeof(text),
+			     "{\"cycle\": 1, \"message\": \"npm install\", \"opened\": "
+			     "\"2026-11-29T20:01:02.003Z\", \"sealed\": \"2026-11-29T20:03:04.005Z\","
+			     " \"auditHead\": \"%064d\", \"recovered\": false, \"paths\": {", 0);
+	for (int i = 0; paths[i] != NULL; i++) {
+		if (lstat(paths[i], &st) < 0)
+			n += (size_t)snprintf(text + n, sizeof(text) - n, "%s\"%s\": {\"exists\": false}",
+					      i ? ", " : "", paths[i]);
+		else
+			n += (size_t)snprintf(text + n, sizeof(text) - n,
+					      "%s\"%s\": {\"exists\": true, \"type\": \"%s\", "
+					      "\"size\": %lld, \"mtime\": [%lld, %ld], \"ino\": %llu}",
+					      i ? ", " : "", paths[i],
+					      S_ISDIR(st.st_mode) ? "dir" : "file",
+					      (long long)st.st_size, (long long)st.st_mtim.tv_sec,
+					      st.st_mtim.tv_nsec, (unsigned long long)st.st_ino);
+	}
+	snprintf(text + n, sizeof(text) - n, "}}\n");
+	snprintf(path, sizeof(path), "%s/cycles/1/cycle.json", S.store);
+	fsbt_write_file(path, text);
+}
+
+/*
+ * The standard scene. Before the cycle: a.txt (mode 0640, owned by
+ * 12345:23456 when we may, old times with nanoseconds) and del.txt (0600).
+ * The cycle, in two tool calls: tc-1 rewrites a.txt through a new file (a
+ * new inode, another mode and owner) and creates new.txt; tc-2 deletes
+ * del.txt. Sealed unless `open`.
+ */
+static void scene(bool open)
+{
+	const char *paths[] = { S.a, S.made, S.del, NULL };
+
+	fsbt_write_file(S.a, A_BEFORE);
+	assert_int_equal(chmod(S.a, 0640), 0);
+	if (geteuid() == 0)
+		assert_int_equal(chown(S.a, OWNER_UID, OWNER_GID), 0);
+	set_times(S.a, 1700000100, 5, 1700000000, 123456789);
+	fsbt_write_file(S.del, D_BEFORE);
+	assert_int_equal(chmod(S.del, 0600), 0);
+	set_times(S.del, 1600000100, 0, 1600000000, 42);
+	assert_int_equal(lstat(S.a, &S.a_before), 0);
+	assert_int_equal(lstat(S.del, &S.del_before), 0);
+	put_object(A_BEFORE, S.a_hex);
+	put_object(D_BEFORE, S.del_hex);
+
+	journal_add("tc-1", "write", S.a, &S.a_before, S.a_hex);
+	journal_add("tc-1", "create", S.made, NULL, NULL);
+	journal_add("tc-2", "delete", S.del, &S.del_before, S.del_hex);
+	journal_write();
+
+	/* What the cycle did. */
+	{
+		char tmp[PATH_MAX * 2 + 8];
+
+		snprintf(tmp, sizeof(tmp), "%s.new", S.a);
+		fsbt_write_file(tmp, A_AFTER);
+		assert_int_equal(chmod(tmp, 0666), 0);
+		assert_int_equal(rename(tmp, S.a), 0);
+	}
+	fsbt_write_file(S.made, "made by the cycle\n");
+	assert_int_equal(unlink(S.del), 0);
+	if (!open)
+		seal(paths);
+}
+
+static int setup(void **state)
+{
+	char tmpl[] = "/tmp/fsb-backup-cli-XXXXXX";
+
+	(void)state;
+	memset(&S, 0, sizeof(S));
+	if (mkdtemp(tmpl) == NULL || realpath(tmpl, S.root) == NULL)
+		return -1;
+	snprintf(S.state, sizeof(S.state), "%s/state", S.root);
+	snprintf(S.store, sizeof(S.store), "%s/sessions/%s/modify_backup", S.state, SESSION);
+	snprintf(S.ws, sizeof(S.ws), "%s/ws", S.root);
+	snprintf(S.a, sizeof(S.a), "%s/a.txt", S.ws);
+	snprintf(S.made, sizeof(S.made), "%s/new.txt", S.ws);
+	snprintf(S.del, sizeof(S.del), "%s/del.txt", S.ws);
+	mkdirs(S.store);
+	mkdirs(S.ws);
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	char cmd[PATH_MAX + 16];
+
+	(void)state;
+	if (getenv("FSBT_KEEP") != NULL)
+		return 0;
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", S.root);
+	return system(cmd) == 0 ? 0 : -1;
+}
+
+static void need_openat2(void)
+{
+	struct open_how how = { .flags = O_PATH, .resolve = RESOLVE_NO_SYMLINKS };
+	long fd = syscall(SYS_openat2, AT_FDCWD, "/", &how, sizeof(how));
+
+	if (fd < 0 && errno == ENOSYS)
+		fsbt_skip("this kernel has no openat2 (Linux 5.6+), which restore needs");
+	if (fd >= 0)
+		close((int)fd);
+}
+
+static char *content(const char *path)
+{
+	char *s = fsbt_read_file(path, NULL);
+
+	assert_non_null(s);
+	return s;
+}
+
+static void assert_content(const char *path, const char *want)
+{
+	char *s = content(path);
+
+	assert_string_equal(s, want);
+	free(s);
+}
+
+/* Nothing of ours left behind in `dir`. */
+static void assert_no_temp_files(const char *dir)
+{
+	DIR *d = opendir(dir);
+	struct dirent *de;
+
+	assert_non_null(d);
+	while ((de = readdir(d)) != NULL)
+		assert_null(strstr(de->d_name, "fsbroker-restore"));
+	closedir(d);
+}
+
+static bool has_line(const char *out, const char *start, const char *path, const char *rest)
+{
+	char want[PATH_MAX * 3];
+
+	snprintf(want, sizeof(want), "%s %s%s", start, path, rest);
+	return strstr(out, want) != NULL;
+}
+
+/* ---- tests ------------------------------------------------------------- */
+
+static void test_restore_last_brings_back_content_mode_times(void **state)
+{
+	struct run r;
+	struct stat st;
+
+	(void)state;
+	need_openat2();
+	scene(false);
+	BACKUP(&r, "restore", "--last");
+	assert_int_equal(r.status, 0);
+	assert_true(has_line(r.out, "restored", S.a, " (content, mode, times"));
+	assert_true(has_line(r.out, "restored", S.del, " (content, mode, times"));
+	assert_true(has_line(r.out, "removed", S.made, " (created by the cycle)"));
+
+	/* Stat first: reading the file could move its atime. */
+	assert_int_equal(lstat(S.a, &st), 0);
+	assert_true(S_ISREG(st.st_mode));
+	assert_int_equal(st.st_mode & 07777, 0640);
+	assert_int_equal(st.st_size, strlen(A_BEFORE));
+	assert_int_equal(st.st_mtim.tv_sec, 1700000000);
+	assert_int_equal(st.st_mtim.tv_nsec, 123456789);
+	assert_int_equal(st.st_atim.tv_sec, 1700000100);
+	assert_int_equal(st.st_atim.tv_nsec, 5);
+	if (geteuid() == 0) {
+		assert_int_equal(st.st_uid, OWNER_UID);
+		assert_int_equal(st.st_gid, OWNER_GID);
+		assert_true(has_line(r.out, "restored", S.a, " (content, mode, times, owner"));
+	}
+	assert_int_equal(lstat(S.del, &st), 0);
+	assert_int_equal(st.st_mode & 07777, 0600);
+	assert_int_equal(st.st_mtim.tv_sec, 1600000000);
+	assert_int_equal(st.st_mtim.tv_nsec, 42);
+	assert_content(S.a, A_BEFORE);
+	assert_content(S.del, D_BEFORE);
+	assert_int_equal(lstat(S.made, &st), -1);
+	assert_int_equal(errno, ENOENT);
+	assert_no_temp_files(S.ws);
+}
+
+static void test_dry_run_changes_nothing(void **state)
+{
+	struct run r;
+	struct stat a0, a1, m;
+
+	(void)state;
+	need_openat2();
+	scene(false);
+	assert_int_equal(lstat(S.a, &a0), 0);
+	BACKUP(&r, "restore", "--last", "--dry-run");
+	assert_int_equal(r.status, 0);
+	assert_true(has_line(r.out, "would restore", S.a, " (content, mode, times)"));
+	assert_true(has_line(r.out, "would restore", S.del, " (content, mode, times)"));
+	assert_true(has_line(r.out, "would remove", S.made, " (created by the cycle)"));
+	assert_int_equal(lstat(S.a, &a1), 0);
+	assert_int_equal(a1.st_ino, a0.st_ino);
+	assert_int_equal(a1.st_mode, a0.st_mode);
+	assert_int_equal(a1.st_mtim.tv_nsec, a0.st_mtim.tv_nsec);
+	assert_int_equal(a1.st_mtim.tv_sec, a0.st_mtim.tv_sec);
+	assert_content(S.a, A_AFTER);
+	assert_int_equal(lstat(S.made, &m), 0);
+	assert_int_equal(access(S.del, F_OK), -1);
+	assert_no_temp_files(S.ws);
+}
+
+static void test_path_edited_after_the_cycle_needs_force(void **state)
+{
+	struct run r;
+	FILE *f;
+
+	(void)state;
+	need_openat2();
+	scene(false);
+	/* Someone edits a.txt after the turn. */
+	f = fopen(S.a, "a");
+	assert_non_null(f);
+	fputs("an edit made after the cycle\n", f);
+	fclose(f);
+
+	BACKUP(&r, "restore", "--last");
+	assert_int_equal(r.status, 1);
+	assert_true(has_line(r.out, "skipped", S.a, ": changed since the cycle ended ("));
+	assert_non_null(strstr(r.out, "use --force"));
+	assert_content(S.a, A_AFTER "an edit made after the cycle\n");
+	/* The other paths are restored all the same. */
+	assert_true(has_line(r.out, "removed", S.made, " (created by the cycle)"));
+	assert_content(S.del, D_BEFORE);
+
+	BACKUP(&r, "restore", "1", S.a, "--force");
+	assert_int_equal(r.status, 0);
+	assert_true(has_line(r.out, "restored", S.a, " (content, mode, times"));
+	assert_non_null(strstr(r.out, "forced"));
+	assert_content(S.a, A_BEFORE);
+}
+
+static void test_corrupted_object_is_refused(void **state)
+{
+	char obj[PATH_MAX * 3], bad[] = A_BEFORE;
+	struct run r;
+
+	(void)state;
+	need_openat2();
+	scene(false);
+	object_path(S.a_hex, obj, sizeof(obj));
+	bad[0] = 'A';	/* same size, one byte off */
+	assert_int_equal(chmod(obj, 0600), 0);
+	fsbt_write_file(obj, bad);
+
+	BACKUP(&r, "restore", "--last", "--dry-run");
+	assert_int_equal(r.status, 1);
+	assert_true(has_line(r.out, "skipped", S.a, ": its backup object"));
+	assert_non_null(strstr(r.out, "is corrupted"));
+
+	BACKUP(&r, "restore", "--last", "--force");
+	assert_int_equal(r.status, 1);
+	assert_true(has_line(r.out, "skipped", S.a, ": its backup object"));
+	assert_content(S.a, A_AFTER);
+	assert_no_temp_files(S.ws);
+	/* The good object of the other file is used. */
+	assert_content(S.del, D_BEFORE);
+}
+
+static void test_symlinked_parent_is_not_followed(void **state)
+{
+	char sub[PATH_MAX * 2 + 8], f[PATH_MAX * 3], made[PATH_MAX * 3], moved[PATH_MAX * 3];
+	char elsewhere[PATH_MAX + 16], victim[PATH_MAX * 2], victim2[PATH_MAX * 2], hex[65];
+	const char *paths[3];
+	struct stat before;
+	struct run r;
+	int n = 0;
+	DIR *d;
+
+	(void)state;
+	need_openat2();
+	snprintf(sub, sizeof(sub), "%s/sub", S.ws);
+	snprintf(f, sizeof(f), "%s/f.txt", sub);
+	snprintf(made, sizeof(made), "%s/made.txt", sub);
+	mkdirs(sub);
+	fsbt_write_file(f, "f before\n");
+	assert_int_equal(lstat(f, &before), 0);
+	put_object("f before\n", hex);
+	journal_add("tc-1", "write", f, &before, hex);
+	journal_add("tc-1", "create", made, NULL, NULL);
+	journal_write();
+	fsbt_write_file(f, "f after\n");
+	fsbt_write_file(made, "made\n");
+	paths[0] = f;
+	paths[1] = made;
+	paths[2] = NULL;
+	seal(paths);
+
+	/* After the cycle, sub/ is replaced by a symlink to another directory
+	 * that holds files of the same names. */
+	snprintf(moved, sizeof(moved), "%s/sub.moved", S.ws);
+	assert_int_equal(rename(sub, moved), 0);
+	snprintf(elsewhere, sizeof(elsewhere), "%s/elsewhere", S.root);
+	mkdirs(elsewhere);
+	snprintf(victim, sizeof(victim), "%s/f.txt", elsewhere);
+	snprintf(victim2, sizeof(victim2), "%s/made.txt", elsewhere);
+	fsbt_write_file(victim, "victim\n");
+	fsbt_write_file(victim2, "victim 2\n");
+	assert_int_equal(symlink(elsewhere, sub), 0);
+
+	/* Even --force does not walk through it. */
+	BACKUP(&r, "restore", "--last", "--force");
+	assert_int_equal(r.status, 1);
+	assert_true(has_line(r.out, "skipped", f, ": a directory on the way to it is a symlink"));
+	assert_true(has_line(r.out, "skipped", made, ": a directory on the way to it is a symlink"));
+	assert_content(victim, "victim\n");
+	assert_content(victim2, "victim 2\n");
+	d = opendir(elsewhere);
+	assert_non_null(d);
+	while (readdir(d) != NULL)
+		n++;
+	closedir(d);
+	assert_int_equal(n, 4);	/* ".", "..", f.txt, made.txt: nothing written there */
+	assert_int_equal(lstat(sub, &before), 0);
+	assert_true(S_ISLNK(before.st_mode));
+}
+
+static void test_directories_removed_deepest_first_recreated_parents_first(void **state)
+{
+	char newdir[PATH_MAX * 2 + 8], newx[PATH_MAX * 3], olddir[PATH_MAX * 2 + 8];
+	char oldy[PATH_MAX * 3], full[PATH_MAX * 2 + 8], fullz[PATH_MAX * 3], hex[65];
+	const char *paths[6];
+	struct stat dir_before, y_before, st;
+	struct run r;
+	char *at_newx, *at_newdir, *at_olddir, *at_oldy;
+
+	(void)state;
+	need_openat2();
+	snprintf(newdir, sizeof(newdir), "%s/newdir", S.ws);
+	snprintf(newx, sizeof(newx), "%s/x", newdir);
+	snprintf(olddir, sizeof(olddir), "%s/olddir", S.ws);
+	snprintf(oldy, sizeof(oldy), "%s/y", olddir);
+	snprintf(full, sizeof(full), "%s/full", S.ws);
+	snprintf(fullz, sizeof(fullz), "%s/z", full);
+	mkdirs(olddir);
+	fsbt_write_file(oldy, "y before\n");
+	assert_int_equal(chmod(oldy, 0604), 0);
+	set_times(oldy, 1500000000, 1, 1500000000, 2);
+	assert_int_equal(chmod(olddir, 0750), 0);
+	set_times(olddir, 1400000000, 3, 1400000000, 4);
+	assert_int_equal(lstat(olddir, &dir_before), 0);
+	assert_int_equal(lstat(oldy, &y_before), 0);
+	put_object("y before\n", hex);
+
+	/* The cycle: mkdir newdir, create newdir/x, rm -r olddir, mkdir full
+	 * (into which someone else puts a file the journal never saw). */
+	journal_add("tc-1", "mkdir", newdir, NULL, NULL);
+	journal_add("tc-1", "create", newx, NULL, NULL);
+	journal_add("tc-2", "delete", oldy, &y_before, hex);
+	journal_add("tc-2", "delete", olddir, &dir_before, NULL);
+	journal_add("tc-2", "mkdir", full, NULL, NULL);
+	journal_write();
+	mkdirs(newdir);
+	fsbt_write_file(newx, "x\n");
+	assert_int_equal(unlink(oldy), 0);
+	assert_int_equal(rmdir(olddir), 0);
+	mkdirs(full);
+	fsbt_write_file(fullz, "z\n");
+	paths[0] = newdir;
+	paths[1] = newx;
+	paths[2] = oldy;
+	paths[3] = olddir;
+	paths[4] = full;
+	paths[5] = NULL;
+	seal(paths);
+
+	BACKUP(&r, "restore", "--last");
+	assert_int_equal(r.status, 1);	/* full/ is not empty */
+	assert_true(has_line(r.out, "skipped", full, ": a directory the cycle created, not empty"));
+	assert_int_equal(access(fullz, F_OK), 0);
+	assert_true(has_line(r.out, "removed", newx, " (created by the cycle)"));
+	assert_true(has_line(r.out, "removed", newdir, " (a directory created by the cycle)"));
+	assert_true(has_line(r.out, "restored", olddir, " (directory, mode, times"));
+	assert_true(has_line(r.out, "restored", oldy, " (content, mode, times"));
+	/* Deepest first for removals, parents first for the rest. */
+	at_newx = strstr(r.out, newx);
+	at_newdir = strstr(r.out, newdir);
+	while (at_newdir != NULL && at_newdir[strlen(newdir)] == '/')
+		at_newdir = strstr(at_newdir + 1, newdir);
+	at_olddir = strstr(r.out, olddir);
+	while (at_olddir != NULL && at_olddir[strlen(olddir)] == '/')
+		at_olddir = strstr(at_olddir + 1, olddir);
+	at_oldy = strstr(r.out, oldy);
+	assert_non_null(at_newdir);
+	assert_non_null(at_olddir);
+	assert_true(at_newx < at_newdir);
+	assert_true(at_olddir < at_oldy);
+
+	assert_int_equal(access(newdir, F_OK), -1);
+	assert_int_equal(lstat(olddir, &st), 0);
+	assert_true(S_ISDIR(st.st_mode));
+	assert_int_equal(st.st_mode & 07777, 0750);
+	/* Set after y was put back inside it. */
+	assert_int_equal(st.st_mtim.tv_sec, 1400000000);
+	assert_int_equal(st.st_mtim.tv_nsec, 4);
+	assert_int_equal(lstat(oldy, &st), 0);
+	assert_int_equal(st.st_mode & 07777, 0604);
+	assert_int_equal(st.st_mtim.tv_nsec, 2);
+	assert_content(oldy, "y before\n");
+}
+
+static void test_file_without_backup_is_not_restorable(void **state)
+{
+	char big[PATH_MAX * 2 + 8];
+	struct stat before;
+	struct run r;
+	const char *paths[2];
+
+	(void)state;
+	need_openat2();
+	snprintf(big, sizeof(big), "%s/big.bin", S.ws);
+	fsbt_write_file(big, "pretend this is 5 GB\n");
+	assert_int_equal(lstat(big, &before), 0);
+	journal_add("tc-1", "write", big, &before, "too-large");
+	journal_write();
+	fsbt_write_file(big, "overwritten\n");
+	paths[0] = big;
+	paths[1] = NULL;
+	seal(paths);
+	BACKUP(&r, "restore", "--last", "--force");
+	assert_int_equal(r.status, 1);
+	assert_true(has_line(r.out, "skipped", big,
+			     ": not restorable: no backup was taken (too large)"));
+	assert_content(big, "overwritten\n");
+	BACKUP(&r, "show", "--last");
+	assert_non_null(strstr(r.out, "skipped too-large"));
+}
+
+static void test_symlink_is_recreated_with_its_target(void **state)
+{
+	char link[PATH_MAX * 2 + 8], target[PATH_MAX];
+	const char *paths[2];
+	struct stat st;
+	struct run r;
+	ssize_t n;
+	size_t len = strlen(S.journal);
+
+	(void)state;
+	need_openat2();
+	snprintf(link, sizeof(link), "%s/link", S.ws);
+	assert_int_equal(symlink("some/where\001odd", link), 0);
+	assert_int_equal(lstat(link, &st), 0);
+	snprintf(S.journal + len, sizeof(S.journal) - len,
+		 "{\"seq\":1,\"time\":\"2026-11-29T20:01:01.000Z\",\"toolCallId\":\"tc-1\","
+		 "\"traceId\":\"\",\"op\":\"delete\",\"flags\":0,\"path\":\"%s\","
+		 "\"resolved\":\"%s\",\"prior\":{\"exists\":true,\"type\":\"symlink\","
+		 "\"dev\":1,\"ino\":%llu,\"nlink\":1,\"mode\":511,\"uid\":%u,\"gid\":%u,"
+		 "\"size\":%lld,\"atime\":[1300000000,1],\"mtime\":[1300000000,2],"
+		 "\"target\":\"some/where\\u0001odd\"},\"ok\":true}\n",
+		 link, link, (unsigned long long)st.st_ino, st.st_uid, st.st_gid,
+		 (long long)st.st_size);
+	journal_write();
+	assert_int_equal(unlink(link), 0);
+	paths[0] = link;
+	paths[1] = NULL;
+	seal(paths);
+
+	BACKUP(&r, "restore", "--last");
+	assert_int_equal(r.status, 0);
+	assert_true(has_line(r.out, "restored", link, " (symlink, target, times)"));
+	assert_int_equal(lstat(link, &st), 0);
+	assert_true(S_ISLNK(st.st_mode));
+	assert_int_equal(st.st_mtim.tv_sec, 1300000000);
+	assert_int_equal(st.st_mtim.tv_nsec, 2);
+	n = readlink(link, target, sizeof(target) - 1);
+	assert_true(n > 0);
+	target[n] = '\0';
+	assert_string_equal(target, "some/where\001odd");
+	assert_no_temp_files(S.ws);
+}
+
+static void test_open_cycle_needs_force(void **state)
+{
+	struct run r;
+
+	(void)state;
+	need_openat2();
+	scene(true);
+	BACKUP(&r, "restore", "--last");
+	assert_int_equal(r.status, 1);
+	assert_non_null(strstr(r.err, "cycle 1 is still open"));
+	assert_content(S.a, A_AFTER);
+	assert_int_equal(access(S.made, F_OK), 0);
+
+	BACKUP(&r, "restore", "--last", "--force");
+	assert_int_equal(r.status, 0);
+	assert_non_null(strstr(r.out, "Cycle 1 is still open"));
+	assert_content(S.a, A_BEFORE);
+	assert_int_equal(access(S.made, F_OK), -1);
+}
+
+static void test_tool_call_restores_only_its_paths(void **state)
+{
+	struct run r;
+
+	(void)state;
+	need_openat2();
+	scene(false);
+	BACKUP(&r, "restore", "--last", "--tool-call", "tc-2");
+	assert_int_equal(r.status, 0);
+	assert_true(has_line(r.out, "restored", S.del, " (content, mode, times"));
+	assert_null(strstr(r.out, S.a));
+	assert_content(S.del, D_BEFORE);
+	assert_content(S.a, A_AFTER);
+	assert_int_equal(access(S.made, F_OK), 0);
+
+	BACKUP(&r, "restore", "--last", "--tool-call", "tc-2", "--json");
+	assert_int_equal(r.status, 1);	/* now changed since the cycle */
+	{
+		cJSON *arr = cJSON_Parse(r.out), *o;
+
+		assert_non_null(arr);
+		assert_int_equal(cJSON_GetArraySize(arr), 1);
+		o = cJSON_GetArrayItem(arr, 0);
+		assert_string_equal(fsbt_str(o, "path"), S.del);
+		assert_string_equal(fsbt_str(o, "result"), "skipped");
+		assert_non_null(strstr(fsbt_str(o, "detail"), "it was created since"));
+		cJSON_Delete(arr);
+	}
+
+	BACKUP(&r, "restore", "--last", "--tool-call", "tc-none");
+	assert_int_equal(r.status, 2);
+	assert_non_null(strstr(r.err, "tool call 'tc-none' touched nothing in cycle 1"));
+}
+
+static void test_named_path_only_and_unknown_path(void **state)
+{
+	char other[PATH_MAX * 2 + 16];
+	struct run r;
+
+	(void)state;
+	need_openat2();
+	scene(false);
+	snprintf(other, sizeof(other), "%s/untouched.txt", S.ws);
+	BACKUP(&r, "restore", "1", S.made, other);
+	assert_int_equal(r.status, 1);	/* the untouched path was asked for */
+	assert_true(has_line(r.out, "removed", S.made, " (created by the cycle)"));
+	assert_true(has_line(r.out, "skipped", other, ": the cycle did not touch it"));
+	assert_content(S.a, A_AFTER);
+	assert_int_equal(access(S.del, F_OK), -1);
+}
+
+static void test_list_json_parses_and_text_lists(void **state)
+{
+	struct run r;
+	cJSON *arr, *c;
+
+	(void)state;
+	scene(false);
+	BACKUP(&r, "list", "--json");
+	assert_int_equal(r.status, 0);
+	arr = cJSON_Parse(r.out);
+	assert_non_null(arr);
+	assert_true(cJSON_IsArray(arr));
+	assert_int_equal(cJSON_GetArraySize(arr), 1);
+	c = cJSON_GetArrayItem(arr, 0);
+	assert_int_equal(fsbt_num(c, "cycle"), 1);
+	assert_string_equal(fsbt_str(c, "state"), "sealed");
+	assert_string_equal(fsbt_str(c, "message"), "npm install");
+	assert_string_equal(fsbt_str(c, "opened"), "2026-11-29T20:01:02.003Z");
+	assert_string_equal(fsbt_str(c, "sealed"), "2026-11-29T20:03:04.005Z");
+	assert_int_equal(fsbt_num(c, "paths"), 3);
+	assert_int_equal(fsbt_num(c, "objects"), 2);
+	cJSON_Delete(arr);
+
+	BACKUP(&r, "list");
+	assert_int_equal(r.status, 0);
+	assert_non_null(strstr(r.out, "CYCLE  STATE"));
+	assert_non_null(strstr(r.out, "    1  sealed     2026-11-29 20:01:02  2026-11-29 20:03:04"
+				      "      3        2  npm install\n"));
+}
+
+static void test_show_lists_paths_and_reports_bad_lines(void **state)
+{
+	char path[PATH_MAX * 3], want[PATH_MAX * 3];
+	struct run r;
+	FILE *f;
+
+	(void)state;
+	scene(false);
+	BACKUP(&r, "show", "--last");
+	assert_int_equal(r.status, 0);
+	assert_non_null(strstr(r.out, "cycle 1 (sealed)"));
+	assert_non_null(strstr(r.out, "message: npm install"));
+	snprintf(want, sizeof(want), "write   tc-1       modified (%zu bytes)", strlen(A_BEFORE));
+	assert_non_null(strstr(r.out, want));
+	assert_non_null(strstr(r.out, "create  tc-1       created"));
+	snprintf(want, sizeof(want), "deleted (%zu bytes)", strlen(D_BEFORE));
+	assert_non_null(strstr(r.out, want));
+
+	/* A malformed line is named by file and line, and the rest still shows. */
+	snprintf(path, sizeof(path), "%s/cycles/1/journal.jsonl", S.store);
+	f = fopen(path, "a");
+	assert_non_null(f);
+	fputs("{\"seq\": 4, \"op\": \"write\"\n", f);
+	fclose(f);
+	BACKUP(&r, "show", "1", "--json");
+	assert_int_equal(r.status, 0);
+	snprintf(want, sizeof(want), "%s:4: malformed journal line skipped", path);
+	assert_non_null(strstr(r.err, want));
+	{
+		cJSON *o = cJSON_Parse(r.out);
+
+		assert_non_null(o);
+		assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(o, "paths")), 3);
+		assert_int_equal(fsbt_num(o, "malformedLines"), 1);
+		cJSON_Delete(o);
+	}
+}
+
+static void test_empty_and_missing_sessions_say_so(void **state)
+{
+	char dir[PATH_MAX * 2];
+	struct run r;
+
+	(void)state;
+	/* The session exists and has a store, but no cycle yet. */
+	BACKUP(&r, "list");
+	assert_int_equal(r.status, 0);
+	assert_non_null(strstr(r.out, "Session s1 has no backup cycles yet"));
+	BACKUP(&r, "list", "--json");
+	assert_int_equal(r.status, 0);
+	assert_non_null(strstr(r.out, "[]"));
+	BACKUP(&r, "restore", "--last");
+	assert_int_equal(r.status, 2);
+	assert_non_null(strstr(r.err, "has no backup cycles yet"));
+
+	run_fsbroker(&r, (const char *const[]){ "backup", "list", "--state-dir", S.state,
+						"--session", "nosuch", NULL });
+	assert_int_equal(r.status, 2);
+	assert_non_null(strstr(r.err, "there is no session 'nosuch'"));
+
+	/* The one session is found without --session; two need it. */
+	run_fsbroker(&r, (const char *const[]){ "backup", "list", "--state-dir", S.state, NULL });
+	assert_int_equal(r.status, 0);
+	assert_non_null(strstr(r.out, "Session s1 has no backup cycles yet"));
+	snprintf(dir, sizeof(dir), "%s/sessions/s2", S.state);
+	mkdirs(dir);
+	run_fsbroker(&r, (const char *const[]){ "backup", "list", "--state-dir", S.state, NULL });
+	assert_int_equal(r.status, 2);
+	assert_non_null(strstr(r.err, "holds 2 sessions; name one with --session: s1, s2"));
+}
+
+static void test_usage_errors_exit_2(void **state)
+{
+	struct run r;
+
+	(void)state;
+	scene(false);
+	BACKUP(&r, "restore");
+	assert_int_equal(r.status, 2);
+	BACKUP(&r, "show", "x1");
+	assert_int_equal(r.status, 2);
+	assert_non_null(strstr(r.err, "'x1' is not a cycle number"));
+	BACKUP(&r, "show", "7");
+	assert_int_equal(r.status, 2);
+	assert_non_null(strstr(r.err, "there is no cycle 7"));
+	BACKUP(&r, "list", "--bogus");
+	assert_int_equal(r.status, 2);
+	assert_non_null(strstr(r.err, "unknown option '--bogus'"));
+	BACKUP(&r, "list", "--force");
+	assert_int_equal(r.status, 2);
+	BACKUP(&r, "frobnicate");
+	assert_int_equal(r.status, 2);
+	assert_non_null(strstr(r.err, "unknown subcommand 'frobnicate'"));
+}
+
+int main(void)
+{
+#define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
+	const struct CMUnitTest tests[] = {
+		T(test_restore_last_brings_back_content_mode_times),
+		T(test_dry_run_changes_nothing),
+		T(test_path_edited_after_the_cycle_needs_force),
+		T(test_corrupted_object_is_refused),
+		T(test_symlinked_parent_is_not_followed),
+		T(test_directories_removed_deepest_first_recreated_parents_first),
+		T(test_file_without_backup_is_not_restorable),
+		T(test_symlink_is_recreated_with_its_target),
+		T(test_open_cycle_needs_force),
+		T(test_tool_call_restores_only_its_paths),
+		T(test_named_path_only_and_unknown_path),
+		T(test_list_json_parses_and_text_lists),
+		T(test_show_lists_paths_and_reports_bad_lines),
+		T(test_empty_and_missing_sessions_say_so),
+		T(test_usage_errors_exit_2),
+	};
+#undef T
+
+	return fsbt_run_group(tests, NULL, NULL);
+}

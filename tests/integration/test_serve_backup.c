@@ -1,0 +1,291 @@
+/*
+ * test_serve_backup.c — backups through the real core: a write grant saves
+ * the file it hands out before anything can change it, a failed backup
+ * leaves the file untouched, and CommitModifyBackup seals the cycle.
+ */
+#include "harness.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "audit.h"
+
+#define REPLY 8192
+
+static void store_dir(const struct fsbt_core *c, char *out, size_t len)
+{
+	snprintf(out, len, "%s/sessions/%s/modify_backup", c->state, c->session);
+}
+
+/* The content of the object named `hex` in the core's store. */
+static char *object_content(const struct fsbt_core *c, const char *hex)
+{
+	char dir[PATH_MAX], path[PATH_MAX * 2];
+
+	store_dir(c, dir, sizeof(dir));
+	snprintf(path, sizeof(path), "%s/objects/%.2s/%s", dir, hex, hex);
+	return fsbt_read_file(path, NULL);
+}
+
+/* The n-th line (1-based) of cycle `cycle`'s journal, parsed. */
+static cJSON *journal_line(const struct fsbt_core *c, int cycle, int n)
+{
+	char dir[PATH_MAX], path[PATH_MAX * 2];
+	char *text, *line, *save = NULL;
+	cJSON *j = NULL;
+
+	store_dir(c, dir, sizeof(dir));
+	snprintf(path, sizeof(path), "%s/cycles/%d/journal.jsonl", dir, cycle);
+	text = fsbt_read_file(path, NULL);
+	if (text == NULL)
+		return NULL;
+	line = strtok_r(text, "\n", &save);
+	for (int i = 1; line != NULL && i < n; i++)
+		line = strtok_r(NULL, "\n", &save);
+	if (line != NULL)
+		j = cJSON_Parse(line);
+	free(text);
+	return j;
+}
+
+static void grant(struct fsbt_core *c, int fd, const char *path, const char *spec,
+		  char *reply, int *got)
+{
+	char line[PATH_MAX + 256];
+
+	fsbt_text_req(line, sizeof(line), FSBT_WRITE, path, c->session, spec);
+	assert_true(fsbt_request(fd, line, reply, REPLY, got) > 0);
+}
+
+static void write_grant_saves_the_file_before_truncating_it(void **state)
+{
+	struct fsbt_core *c = *state;
+	char reply[REPLY], path[PATH_MAX + 16];
+	int fd = fsbt_connect(c), got = -1;
+	cJSON *j, *prior;
+	char *saved, *now;
+
+	snprintf(path, sizeof(path), "%s/notes.md", c->ws);
+	fsbt_write_file(path, "the original text\n");
+	grant(c, fd, path, FSBT_OPEN_WRITE, reply, &got);
+	assert_string_equal(reply, "FD");
+	assert_true(got >= 0);
+	assert_int_equal(write(got, "new\n", 4), 4);
+	close(got);
+	now = fsbt_read_file(path, NULL);
+	assert_string_equal(now, "new\n");
+	free(now);
+
+	j = journal_line(c, 1, 1);
+	assert_non_null(j);
+	assert_string_equal(fsbt_str(j, "resolved"), path);
+	assert_string_equal(fsbt_str(j, "op"), "write");
+	prior = cJSON_GetObjectItem(j, "prior");
+	assert_true(cJSON_IsTrue(cJSON_GetObjectItem(prior, "exists")));
+	assert_int_equal((int)fsbt_num(prior, "size"), 18);
+	saved = object_content(c, fsbt_str(prior, "object"));
+	assert_non_null(saved);
+	assert_string_equal(saved, "the original text\n");
+	free(saved);
+	cJSON_Delete(j);
+	fsbt_close(fd);
+}
+
+static void creating_a_new_file_takes_no_backup(void **state)
+{
+	struct fsbt_core *c = *state;
+	char reply[REPLY], path[PATH_MAX + 16];
+	int fd = fsbt_connect(c), got = -1;
+	cJSON *j;
+
+	snprintf(path, sizeof(path), "%s/fresh.txt", c->ws);
+	grant(c, fd, path, FSBT_OPEN_WRITE, reply, &got);
+	assert_string_equal(reply, "FD");
+	close(got);
+	/* A create changes no existing file: there is nothing to save. */
+	j = journal_line(c, 1, 1);
+	assert_null(j);
+	fsbt_close(fd);
+}
+
+static void too_large_file_is_refused_and_left_untouched(void **state)
+{
+	struct fsbt_core *c = *state;
+	char reply[REPLY], path[PATH_MAX + 16];
+	size_t big = 2u << 20, len = 0;
+	char *data = malloc(big + 1), *after;
+	int fd = fsbt_connect(c), got = -1;
+	cJSON *r;
+
+	memset(data, 'z', big);
+	data[big] = '\0';
+	snprintf(path, sizeof(path), "%s/big.bin", c->ws);
+	fsbt_write_file(path, data);
+	r = fsbt_control_cmd(c, "EnableModifyBackup", "\"enabled\":true,\"fileBackupMaxSizeMB\":1");
+	assert_true(fsbt_ok(r));
+	cJSON_Delete(r);
+	grant(c, fd, path, FSBT_OPEN_WRITE, reply, &got);
+	if (fsbt_starts(reply, "FD")) {
+		/* A reflink costs no space, so no limit applies (DESIGN §6.2). */
+		close(got);
+		free(data);
+		fsbt_close(fd);
+		fsbt_skip("the workspace's filesystem makes reflinks: the size limit does not apply");
+	}
+	assert_int_equal(got, -1);
+	assert_true(fsbt_starts(reply, "DENY EFBIG"));
+	after = fsbt_read_file(path, &len);
+	assert_int_equal(len, big);
+	assert_memory_equal(after, data, big);
+	free(after);
+	free(data);
+	fsbt_close(fd);
+}
+
+static void disabled_backup_takes_no_copy(void **state)
+{
+	struct fsbt_core *c = *state;
+	char reply[REPLY], path[PATH_MAX + 16];
+	int fd = fsbt_connect(c), got = -1;
+	cJSON *r;
+
+	r = fsbt_control_cmd(c, "EnableModifyBackup", "\"enabled\":false");
+	assert_true(fsbt_ok(r));
+	cJSON_Delete(r);
+	snprintf(path, sizeof(path), "%s/plain.txt", c->ws);
+	fsbt_write_file(path, "x\n");
+	grant(c, fd, path, FSBT_OPEN_WRITE, reply, &got);
+	assert_string_equal(reply, "FD");
+	close(got);
+	assert_null(journal_line(c, 1, 1));
+	fsbt_close(fd);
+}
+
+static void commit_seals_the_cycle_with_the_audit_head(void **state)
+{
+	struct fsbt_core *c = *state;
+	char reply[REPLY], path[PATH_MAX + 16], dir[PATH_MAX], cyc[PATH_MAX * 2];
+	char audit[PATH_MAX * 2];
+	int fd = fsbt_connect(c), got = -1, status;
+	cJSON *r, *sealed;
+	char *text, *out = NULL;
+
+	snprintf(path, sizeof(path), "%s/a.c", c->ws);
+	fsbt_write_file(path, "int a;\n");
+	grant(c, fd, path, FSBT_OPEN_WRITE, reply, &got);
+	assert_string_equal(reply, "FD");
+	close(got);
+	r = fsbt_control_cmd(c, "CommitModifyBackup", "\"commitMsg\":\"turn one\"");
+	assert_true(fsbt_ok(r));
+	assert_int_equal((int)fsbt_num(r, "cycle"), 1);
+	cJSON_Delete(r);
+
+	store_dir(c, dir, sizeof(dir));
+	snprintf(cyc, sizeof(cyc), "%s/cycles/1/cycle.json", dir);
+	text = fsbt_read_file(cyc, NULL);
+	assert_non_null(text);
+	sealed = cJSON_Parse(text);
+	free(text);
+	assert_string_equal(fsbt_str(sealed, "message"), "turn one");
+	assert_int_equal((int)strlen(fsbt_str(sealed, "auditHead")), 64);
+	assert_non_null(cJSON_GetObjectItem(cJSON_GetObjectItem(sealed, "paths"), path));
+
+	/* The head the cycle recorded is a line of the audit log. */
+	snprintf(audit, sizeof(audit), "%s/audit/%s.jsonl", c->state, c->session);
+	status = fsbt_run((char *[]){ (char *)fsbt_binary(), "audit", "verify", audit, "--head",
+				      (char *)fsbt_str(sealed, "auditHead"), NULL }, &out);
+	assert_int_equal(status, 0);
+	free(out);
+	cJSON_Delete(sealed);
+
+	/* Nothing new since: nothing to seal. */
+	r = fsbt_control_cmd(c, "CommitModifyBackup", "\"commitMsg\":\"empty\"");
+	assert_true(fsbt_ok(r));
+	assert_int_equal((int)fsbt_num(r, "cycle"), 0);
+	cJSON_Delete(r);
+	fsbt_close(fd);
+}
+
+static void host_modify_backup_saves_the_file(void **state)
+{
+	struct fsbt_core *c = *state;
+	char path[PATH_MAX + 16];
+	cJSON *r, *j;
+	char *saved;
+
+	snprintf(path, sizeof(path), "%s/edit.txt", c->ws);
+	fsbt_write_file(path, "before the edit\n");
+	r = fsbt_control_cmd(c, "ModifyBackup", "\"path\":\"%s\",\"toolCallId\":\"edit-1\"", path);
+	assert_true(fsbt_ok(r));
+	assert_true(cJSON_IsTrue(cJSON_GetObjectItem(r, "backedUp")));
+	cJSON_Delete(r);
+	j = journal_line(c, 1, 1);
+	assert_non_null(j);
+	assert_string_equal(fsbt_str(j, "toolCallId"), "edit-1");
+	saved = object_content(c, fsbt_str(cJSON_GetObjectItem(j, "prior"), "object"));
+	assert_string_equal(saved, "before the edit\n");
+	free(saved);
+	cJSON_Delete(j);
+
+	/* A denied path is not backed up, and says which rule. */
+	snprintf(path, sizeof(path), "%s/.ssh/id_ed25519", c->home);
+	r = fsbt_control_cmd(c, "ModifyBackup", "\"path\":\"%s\"", path);
+	assert_false(fsbt_ok(r));
+	assert_non_null(strstr(fsbt_str(r, "rule"), ".ssh"));
+	cJSON_Delete(r);
+}
+
+static void cycle_left_open_by_a_crash_is_sealed_as_recovered(void **state)
+{
+	struct fsbt_core *c = *state;
+	char reply[REPLY], path[PATH_MAX + 16], dir[PATH_MAX], cyc[PATH_MAX * 2];
+	int fd = fsbt_connect(c), got = -1;
+	cJSON *sealed;
+	char *text;
+
+	snprintf(path, sizeof(path), "%s/b.c", c->ws);
+	fsbt_write_file(path, "int b;\n");
+	grant(c, fd, path, FSBT_OPEN_WRITE, reply, &got);
+	assert_string_equal(reply, "FD");
+	close(got);
+	fsbt_close(fd);
+	kill(c->pid, SIGKILL);
+	assert_int_equal(fsbt_core_wait_exit(c, FSBT_TIMEOUT_MS), 0);
+	close(c->ctl_in);
+	close(c->ctl_out);
+	c->ctl_in = c->ctl_out = -1;
+	fsbt_core_start(c);
+
+	store_dir(c, dir, sizeof(dir));
+	snprintf(cyc, sizeof(cyc), "%s/cycles/1/cycle.json", dir);
+	text = fsbt_read_file(cyc, NULL);
+	assert_non_null(text);
+	sealed = cJSON_Parse(text);
+	free(text);
+	assert_true(cJSON_IsTrue(cJSON_GetObjectItem(sealed, "recovered")));
+	assert_non_null(cJSON_GetObjectItem(cJSON_GetObjectItem(sealed, "paths"), path));
+	cJSON_Delete(sealed);
+}
+
+int main(void)
+{
+#define T(fn) cmocka_unit_test_setup_teardown(fn, fsbt_setup_core, fsbt_teardown_core)
+	const struct CMUnitTest tests[] = {
+		T(write_grant_saves_the_file_before_truncating_it),
+		T(creating_a_new_file_takes_no_backup),
+		T(too_large_file_is_refused_and_left_untouched),
+		T(disabled_backup_takes_no_copy),
+		T(commit_seals_the_cycle_with_the_audit_head),
+		T(host_modify_backup_saves_the_file),
+		T(cycle_left_open_by_a_crash_is_sealed_as_recovered),
+	};
+
+	return fsbt_run_group(tests, NULL, NULL);
+}

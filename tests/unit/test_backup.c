@@ -1,0 +1,1229 @@
+/*
+ * test_backup.c — the backup store: objects (content, name, mode, dedup),
+ * journal lines and their prior states, reuse within a cycle, the size limit,
+ * sealing, recovery after a crash, a full disk, and the caller's fd offset.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <inttypes.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <linux/audit.h>
+#include <linux/filter.h>
+#include <linux/fs.h>
+#include <linux/seccomp.h>
+#include <sys/ioctl.h>
+#include <sys/mount.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <openssl/evp.h>
+#include <cJSON.h>
+
+#include "unit.h"
+#include "backup.h"
+
+#define SESSION "sess-1"
+#define PATHBUF 512
+
+struct fixture {
+	char dir[128];		/* the test's temp dir, under $TMPDIR or /tmp */
+	char state[160];	/* <dir>/state: the state dir */
+	char store[224];	/* …/modify_backup */
+	char mnt[160];		/* a tmpfs mounted by the test, or "" */
+	char shm[64];		/* a file made in /dev/shm, or "" */
+	struct fsb_store *s;
+};
+
+static int rm_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+	(void)st;
+	(void)flag;
+	(void)ftw;
+	remove(path);
+	return 0;
+}
+
+static int setup(void **state)
+{
+	struct fixture *f = calloc(1, sizeof(*f));
+	const char *tmp = getenv("TMPDIR");
+
+	if (f == NULL)
+		return -1;
+	/* TMPDIR lets the suite run on a filesystem with reflinks. */
+	if (tmp == NULL || tmp[0] == '\0' || strlen(tmp) > 80)
+		tmp = "/tmp";
+	snprintf(f->dir, sizeof(f->dir), "%s/fsb-backup-XXXXXX", tmp);
+	if (mkdtemp(f->dir) == NULL) {
+		free(f);
+		return -1;
+	}
+	snprintf(f->state, sizeof(f->state), "%s/state", f->dir);
+	snprintf(f->store, sizeof(f->store), "%s/sessions/" SESSION "/modify_backup", f->state);
+	*state = f;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	struct fixture *f = *state;
+
+	fsb_store_close(f->s);
+	if (f->mnt[0] != '\0')
+		umount2(f->mnt, MNT_DETACH);
+	if (f->shm[0] != '\0')
+		unlink(f->shm);
+	nftw(f->dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+	free(f);
+	return 0;
+}
+
+static void open_store(struct fixture *f)
+{
+	char err[256] = "";
+	int rc = fsb_store_open(f->state, SESSION, &f->s, err, sizeof(err));
+
+	if (rc != 0)
+		fail_msg("fsb_store_open: %d %s", rc, err);
+}
+
+/* The test's own SHA-256, straight from EVP. */
+static void ref_sha256(const void *data, size_t len, char out[65])
+{
+	unsigned char md[EVP_MAX_MD_SIZE];
+	unsigned int mdlen = 0;
+
+	assert_int_equal(EVP_Digest(data, len, md, &mdlen, EVP_sha256(), NULL), 1);
+	assert_int_equal(mdlen, 32);
+	for (unsigned int i = 0; i < mdlen; i++)
+		sprintf(out + 2 * i, "%02x", md[i]);
+}
+
+static char *slurp(const char *path, size_t *len)
+{
+	struct stat st;
+	char *buf;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	ssize_t n;
+
+	assert_true(fd >= 0);
+	assert_int_equal(fstat(fd, &st), 0);
+	buf = malloc((size_t)st.st_size + 1);
+	assert_non_null(buf);
+	n = read(fd, buf, (size_t)st.st_size);
+	assert_int_equal(n, st.st_size);
+	buf[n] = '\0';
+	close(fd);
+	*len = (size_t)n;
+	return buf;
+}
+
+/* A file of `size` bytes of a pattern that differs with `seed`. */
+static char *make_file(const char *path, size_t size, unsigned seed)
+{
+	char *buf = malloc(size + 1);
+	uint32_t x = seed * 2654435761u + 1;
+	int fd;
+
+	assert_non_null(buf);
+	for (size_t i = 0; i < size; i++) {
+		x = x * 1103515245u + 12345u;
+		buf[i] = (char)(x >> 16);
+	}
+	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, buf, size), (ssize_t)size);
+	close(fd);
+	return buf;
+}
+
+static void src_path(const struct fixture *f, const char *name, char out[PATHBUF])
+{
+	snprintf(out, PATHBUF, "%s/%s", f->dir, name);
+}
+
+static void req_for(struct fsb_backup_req *r, const char *path, const struct stat *st, int fd)
+{
+	memset(r, 0, sizeof(*r));
+	r->tool_call = "call-7";
+	r->trace = "trace-9";
+	r->op = "write";
+	r->flags = O_RDWR;
+	r->path = path;
+	r->resolved = path;
+	r->prior = st;
+	r->fd = fd;
+}
+
+/* Open `path`, lstat it and back it up with `r` filled in by req_for. */
+static int backup_path(struct fixture *f, const char *path, struct fsb_backup_result *res)
+{
+	struct fsb_backup_req r;
+	struct stat st;
+	int fd, rc;
+
+	assert_int_equal(lstat(path, &st), 0);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	assert_true(fd >= 0);
+	req_for(&r, path, &st, fd);
+	rc = fsb_store_record(f->s, &r, res);
+	close(fd);
+	return rc;
+}
+
+static void object_path(const struct fixture *f, const char *hex, char out[PATHBUF])
+{
+	snprintf(out, PATHBUF, "%s/objects/%.2s/%s", f->store, hex, hex);
+}
+
+/* Objects under objects/<hh>/, and temporary files left in objects/. */
+static int count_objects(const struct fixture *f, int *tmps)
+{
+	char path[PATHBUF];
+	struct dirent *de, *de2;
+	int n = 0;
+	DIR *d, *d2;
+
+	snprintf(path, sizeof(path), "%s/objects", f->store);
+	d = opendir(path);
+	assert_non_null(d);
+	if (tmps != NULL)
+		*tmps = 0;
+	while ((de = readdir(d)) != NULL) {
+		if (de->d_name[0] == '.') {
+			if (tmps != NULL && strncmp(de->d_name, ".tmp-", 5) == 0)
+				(*tmps)++;
+			continue;
+		}
+		snprintf(path, sizeof(path), "%s/objects/%s", f->store, de->d_name);
+		d2 = opendir(path);
+		assert_non_null(d2);
+		while ((de2 = readdir(d2)) != NULL)
+			if (de2->d_name[0] != '.')
+				n++;
+		closedir(d2);
+	}
+	closedir(d);
+	return n;
+}
+
+/* The journal of cycle `n` as an array of parsed lines (NULL: no journal). */
+static cJSON *journal(const struct fixture *f, unsigned n)
+{
+	char path[PATHBUF], *buf, *line, *save = NULL;
+	cJSON *arr;
+	size_t len;
+
+	snprintf(path, sizeof(path), "%s/cycles/%u/journal.jsonl", f->store, n);
+	if (access(path, F_OK) != 0)
+		return NULL;
+	buf = slurp(path, &len);
+	arr = cJSON_CreateArray();
+	if (len > 0)
+		assert_int_equal(buf[len - 1], '\n');
+	for (line = strtok_r(buf, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		cJSON *o = cJSON_Parse(line);
+
+		if (o == NULL)
+			fail_msg("journal line is not JSON: %s", line);
+		cJSON_AddItemToArray(arr, o);
+	}
+	free(buf);
+	return arr;
+}
+
+static cJSON *cycle_file(const struct fixture *f, unsigned n)
+{
+	char path[PATHBUF], *buf;
+	cJSON *o;
+	size_t len;
+
+	snprintf(path, sizeof(path), "%s/cycles/%u/cycle.json", f->store, n);
+	if (access(path, F_OK) != 0)
+		return NULL;
+	buf = slurp(path, &len);
+	o = cJSON_Parse(buf);
+	free(buf);
+	assert_non_null(o);
+	return o;
+}
+
+static cJSON *get(const cJSON *o, const char *name)
+{
+	cJSON *v = cJSON_GetObjectItemCaseSensitive(o, name);
+
+	if (v == NULL)
+		fail_msg("field %s missing", name);
+	return v;
+}
+
+static double num(const cJSON *o, const char *name)
+{
+	cJSON *v = get(o, name);
+
+	assert_true(cJSON_IsNumber(v));
+	return v->valuedouble;
+}
+
+static const char *str(const cJSON *o, const char *name)
+{
+	cJSON *v = get(o, name);
+
+	assert_true(cJSON_IsString(v));
+	return v->valuestring;
+}
+
+static void assert_pair(const cJSON *o, const char *name, const struct timespec *ts)
+{
+	cJSON *a = get(o, name);
+
+	assert_true(cJSON_IsArray(a));
+	assert_int_equal(cJSON_GetArraySize(a), 2);
+	assert_true(cJSON_GetArrayItem(a, 0)->valuedouble == (double)ts->tv_sec);
+	assert_true(cJSON_GetArrayItem(a, 1)->valuedouble == (double)ts->tv_nsec);
+}
+
+/* Whether FICLONE works on the test's filesystem. */
+static bool ficlone_works(const struct fixture *f)
+{
+	char a[PATHBUF], b[PATHBUF];
+	int fa, fb;
+	bool ok;
+
+	src_path(f, "clone-a", a);
+	src_path(f, "clone-b", b);
+	free(make_file(a, 4096, 1));
+	fa = open(a, O_RDONLY | O_CLOEXEC);
+	fb = open(b, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+	assert_true(fa >= 0 && fb >= 0);
+	ok = ioctl(fb, FICLONE, fa) == 0;
+	close(fa);
+	close(fb);
+	unlink(a);
+	unlink(b);
+	return ok;
+}
+
+static void test_object_content_and_name(void **state)
+{
+	struct fixture *f = *state;
+	struct fsb_backup_result res;
+	char src[PATHBUF], obj[PATHBUF], want[65], *data, *copy;
+	size_t size = 300 * 1024 + 17, len;
+	struct stat st;
+
+	open_store(f);
+	src_path(f, "a.bin", src);
+	data = make_file(src, size, 1);
+	assert_int_equal(backup_path(f, src, &res), 0);
+
+	ref_sha256(data, size, want);
+	assert_string_equal(res.object, want);
+	assert_int_equal(res.reflinked, ficlone_works(f));
+	assert_false(res.reused);
+	assert_null(res.skipped);
+	object_path(f, want, obj);
+	copy = slurp(obj, &len);
+	assert_int_equal(len, size);
+	assert_memory_equal(copy, data, size);
+	assert_int_equal(lstat(obj, &st), 0);
+	assert_true(S_ISREG(st.st_mode));
+	assert_int_equal(st.st_mode & 07777, 0400);
+	free(copy);
+	free(data);
+}
+
+static void test_empty_file(void **state)
+{
+	struct fixture *f = *state;
+	struct fsb_backup_result res;
+	char src[PATHBUF], obj[PATHBUF], want[65];
+	struct stat st;
+
+	open_store(f);
+	src_path(f, "empty", src);
+	free(make_file(src, 0, 0));
+	assert_int_equal(backup_path(f, src, &res), 0);
+	ref_sha256("", 0, want);
+	assert_string_equal(res.object, want);
+	object_path(f, want, obj);
+	assert_int_equal(lstat(obj, &st), 0);
+	assert_int_equal(st.st_size, 0);
+}
+
+static void test_same_content_one_object(void **state)
+{
+	struct fixture *f = *state;
+	struct fsb_backup_result r1, r2;
+	char a[PATHBUF], b[PATHBUF];
+	int tmps;
+
+	open_store(f);
+	src_path(f, "a", a);
+	src_path(f, "b", b);
+	free(make_file(a, 10000, 3));
+	free(make_file(b, 10000, 3));
+	assert_int_equal(backup_path(f, a, &r1), 0);
+	assert_int_equal(backup_path(f, b, &r2), 0);
+	assert_false(r2.reused);	/* another inode: copied, then dropped */
+	assert_string_equal(r1.object, r2.object);
+	assert_int_equal(count_objects(f, &tmps), 1);
+	assert_int_equal(tmps, 0);
+}
+
+static void test_journal_fields(void **state)
+{
+	struct fixture *f = *state;
+	struct timespec times[2] = { { 1700000000, 123456789 }, { 1700000100, 987654321 } };
+	struct fsb_backup_result res;
+	struct fsb_backup_req r;
+	char src[PATHBUF], obj[PATHBUF];
+	cJSON *j, *line, *prior;
+	const char *t;
+	struct stat st;
+	int fd;
+
+	open_store(f);
+	src_path(f, "f.txt", src);
+	free(make_file(src, 4321, 4));
+	assert_int_equal(chmod(src, 0640), 0);
+	assert_int_equal(utimensat(AT_FDCWD, src, times, 0), 0);
+	assert_int_equal(lstat(src, &st), 0);
+	fd = open(src, O_RDONLY | O_CLOEXEC);
+	assert_true(fd >= 0);
+	req_for(&r, "/requested/f.txt", &st, fd);
+	r.resolved = src;
+	assert_int_equal(fsb_store_record(f->s, &r, &res), 0);
+	r.op = "delete";
+	r.flags = 0;
+	assert_int_equal(fsb_store_record(f->s, &r, &res), 0);
+	assert_true(res.reused);
+	close(fd);
+
+	j = journal(f, 1);
+	assert_non_null(j);
+	assert_int_equal(cJSON_GetArraySize(j), 2);
+	line = cJSON_GetArrayItem(j, 0);
+	assert_true(num(line, "seq") == 1);
+	t = str(line, "time");
+	assert_int_equal(strlen(t), 24);	/* 2026-11-29T20:01:02.003Z */
+	assert_int_equal(t[10], 'T');
+	assert_int_equal(t[19], '.');
+	assert_int_equal(t[23], 'Z');
+	assert_string_equal(str(line, "toolCallId"), "call-7");
+	assert_string_equal(str(line, "traceId"), "trace-9");
+	assert_string_equal(str(line, "op"), "write");
+	assert_true(num(line, "flags") == O_RDWR);
+	assert_string_equal(str(line, "path"), "/requested/f.txt");
+	assert_string_equal(str(line, "resolved"), src);
+	assert_true(cJSON_IsTrue(get(line, "ok")));
+
+	prior = get(line, "prior");
+	assert_true(cJSON_IsTrue(get(prior, "exists")));
+	assert_string_equal(str(prior, "type"), "file");
+	assert_true(num(prior, "dev") == (double)st.st_dev);
+	assert_true(num(prior, "ino") == (double)st.st_ino);
+	assert_true(num(prior, "nlink") == 1);
+	assert_true(num(prior, "mode") == 0640);
+	assert_true(num(prior, "uid") == getuid());
+	assert_true(num(prior, "gid") == getgid());
+	assert_true(num(prior, "size") == 4321);
+	assert_pair(prior, "atime", &times[0]);
+	assert_pair(prior, "mtime", &times[1]);
+	object_path(f, str(prior, "object"), obj);
+	assert_int_equal(access(obj, F_OK), 0);
+	assert_null(cJSON_GetObjectItemCaseSensitive(prior, "skipped"));
+	assert_null(cJSON_GetObjectItemCaseSensitive(prior, "target"));
+
+	line = cJSON_GetArrayItem(j, 1);
+	assert_true(num(line, "seq") == 2);
+	assert_string_equal(str(line, "op"), "delete");
+	assert_true(num(line, "flags") == 0);
+	/* A reused object is still named in the record. */
+	assert_string_equal(str(get(line, "prior"), "object"), res.object);
+	cJSON_Delete(j);
+}
+
+static void test_absent_prior(void **state)
+{
+	struct fixture *f = *state;
+	struct fsb_backup_result res;
+	struct fsb_backup_req r;
+	cJSON *j, *prior;
+
+	open_store(f);
+	req_for(&r, "/nowhere/new.txt", NULL, -1);
+	r.op = "create";
+	assert_int_equal(fsb_store_record(f->s, &r, &res), 0);
+	assert_string_equal(res.object, "");
+	j = journal(f, 1);
+	prior = get(cJSON_GetArrayItem(j, 0), "prior");
+	assert_true(cJSON_IsFalse(get(prior, "exists")));
+	assert_int_equal(cJSON_GetArraySize(prior), 1);
+	cJSON_Delete(j);
+}
+
+static void test_symlink_and_dir_prior(void **state)
+{
+	struct fixture *f = *state;
+	struct fsb_backup_result res;
+	struct fsb_backup_req r;
+	char link[PATHBUF], dir[PATHBUF];
+	struct stat st;
+	cJSON *j, *prior;
+
+	open_store(f);
+	src_path(f, "ln", link);
+	src_path(f, "d", dir);
+	assert_int_equal(symlink("../some/where", link), 0);
+	assert_int_equal(mkdir(dir, 0750), 0);
+
+	assert_int_equal(lstat(link, &st), 0);
+	req_for(&r, link, &st, -1);
+	r.op = "delete";
+	assert_int_equal(fsb_store_record(f->s, &r, &res), 0);	/* target read here */
+	r.link_target = "given-target";
+	assert_int_equal(fsb_store_record(f->s, &r, &res), 0);
+	assert_int_equal(lstat(dir, &st), 0);
+	req_for(&r, dir, &st, -1);
+	r.op = "chmod";
+	assert_int_equal(fsb_store_record(f->s, &r, &res), 0);
+
+	j = journal(f, 1);
+	prior = get(cJSON_GetArrayItem(j, 0), "prior");
+	assert_string_equal(str(prior, "type"), "symlink");
+	assert_string_equal(str(prior, "target"), "../some/where");
+	assert_null(cJSON_GetObjectItemCaseSensitive(prior, "object"));
+	prior = get(cJSON_GetArrayItem(j, 1), "prior");
+	assert_string_equal(str(prior, "target"), "given-target");
+	prior = get(cJSON_GetArrayItem(j, 2), "prior");
+	assert_string_equal(str(prior, "type"), "dir");
+	assert_true(num(prior, "mode") == 0750);
+	assert_null(cJSON_GetObjectItemCaseSensitive(prior, "object"));
+	cJSON_Delete(j);
+}
+
+static void test_reuse_and_write_grant(void **state)
+{
+	struct fixture *f = *state;
+	struct fsb_backup_result r1, r2, r3, r4;
+	char src[PATHBUF], want[65], *data;
+	struct stat st;
+	int fd;
+
+	open_store(f);
+	src_path(f, "r", src);
+	free(make_file(src, 5000, 5));
+	assert_int_equal(backup_path(f, src, &r1), 0);
+	assert_false(r1.reused);
+	assert_int_equal(backup_path(f, src, &r2), 0);
+	assert_true(r2.reused);
+	assert_string_equal(r2.object, r1.object);
+
+	/* A writable fd goes out; the holder changes the file through it.
+	 * Restore times and keep the size: only the grant tells. */
+	assert_int_equal(lstat(src, &st), 0);
+	fsb_store_note_write_grant(f->s, st.st_dev, st.st_ino);
+	assert_int_equal(backup_path(f, src, &r3), 0);
+	assert_false(r3.reused);
+	assert_string_equal(r3.object, r1.object);	/* same bytes */
+	/* Clean again after the copy. */
+	assert_int_equal(backup_path(f, src, &r4), 0);
+	assert_true(r4.reused);
+
+	fsb_store_note_write_grant(f->s, st.st_dev, st.st_ino);
+	fd = open(src, O_WRONLY | O_CLOEXEC);
+	assert_true(fd >= 0);
+	assert_int_equal(pwrite(fd, "CHANGED", 7, 10), 7);
+	close(fd);
+	data = slurp(src, &(size_t){ 0 });
+	ref_sha256(data, 5000, want);
+	free(data);
+	assert_int_equal(backup_path(f, src, &r3), 0);
+	assert_false(r3.reused);
+	assert_string_equal(r3.object, want);
+	assert_int_equal(count_objects(f, NULL), 2);
+}
+
+/* An inode reused by a new file, or a file changed without a grant the
+ * store heard of, must not get the old copy. */
+static void test_reuse_not_for_a_changed_file(void **state)
+{
+	struct fixture *f = *state;
+	struct fsb_backup_result r1, r2;
+	char src[PATHBUF], want[65], *data;
+	struct timespec pause = { 0, 20 * 1000 * 1000 };
+
+	open_store(f);
+	src_path(f, "c", src);
+	free(make_file(src, 3000, 6));
+	assert_int_equal(backup_path(f, src, &r1), 0);
+	nanosleep(&pause, NULL);
+	data = make_file(src, 3000, 7);	/* same inode, new content */
+	assert_int_equal(backup_path(f, src, &r2), 0);
+	assert_false(r2.reused);
+	ref_sha256(data, 3000, want);
+	assert_string_equal(r2.object, want);
+	free(data);
+}
+
+static void test_too_large_fail(void **state)
+{
+	struct fixture *f = *state;
+	struct fsb_backup_result res;
+	struct fsb_backup_req r;
+	char src[PATHBUF];
+	struct stat st;
+	cJSON *j;
+	int fd, tmps;
+
+	open_store(f);
+	if (ficlone_works(f)) {
+		print_message("# skipping: FICLONE works on %s, so no size limit applies\n", f->dir);
+		skip();
+	}
+	src_path(f, "big", src);
+	free(make_file(src, 2 << 20, 8));
+	assert_int_equal(lstat(src, &st), 0);
+	fd = open(src, O_RDONLY | O_CLOEXEC);
+	req_for(&r, src, &st, fd);
+	r.max_bytes = 1 << 20;
+	r.on_too_large = FSB_TOO_LARGE_FAIL;
+	assert_int_equal(fsb_store_record(f->s, &r, &res), -EFBIG);
+	assert_string_equal(res.object, "");
+	/* At the limit exactly it is not too large. */
+	r.max_bytes = 2 << 20;
+	assert_int_equal(fsb_store_record(f->s, &r, &res), 0);
+	assert_string_not_equal(res.object, "");
+	close(fd);
+	j = journal(f, 1);
+	assert_int_equal(cJSON_GetArraySize(j), 1);	/* only the second */
+	assert_true(num(cJSON_GetArrayItem(j, 0), "seq") == 1);
+	cJSON_Delete(j);
+	assert_int_equal(count_objects(f, &tmps), 1);
+	assert_int_equal(tmps, 0);
+}
+
+static void test_too_large_skip(void **state)
+{
+	struct fixture *f = *state;
+	struct fsb_backup_result res;
+	struct fsb_backup_req r;
+	char src[PATHBUF];
+	struct stat st;
+	cJSON *j, *prior;
+	int fd;
+
+	open_store(f);
+	if (ficlone_works(f)) {
+		print_message("# skipping: FICLONE works on %s, so no size limit applies\n", f->dir);
+		skip();
+	}
+	src_path(f, "big", src);
+	free(make_file(src, 100000, 9));
+	assert_int_equal(lstat(src, &st), 0);
+	fd = open(src, O_RDONLY | O_CLOEXEC);
+	req_for(&r, src, &st, fd);
+	r.max_bytes = 99999;
+	r.on_too_large = FSB_TOO_LARGE_SKIP;
+	assert_int_equal(fsb_store_record(f->s, &r, &res), 0);
+	close(fd);
+	assert_string_equal(res.object, "");
+	assert_non_null(res.skipped);
+	assert_string_equal(res.skipped, "too-large");
+	j = journal(f, 1);
+	prior = get(cJSON_GetArrayItem(j, 0), "prior");
+	assert_string_equal(str(prior, "skipped"), "too-large");
+	assert_null(cJSON_GetObjectItemCaseSensitive(prior, "object"));
+	assert_true(num(prior, "size") == 100000);
+	cJSON_Delete(j);
+	assert_int_equal(count_objects(f, NULL), 0);
+}
+
+/* A reflink costs no space: the size limit does not apply to it. */
+static void test_reflink_ignores_the_limit(void **state)
+{
+	struct fixture *f = *state;
+	struct fsb_backup_result res;
+	struct fsb_backup_req r;
+	char src[PATHBUF], want[65], *data;
+	struct stat st;
+	int fd;
+
+	open_store(f);
+	if (!ficlone_works(f)) {
+		print_message("# skipping: no FICLONE on %s (run with TMPDIR on btrfs or xfs)\n",
+			      f->dir);
+		skip();
+	}
+	src_path(f, "big", src);
+	data = make_file(src, 1 << 20, 25);
+	assert_int_equal(lstat(src, &st), 0);
+	fd = open(src, O_RDONLY | O_CLOEXEC);
+	req_for(&r, src, &st, fd);
+	r.max_bytes = 4096;
+	r.on_too_large = FSB_TOO_LARGE_FAIL;
+	assert_int_equal(fsb_store_record(f->s, &r, &res), 0);
+	close(fd);
+	assert_true(res.reflinked);
+	assert_null(res.skipped);
+	ref_sha256(data, 1 << 20, want);
+	assert_string_equal(res.object, want);
+	free(data);
+}
+
+static void test_skip_rule(void **state)
+{
+	struct fixture *f = *state;
+	struct fsb_backup_result res;
+	struct fsb_backup_req r;
+	char src[PATHBUF];
+	struct stat st;
+	cJSON *j, *prior;
+	int fd;
+
+	open_store(f);
+	src_path(f, "s", src);
+	free(make_file(src, 1000, 10));
+	assert_int_equal(lstat(src, &st), 0);
+	fd = open(src, O_RDONLY | O_CLOEXEC);
+	req_for(&r, src, &st, fd);
+	r.skip_content = true;
+	assert_int_equal(fsb_store_record(f->s, &r, &res), 0);
+	close(fd);
+	assert_string_equal(res.skipped, "skip-rule");
+	assert_string_equal(res.object, "");
+	j = journal(f, 1);
+	prior = get(cJSON_GetArrayItem(j, 0), "prior");
+	assert_string_equal(str(prior, "skipped"), "skip-rule");
+	assert_null(cJSON_GetObjectItemCaseSensitive(prior, "object"));
+	cJSON_Delete(j);
+	assert_int_equal(count_objects(f, NULL), 0);
+}
+
+static void test_seal(void **state)
+{
+	struct fixture *f = *state;
+	struct fsb_backup_result res;
+	char a[PATHBUF], b[PATHBUF], err[256] = "", path[PATHBUF];
+	const char *head = "ab12ab12ab12ab12ab12ab12ab12ab12ab12ab12ab12ab12ab12ab12ab12ab12";
+	cJSON *c, *paths, *e;
+	struct stat st;
+
+	open_store(f);
+	assert_int_equal(fsb_store_seal(f->s, "nothing", head, err, sizeof(err)), 0);
+	assert_int_equal(fsb_store_cycle(f->s), 0);
+
+	src_path(f, "kept", a);
+	src_path(f, "gone", b);
+	free(make_file(a, 100, 11));
+	free(make_file(b, 100, 12));
+	assert_int_equal(backup_path(f, a, &res), 0);
+	assert_int_equal(backup_path(f, b, &res), 0);
+	assert_int_equal(backup_path(f, a, &res), 0);
+	assert_int_equal(fsb_store_cycle(f->s), 1);
+	free(make_file(a, 250, 13));	/* the change the turn made */
+	assert_int_equal(unlink(b), 0);
+
+	assert_int_equal(fsb_store_seal(f->s, "npm install", head, err, sizeof(err)), 1);
+	assert_int_equal(fsb_store_cycle(f->s), 0);
+	snprintf(path, sizeof(path), "%s/cycles/1/cycle.json.tmp", f->store);
+	assert_int_not_equal(access(path, F_OK), 0);
+
+	c = cycle_file(f, 1);
+	assert_non_null(c);
+	assert_true(num(c, "cycle") == 1);
+	assert_string_equal(str(c, "message"), "npm install");
+	assert_int_equal(strlen(str(c, "opened")), 24);
+	assert_int_equal(strlen(str(c, "sealed")), 24);
+	assert_true(strcmp(str(c, "opened"), str(c, "sealed")) <= 0);
+	assert_string_equal(str(c, "auditHead"), head);
+	assert_true(cJSON_IsFalse(get(c, "recovered")));
+	paths = get(c, "paths");
+	assert_int_equal(cJSON_GetArraySize(paths), 2);
+	assert_int_equal(lstat(a, &st), 0);
+	e = get(paths, a);
+	assert_true(cJSON_IsTrue(get(e, "exists")));
+	assert_string_equal(str(e, "type"), "file");
+	assert_true(num(e, "size") == 250);
+	assert_true(num(e, "ino") == (double)st.st_ino);
+	assert_pair(e, "mtime", &st.st_mtim);
+	e = get(paths, b);
+	assert_true(cJSON_IsFalse(get(e, "exists")));
+	cJSON_Delete(c);
+
+	/* Sealed: a second seal has nothing to do; the next cycle is 2. */
+	assert_int_equal(fsb_store_seal(f->s, "again", head, err, sizeof(err)), 0);
+	assert_int_equal(fsb_store_begin(f->s), 2);
+	assert_int_equal(fsb_store_begin(f->s), 2);
+	assert_int_equal(fsb_store_cycle(f->s), 2);
+	assert_int_equal(backup_path(f, a, &res), 0);
+	assert_false(res.reused);	/* a new cycle takes its own copy */
+	assert_int_equal(fsb_store_seal(f->s, "two", head, err, sizeof(err)), 2);
+}
+
+static void test_recovery(void **state)
+{
+	struct fixture *f = *state;
+	struct fsb_backup_result res;
+	char a[PATHBUF], path[PATHBUF];
+	cJSON *c, *paths;
+
+	open_store(f);
+	src_path(f, "x", a);
+	free(make_file(a, 100, 14));
+	assert_int_equal(backup_path(f, a, &res), 0);
+	/* The process dies: no seal. */
+	fsb_store_close(f->s);
+	f->s = NULL;
+	/* A torn last line, as a crash mid-write leaves it. */
+	snprintf(path, sizeof(path), "%s/cycles/1/journal.jsonl", f->store);
+	{
+		int fd = open(path, O_WRONLY | O_APPEND | O_CLOEXEC);
+
+		assert_true(fd >= 0);
+		assert_int_equal(write(fd, "{\"seq\":2,\"resol", 15), 15);
+		close(fd);
+	}
+	assert_null(cycle_file(f, 1));
+
+	open_store(f);
+	assert_int_equal(fsb_store_cycle(f->s), 0);
+	c = cycle_file(f, 1);
+	assert_non_null(c);
+	assert_true(num(c, "cycle") == 1);
+	assert_true(cJSON_IsTrue(get(c, "recovered")));
+	assert_string_equal(str(c, "message"), "recovered after an unclean stop");
+	assert_string_equal(str(c, "auditHead"), "");
+	paths = get(c, "paths");
+	assert_int_equal(cJSON_GetArraySize(paths), 1);
+	assert_true(cJSON_IsTrue(get(get(paths, a), "exists")));
+	cJSON_Delete(c);
+	assert_int_equal(fsb_store_begin(f->s), 2);
+}
+
+static void test_recovery_of_an_empty_cycle(void **state)
+{
+	struct fixture *f = *state;
+	char path[PATHBUF];
+	cJSON *c;
+
+	open_store(f);
+	fsb_store_close(f->s);
+	f->s = NULL;
+	snprintf(path, sizeof(path), "%s/cycles/4", f->store);
+	assert_int_equal(mkdir(path, 0700), 0);
+
+	open_store(f);
+	c = cycle_file(f, 4);
+	assert_non_null(c);
+	assert_true(cJSON_IsTrue(get(c, "recovered")));
+	assert_int_equal(cJSON_GetArraySize(get(c, "paths")), 0);
+	cJSON_Delete(c);
+	assert_int_equal(fsb_store_begin(f->s), 5);
+}
+
+static void test_crash_mid_object(void **state)
+{
+	struct fixture *f = *state;
+	char path[PATHBUF];
+	int fd, tmps;
+
+	open_store(f);
+	fsb_store_close(f->s);
+	f->s = NULL;
+
+	/* A named temp a crash left, and an O_TMPFILE never linked. */
+	snprintf(path, sizeof(path), "%s/objects/.tmp-0123456789abcdef", f->store);
+	fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, "partial", 7), 7);
+	close(fd);
+	snprintf(path, sizeof(path), "%s/objects", f->store);
+	fd = open(path, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+	if (fd >= 0) {
+		assert_int_equal(write(fd, "partial", 7), 7);
+		close(fd);
+	}
+	assert_int_equal(count_objects(f, &tmps), 0);
+	assert_int_equal(tmps, 1);
+
+	open_store(f);
+	assert_int_equal(count_objects(f, &tmps), 0);
+	assert_int_equal(tmps, 0);	/* cleaned on open */
+}
+
+static void test_enospc(void **state)
+{
+	struct fixture *f = *state;
+	struct fsb_backup_result res;
+	char src[PATHBUF], path[PATHBUF];
+	struct stat st;
+	int tmps;
+
+	snprintf(f->mnt, sizeof(f->mnt), "%s/state", f->dir);
+	assert_int_equal(mkdir(f->mnt, 0700), 0);
+	if (geteuid() != 0 || mount("tmpfs", f->mnt, "tmpfs", 0, "size=64k,mode=0700") != 0) {
+		print_message("# skipping: cannot mount a small tmpfs here (%s)\n",
+			      geteuid() != 0 ? "not root" : strerror(errno));
+		f->mnt[0] = '\0';
+		skip();
+	}
+	open_store(f);
+	src_path(f, "mib", src);
+	free(make_file(src, 1 << 20, 15));
+	assert_int_equal(backup_path(f, src, &res), -ENOSPC);
+	assert_string_equal(res.object, "");
+	snprintf(path, sizeof(path), "%s/cycles/1/journal.jsonl", f->store);
+	assert_int_equal(stat(path, &st), 0);
+	assert_int_equal(st.st_size, 0);
+	assert_int_equal(count_objects(f, &tmps), 0);
+	assert_int_equal(tmps, 0);
+
+	/* A small file still fits: the store keeps working. */
+	free(make_file(src, 100, 16));
+	assert_int_equal(backup_path(f, src, &res), 0);
+	assert_int_equal(count_objects(f, NULL), 1);
+}
+
+static void test_fd_offset_unchanged(void **state)
+{
+	struct fixture *f = *state;
+	struct fsb_backup_result res;
+	struct fsb_backup_req r;
+	char src[PATHBUF], want[65], *data;
+	struct stat st;
+	int fd;
+
+	open_store(f);
+	src_path(f, "o", src);
+	data = make_file(src, 200000, 17);
+	assert_int_equal(lstat(src, &st), 0);
+	fd = open(src, O_RDONLY | O_CLOEXEC);
+	assert_int_equal(lseek(fd, 12345, SEEK_SET), 12345);
+	req_for(&r, src, &st, fd);
+	assert_int_equal(fsb_store_record(f->s, &r, &res), 0);
+	assert_int_equal(lseek(fd, 0, SEEK_CUR), 12345);
+	close(fd);
+	ref_sha256(data, 200000, want);
+	assert_string_equal(res.object, want);
+	free(data);
+}
+
+/* From tmpfs into the store: copy_file_range says EXDEV, read/write copies
+ * (and hashes on the way). */
+static void test_copy_across_filesystems(void **state)
+{
+	struct fixture *f = *state;
+	struct fsb_backup_result res;
+	char *src = f->shm, want[65], obj[PATHBUF], *data, *copy;
+	struct stat a, b;
+	size_t len;
+	int fd;
+
+	if (stat("/dev/shm", &a) != 0 || stat(f->dir, &b) != 0 || a.st_dev == b.st_dev) {
+		print_message("# skipping: no /dev/shm on another filesystem than %s\n", f->dir);
+		skip();
+	}
+	open_store(f);
+	strcpy(src, "/dev/shm/fsb-backup-XXXXXX");
+	fd = mkstemp(src);
+	if (fd < 0)
+		src[0] = '\0';
+	assert_true(fd >= 0);
+	close(fd);
+	data = make_file(src, 333333, 18);
+	assert_int_equal(backup_path(f, src, &res), 0);
+	ref_sha256(data, 333333, want);
+	assert_string_equal(res.object, want);
+	object_path(f, want, obj);
+	copy = slurp(obj, &len);
+	assert_int_equal(len, 333333);
+	assert_memory_equal(copy, data, len);
+	free(copy);
+	free(data);
+}
+
+static void test_non_utf8_path(void **state)
+{
+	struct fixture *f = *state;
+	struct fsb_backup_result res;
+	char src[PATHBUF];
+	cJSON *j, *line, *c, *paths;
+
+	open_store(f);
+	src_path(f, "caf\xe9", src);
+	free(make_file(src, 10, 19));
+	assert_int_equal(backup_path(f, src, &res), 0);
+	j = journal(f, 1);
+	line = cJSON_GetArrayItem(j, 0);
+	assert_null(cJSON_GetObjectItemCaseSensitive(line, "resolved"));
+	assert_non_null(strstr(str(line, "resolvedBytes"), "caf%E9"));
+	assert_non_null(strstr(str(line, "pathBytes"), "caf%E9"));
+	cJSON_Delete(j);
+
+	/* Recovery reads the encoded form back. */
+	fsb_store_close(f->s);
+	f->s = NULL;
+	open_store(f);
+	c = cycle_file(f, 1);
+	paths = get(c, "paths");
+	assert_int_equal(cJSON_GetArraySize(paths), 1);
+	assert_non_null(strstr(paths->child->string, "caf%E9"));
+	assert_string_equal(str(paths->child, "pathBytes"), paths->child->string);
+	assert_true(cJSON_IsTrue(get(paths->child, "exists")));
+	cJSON_Delete(c);
+}
+
+/* Inode numbers beyond 2^53 are written exactly, not rounded by a double. */
+static void test_big_numbers_exact(void **state)
+{
+	struct fixture *f = *state;
+	struct fsb_backup_result res;
+	struct fsb_backup_req r;
+	struct stat st;
+	char path[PATHBUF], *buf;
+	size_t len;
+
+	open_store(f);
+	memset(&st, 0, sizeof(st));
+	st.st_mode = S_IFDIR | 0755;
+	st.st_ino = (ino_t)UINT64_C(18446744073709551557);
+	st.st_dev = (dev_t)UINT64_C(9007199254740993);
+	req_for(&r, "/x", &st, -1);
+	assert_int_equal(fsb_store_record(f->s, &r, &res), 0);
+	snprintf(path, sizeof(path), "%s/cycles/1/journal.jsonl", f->store);
+	buf = slurp(path, &len);
+	assert_non_null(strstr(buf, "\"ino\":18446744073709551557,"));
+	assert_non_null(strstr(buf, "\"dev\":9007199254740993,"));
+	free(buf);
+}
+
+/* The fd is not the file whose prior state is given: refuse. */
+static void test_fd_of_another_file(void **state)
+{
+	struct fixture *f = *state;
+	struct fsb_backup_result res;
+	struct fsb_backup_req r;
+	char a[PATHBUF], b[PATHBUF];
+	struct stat st;
+	cJSON *j;
+	int fd;
+
+	open_store(f);
+	src_path(f, "a", a);
+	src_path(f, "b", b);
+	free(make_file(a, 10, 20));
+	free(make_file(b, 10, 21));
+	assert_int_equal(lstat(a, &st), 0);
+	fd = open(b, O_RDONLY | O_CLOEXEC);
+	req_for(&r, a, &st, fd);
+	assert_int_equal(fsb_store_record(f->s, &r, &res), -ESTALE);
+	close(fd);
+	j = journal(f, 1);
+	assert_int_equal(cJSON_GetArraySize(j), 0);
+	cJSON_Delete(j);
+}
+
+static void test_layout_modes(void **state)
+{
+	struct fixture *f = *state;
+	const char *dirs[] = { "", "/objects", "/cycles", "/cycles/1" };
+	struct fsb_backup_result res;
+	char path[PATHBUF], src[PATHBUF];
+	struct stat st;
+
+	open_store(f);
+	assert_string_equal(fsb_store_dir(f->s), f->store);
+	src_path(f, "m", src);
+	free(make_file(src, 10, 22));
+	assert_int_equal(backup_path(f, src, &res), 0);
+	for (size_t i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++) {
+		snprintf(path, sizeof(path), "%s%s", f->store, dirs[i]);
+		assert_int_equal(lstat(path, &st), 0);
+		assert_true(S_ISDIR(st.st_mode));
+		assert_int_equal(st.st_mode & 07777, 0700);
+	}
+	snprintf(path, sizeof(path), "%s/objects/%.2s", f->store, res.object);
+	assert_int_equal(lstat(path, &st), 0);
+	assert_int_equal(st.st_mode & 07777, 0700);
+	snprintf(path, sizeof(path), "%s/cycles/1/journal.jsonl", f->store);
+	assert_int_equal(lstat(path, &st), 0);
+	assert_int_equal(st.st_mode & 07777, 0600);
+}
+
+#if defined(__x86_64__)
+#define TEST_AUDIT_ARCH AUDIT_ARCH_X86_64
+#elif defined(__aarch64__)
+#define TEST_AUDIT_ARCH AUDIT_ARCH_AARCH64
+#endif
+
+/*
+ * Back up `src` in a child whose syscall `nr` fails with `err` when the low
+ * word of argument `arg` has a bit of `mask` set (mask 0: always): the way
+ * to meet a kernel or filesystem without O_TMPFILE, /proc or
+ * copy_file_range. Returns the child's fsb_store_record result.
+ */
+static int record_without(struct fixture *f, const char *src, long nr, unsigned arg,
+			  uint32_t mask, int err)
+{
+#ifdef TEST_AUDIT_ARCH
+	struct sock_filter code[] = {
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch)),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, TEST_AUDIT_ARCH, 1, 0),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (uint32_t)nr, 1, 0),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+		/* Little-endian: the low word of args[arg] comes first. */
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS,
+			 offsetof(struct seccomp_data, args) + 8 * arg),
+		BPF_JUMP(BPF_JMP | BPF_JSET | BPF_K, mask, 1, 0),
+		BPF_STMT(BPF_RET | BPF_K, mask ? SECCOMP_RET_ALLOW
+					      : SECCOMP_RET_ERRNO | (uint32_t)err),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | (uint32_t)err),
+	};
+	struct sock_fprog prog = { .len = sizeof(code) / sizeof(code[0]), .filter = code };
+	int status;
+	pid_t pid;
+
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		struct fsb_backup_result res;
+		struct fsb_store *s;
+		struct fsb_backup_req r;
+		struct stat st;
+		char msg[256];
+		int fd, rc;
+
+		if (fsb_store_open(f->state, SESSION, &s, msg, sizeof(msg)) != 0)
+			_exit(101);
+		if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 ||
+		    prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog) != 0)
+			_exit(102);
+		if (lstat(src, &st) != 0 || (fd = open(src, O_RDONLY | O_CLOEXEC)) < 0)
+			_exit(103);
+		req_for(&r, src, &st, fd);
+		rc = fsb_store_record(s, &r, &res);
+		_exit(rc == 0 ? 0 : rc < 0 && rc > -100 ? -rc : 100);
+	}
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status));
+	assert_true(WEXITSTATUS(status) < 100);
+	return -WEXITSTATUS(status);
+#else
+	(void)f;
+	(void)src;
+	(void)nr;
+	(void)arg;
+	(void)mask;
+	(void)err;
+	print_message("# skipping: no seccomp filter written for this architecture\n");
+	skip();
+	return -ENOSYS;
+#endif
+}
+
+/* The object written by a child through a fallback is whole and named
+ * right, and no temporary is left. */
+static void check_fallback(struct fixture *f, long nr, unsigned arg, uint32_t mask, int err)
+{
+	char src[PATHBUF], obj[PATHBUF], want[65], *data, *copy;
+	size_t len, size = 200 * 1024 + 3;
+	int tmps;
+
+	src_path(f, "fallback", src);
+	data = make_file(src, size, 23);
+	assert_int_equal(record_without(f, src, nr, arg, mask, err), 0);
+	ref_sha256(data, size, want);
+	object_path(f, want, obj);
+	copy = slurp(obj, &len);
+	assert_int_equal(len, size);
+	assert_memory_equal(copy, data, size);
+	assert_int_equal(count_objects(f, &tmps), 1);
+	assert_int_equal(tmps, 0);
+	free(copy);
+	free(data);
+}
+
+/* A filesystem without O_TMPFILE: an O_EXCL temp name, removed after. */
+static void test_without_o_tmpfile(void **state)
+{
+	check_fallback(*state, __NR_openat, 2, O_TMPFILE & ~O_DIRECTORY, EOPNOTSUPP);
+}
+
+/* No /proc and no CAP_DAC_READ_SEARCH: an O_TMPFILE cannot be linked in,
+ * so the copy is made again under a temp name. */
+static void test_tmpfile_cannot_be_linked(void **state)
+{
+	check_fallback(*state, __NR_linkat, 4, AT_SYMLINK_FOLLOW | AT_EMPTY_PATH, ENOENT);
+}
+
+static void test_without_copy_file_range(void **state)
+{
+	check_fallback(*state, __NR_copy_file_range, 0, 0, ENOSYS);
+}
+
+/* A full disk at the journal: nothing of the line stays behind. */
+static void test_journal_write_fails(void **state)
+{
+	struct fixture *f = *state;
+	char src[PATHBUF], path[PATHBUF];
+	struct stat st;
+
+	src_path(f, "j", src);
+	free(make_file(src, 100, 24));
+	assert_int_equal(record_without(f, src, __NR_fdatasync, 0, 0, ENOSPC), -ENOSPC);
+	snprintf(path, sizeof(path), "%s/cycles/1/journal.jsonl", f->store);
+	assert_int_equal(stat(path, &st), 0);
+	assert_int_equal(st.st_size, 0);
+	assert_int_equal(record_without(f, src, __NR_write, 0, 0, EDQUOT), -ENOSPC);
+	snprintf(path, sizeof(path), "%s/cycles/2/journal.jsonl", f->store);
+	assert_int_equal(stat(path, &st), 0);
+	assert_int_equal(st.st_size, 0);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_object_content_and_name, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_empty_file, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_same_content_one_object, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_journal_fields, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_absent_prior, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_symlink_and_dir_prior, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_reuse_and_write_grant, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_reuse_not_for_a_changed_file, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_too_large_fail, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_too_large_skip, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_reflink_ignores_the_limit, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_skip_rule, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_seal, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_recovery, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_recovery_of_an_empty_cycle, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_crash_mid_object, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_enospc, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_fd_offset_unchanged, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_copy_across_filesystems, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_non_utf8_path, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_big_numbers_exact, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_fd_of_another_file, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_layout_modes, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_without_o_tmpfile, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_tmpfile_cannot_be_linked, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_without_copy_file_range, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_journal_write_fails, setup, teardown),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
