@@ -106,6 +106,26 @@ int fsb_backup_recover(struct fsb_broker *b, const char *sid, char *err, size_t 
 	return store_of(b, s, err, errlen) != NULL ? 0 : -EIO;
 }
 
+int fsb_backup_note_created(struct fsb_broker *b, const char *sid, const struct fsb_access *acc,
+			    int flags)
+{
+	struct fsb_session *s = fsb_broker_session(b, sid);
+	struct fsb_backup_result res;
+	struct fsb_backup_req r;
+	char why[256];
+
+	if (s == NULL || !s->backup_enabled || store_of(b, s, why, sizeof(why)) == NULL)
+		return s != NULL && !s->backup_enabled ? 0 : -EIO;
+	memset(&r, 0, sizeof(r));
+	r.tool_call = acc->tool_call;
+	r.op = fsb_op_name(acc->op);
+	r.flags = flags;
+	r.path = acc->requested;
+	r.resolved = acc->res.path;
+	r.fd = -1;
+	return fsb_store_record(s->store, &r, &res);
+}
+
 void fsb_backup_note_write_grant(struct fsb_broker *b, const char *sid, dev_t dev, ino_t ino)
 {
 	struct fsb_session *s = fsb_broker_session(b, sid);

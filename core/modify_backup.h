@@ -31,6 +31,13 @@ int fsb_backup_file(struct fsb_broker *b, const char *sid, const struct fsb_acce
  */
 int fsb_backup_recover(struct fsb_broker *b, const char *sid, char *err, size_t errlen);
 
+/**
+ * Journal that the grant for `acc` created its file (it did not exist
+ * before), so a restore removes it. Nothing is copied. 0 or -errno.
+ */
+int fsb_backup_note_created(struct fsb_broker *b, const char *sid, const struct fsb_access *acc,
+			    int flags);
+
 /** A writable fd on (dev, ino) went to a client in session `sid`. */
 void fsb_backup_note_write_grant(struct fsb_broker *b, const char *sid, dev_t dev, ino_t ino);
 

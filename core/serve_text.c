@@ -210,6 +210,11 @@ void fsb_serve_text(struct fsb_conn *conn, char *line, size_t len)
 		 * it in this cycle copies it again. */
 		if (writes && fstat(fd, &st) == 0)
 			fsb_backup_note_write_grant(b, conn->scope.session, st.st_dev, st.st_ino);
+		/* A file this grant created: a restore removes it. */
+		if (!acc.res.exists &&
+		    fsb_backup_note_created(b, conn->scope.session, &acc, req.open_flags) < 0)
+			fsb_log_limited(FSB_LOG_WARN, "%s was created but could not be journaled",
+					acc.res.path);
 		b->stats.fds_granted++;
 		fsb_conn_reply(conn, "FD\n", fd);
 		return;

@@ -98,7 +98,7 @@ static void write_grant_saves_the_file_before_truncating_it(void **state)
 	fsbt_close(fd);
 }
 
-static void creating_a_new_file_takes_no_backup(void **state)
+static void creating_a_new_file_is_journaled_as_absent_before(void **state)
 {
 	struct fsbt_core *c = *state;
 	char reply[REPLY], path[PATH_MAX + 16];
@@ -109,9 +109,14 @@ static void creating_a_new_file_takes_no_backup(void **state)
 	grant(c, fd, path, FSBT_OPEN_WRITE, reply, &got);
 	assert_string_equal(reply, "FD");
 	close(got);
-	/* A create changes no existing file: there is nothing to save. */
+	/* A create changes no existing file: nothing to copy, but the journal
+	 * says the path was absent, so a restore removes it. */
 	j = journal_line(c, 1, 1);
-	assert_null(j);
+	assert_non_null(j);
+	assert_string_equal(fsbt_str(j, "resolved"), path);
+	assert_false(cJSON_IsTrue(cJSON_GetObjectItem(cJSON_GetObjectItem(j, "prior"), "exists")));
+	assert_null(cJSON_GetObjectItem(cJSON_GetObjectItem(j, "prior"), "object"));
+	cJSON_Delete(j);
 	fsbt_close(fd);
 }
 
@@ -274,17 +279,66 @@ static void cycle_left_open_by_a_crash_is_sealed_as_recovered(void **state)
 	cJSON_Delete(sealed);
 }
 
+/* The whole job: a turn overwrites, appends to and creates files through
+ * the core; after the commit one command puts the workspace back. */
+static void restore_after_a_turn_puts_the_workspace_back(void **state)
+{
+	struct fsbt_core *c = *state;
+	char reply[REPLY], a[PATH_MAX + 16], b[PATH_MAX + 16], n[PATH_MAX + 16];
+	int fd = fsbt_connect(c), got = -1, status;
+	char *out = NULL, *text;
+	struct stat st;
+	cJSON *r;
+
+	snprintf(a, sizeof(a), "%s/a.txt", c->ws);
+	snprintf(b, sizeof(b), "%s/b.txt", c->ws);
+	snprintf(n, sizeof(n), "%s/new.txt", c->ws);
+	fsbt_write_file(a, "alpha\n");
+	fsbt_write_file(b, "beta\n");
+	grant(c, fd, a, FSBT_OPEN_WRITE, reply, &got);
+	assert_string_equal(reply, "FD");
+	assert_int_equal(write(got, "ALPHA!\n", 7), 7);
+	close(got);
+	grant(c, fd, b, "open=0x401:0644", reply, &got);	/* O_WRONLY|O_APPEND */
+	assert_string_equal(reply, "FD");
+	assert_int_equal(write(got, "more\n", 5), 5);
+	close(got);
+	grant(c, fd, n, FSBT_OPEN_WRITE, reply, &got);
+	assert_string_equal(reply, "FD");
+	close(got);
+	fsbt_close(fd);
+	r = fsbt_control_cmd(c, "CommitModifyBackup", "\"commitMsg\":\"the turn\"");
+	assert_int_equal((int)fsbt_num(r, "cycle"), 1);
+	cJSON_Delete(r);
+
+	status = fsbt_run((char *[]){ (char *)fsbt_binary(), "backup", "restore", "--last",
+				      "--state-dir", c->state, "--session", c->session, NULL }, &out);
+	if (status != 0)
+		fprintf(stderr, "# restore said:\n%s", out);
+	assert_int_equal(status, 0);
+	free(out);
+	text = fsbt_read_file(a, NULL);
+	assert_string_equal(text, "alpha\n");
+	free(text);
+	text = fsbt_read_file(b, NULL);
+	assert_string_equal(text, "beta\n");
+	free(text);
+	assert_int_equal(lstat(n, &st), -1);
+	assert_int_equal(errno, ENOENT);
+}
+
 int main(void)
 {
 #define T(fn) cmocka_unit_test_setup_teardown(fn, fsbt_setup_core, fsbt_teardown_core)
 	const struct CMUnitTest tests[] = {
 		T(write_grant_saves_the_file_before_truncating_it),
-		T(creating_a_new_file_takes_no_backup),
+		T(creating_a_new_file_is_journaled_as_absent_before),
 		T(too_large_file_is_refused_and_left_untouched),
 		T(disabled_backup_takes_no_copy),
 		T(commit_seals_the_cycle_with_the_audit_head),
 		T(host_modify_backup_saves_the_file),
 		T(cycle_left_open_by_a_crash_is_sealed_as_recovered),
+		T(restore_after_a_turn_puts_the_workspace_back),
 	};
 
 	return fsbt_run_group(tests, NULL, NULL);
