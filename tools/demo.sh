@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # make demo: start the core on the default pack in a temp dir and play a short
 # session — an allowed write (fd received), a denied credential read, an ask,
-# its approval, and a live reload that changes a verdict.
+# its approval, a live reload that changes a verdict, an overwrite backed up
+# first, the end of the turn, and one command that puts it all back.
 set -euo pipefail
 build=${1:-build}
 fsb=$build/fsbroker
@@ -87,11 +88,28 @@ for _ in $(seq 50); do
 done
 request "fsbroker.read-write${T}$ws/generated/out.c${T}$session${T}call-3${T}open=0x241:0644" "int x;"$'\n'
 
-say "6. the audit log: one hash-chained line per decision"
+say "6. the end of the first turn: the host seals it as cycle 1"
+control '{"id":3,"command":"CommitModifyBackup","commitMsg":"first turn"}'
+
+say "7. a second turn overwrites a file: the core saves it before handing out the fd"
+cp "$ws/hello.txt" "$demo/hello.before"
+request "fsbroker.read-write${T}$ws/hello.txt${T}$session${T}call-4${T}open=0x241:0644" "overwritten!"$'\n'
+echo "     hello.txt now holds: $(cat "$ws/hello.txt")"
+control '{"id":4,"command":"CommitModifyBackup","commitMsg":"second turn"}'
+"$fsb" backup list --state-dir "$demo/state" --session "$session"
+echo
+"$fsb" backup show --last --state-dir "$demo/state" --session "$session"
+
+say "8. one command puts the last turn back"
+"$fsb" backup restore --last --state-dir "$demo/state" --session "$session"
+cmp -s "$demo/hello.before" "$ws/hello.txt" &&
+    echo "     hello.txt is back byte for byte: $(cat "$ws/hello.txt")"
+
+say "9. the audit log: one hash-chained line per decision"
 tail -n 2 "$demo/state/audit/$session.jsonl" | cut -c1-160
 "$fsb" audit verify "$demo/state/audit/$session.jsonl"
 
-say "7. stats, and shutdown"
-control '{"id":3,"command":"Stats"}'
-control '{"id":4,"command":"Shutdown"}'
+say "10. stats, and shutdown"
+control '{"id":5,"command":"Stats"}'
+control '{"id":6,"command":"Shutdown"}'
 wait "$core_pid" && echo "  the core exited cleanly"
