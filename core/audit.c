@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -192,6 +193,12 @@ int fsb_audit_open(const char *path, struct fsb_audit **out)
 	}
 	if (!S_ISREG(st.st_mode)) {
 		err = -EINVAL;
+		goto fail;
+	}
+	/* One writer per log: two cores appending to one chain would each
+	 * link to a head the other has already moved. */
+	if (flock(a->fd, LOCK_EX | LOCK_NB) < 0) {
+		err = errno == EWOULDBLOCK ? -EBUSY : -errno;
 		goto fail;
 	}
 

@@ -19,7 +19,8 @@ struct fsb_audit;
  * Open (or create, mode 0600) the log at `path` for appending, O_CLOEXEC.
  * When the file has lines, the chain continues from the hash of its last
  * complete line; a partial last line (a crash mid-write) is ended with a
- * newline first so it cannot glue onto the next record. 0 or -errno.
+ * newline first so it cannot glue onto the next record. The log is locked
+ * (flock) while open: another writer gets -EBUSY. 0 or -errno.
  */
 int fsb_audit_open(const char *path, struct fsb_audit **out);
 

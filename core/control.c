@@ -176,7 +176,7 @@ static void cmd_modify_backup(struct fsb_broker *b, const char *sid, const cJSON
 			      cJSON *reply)
 {
 	const char *path = get_string(req, "path");
-	struct fsb_session *s = fsb_broker_session(b, sid);
+	const char *skipped = NULL;
 	struct fsb_access acc;
 	char why[512] = "";
 	struct stat st;
@@ -206,21 +206,38 @@ static void cmd_modify_backup(struct fsb_broker *b, const char *sid, const cJSON
 				  : strerror(acc.errnum));
 		return;
 	}
-	/* Nothing to save for a file that does not exist yet, or is not a
-	 * regular file; the write is allowed all the same. */
-	if (!acc.res.exists || !S_ISREG(acc.res.st.st_mode)) {
+	/* A file the host is about to create: the journal says it was absent,
+	 * so a restore removes it. */
+	if (!acc.res.exists) {
+		rec = fsb_access_audit_record(&acc, "host-modify-backup");
+		fsb_broker_audit(b, sid, rec);
+		if (fsb_backup_note_created(b, sid, &acc, 0) < 0) {
+			fail(reply, "%s", "the backup journal cannot be written");
+			return;
+		}
+		cJSON_AddBoolToObject(reply, "backedUp", false);
+		cJSON_AddStringToObject(reply, "note", "the file does not exist yet");
+		return;
+	}
+	/* Nothing to save for what is not a regular file. */
+	if (!S_ISREG(acc.res.st.st_mode)) {
 		rec = fsb_access_audit_record(&acc, "host-modify-backup");
 		fsb_broker_audit(b, sid, rec);
 		cJSON_AddBoolToObject(reply, "backedUp", false);
+		cJSON_AddStringToObject(reply, "note", "not a regular file");
 		return;
 	}
 	rdfd = fsb_grant_open_for_backup(b->rootfd, &acc.res);
 	if (rdfd < 0) {
+		rec = fsb_access_audit_record(&acc, "host-modify-backup");
+		cJSON_AddStringToObject(rec, "backupErrno", fsb_errno_name(-rdfd));
+		fsb_broker_audit(b, sid, rec);
 		fail(reply, "cannot open the file to back it up: %s", strerror(-rdfd));
 		return;
 	}
 	rc = fstat(rdfd, &st) < 0 ? -errno
-		: fsb_backup_file(b, sid, &acc, rdfd, &st, 0, "host-modify-backup", why, sizeof(why));
+		: fsb_backup_file(b, sid, &acc, rdfd, &st, 0, "host-modify-backup", &skipped,
+				  why, sizeof(why));
 	close(rdfd);
 	if (rc < 0) {
 		fail(reply, "%s", why[0] ? why : strerror(-rc));
@@ -228,7 +245,9 @@ static void cmd_modify_backup(struct fsb_broker *b, const char *sid, const cJSON
 	}
 	/* The host writes it next, and may write it again within the turn. */
 	fsb_backup_note_write_grant(b, sid, st.st_dev, st.st_ino);
-	cJSON_AddBoolToObject(reply, "backedUp", s != NULL && s->backup_enabled);
+	cJSON_AddBoolToObject(reply, "backedUp", skipped == NULL);
+	if (skipped != NULL)
+		cJSON_AddStringToObject(reply, "skipped", skipped);
 }
 
 static void cmd_stats(struct fsb_broker *b, cJSON *reply)

@@ -3,6 +3,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdbool.h>
 #include <linux/openat2.h>
 #include <stdio.h>
@@ -171,5 +172,38 @@ int fsb_grant_open(int rootfd, const struct fsb_resolved *res, int flags, mode_t
 	return fd;
 fail:
 	close(fd);
+	return err;
+}
+
+int fsb_grant_undo_create(int rootfd, const struct fsb_resolved *res, int fd)
+{
+	char parent[PATH_MAX];
+	const char *name;
+	struct stat mine, there;
+	char *slash;
+	int dirfd, err = 0;
+
+	if (fstat(fd, &mine) < 0)
+		return -errno;
+	snprintf(parent, sizeof(parent), "%s", res->path);
+	slash = strrchr(parent, '/');
+	if (slash == NULL)
+		return -EINVAL;
+	name = res->path + (slash - parent) + 1;
+	if (slash == parent)
+		slash[1] = '\0';
+	else
+		*slash = '\0';
+	dirfd = openat2_in_root(rootfd, parent, O_PATH | O_DIRECTORY | O_CLOEXEC, 0);
+	if (dirfd < 0)
+		return dirfd;
+	/* Only the file we made: another one swapped in under the name stays. */
+	if (fstatat(dirfd, name, &there, AT_SYMLINK_NOFOLLOW) < 0)
+		err = -errno;
+	else if (there.st_dev != mine.st_dev || there.st_ino != mine.st_ino)
+		err = -ESTALE;
+	else if (unlinkat(dirfd, name, 0) < 0)
+		err = -errno;
+	close(dirfd);
 	return err;
 }

@@ -36,6 +36,12 @@ int fsb_grant_open(int rootfd, const struct fsb_resolved *res, int flags, mode_t
 		   fsb_grant_backup_fn backup, void *arg);
 
 /**
+ * Undo a create: remove the file `fd` is open on, which fsb_grant_open just
+ * created at `res->path`, if that name still holds it. 0 or -errno.
+ */
+int fsb_grant_undo_create(int rootfd, const struct fsb_resolved *res, int fd);
+
+/**
  * Open the existing file judged in `res` read-only, race-safe as above (for
  * a backup when no grant is made). The fd, or -errno.
  */

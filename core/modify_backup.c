@@ -26,7 +26,7 @@ static struct fsb_store *store_of(struct fsb_broker *b, struct fsb_session *s,
 
 int fsb_backup_file(struct fsb_broker *b, const char *sid, const struct fsb_access *acc,
 		    int rdfd, const struct stat *st, int flags, const char *phase,
-		    char *why, size_t whylen)
+		    const char **skipped, char *why, size_t whylen)
 {
 	struct fsb_session *s = fsb_broker_session(b, sid);
 	const struct fsb_backup_settings *set = fsb_policy_backup(b->policy);
@@ -40,8 +40,13 @@ int fsb_backup_file(struct fsb_broker *b, const char *sid, const struct fsb_acce
 		snprintf(why, whylen, "the session has no state to keep a backup in");
 		return -EIO;
 	}
-	if (!s->backup_enabled)
+	if (skipped != NULL)
+		*skipped = NULL;
+	if (!s->backup_enabled) {
+		if (skipped != NULL)
+			*skipped = "disabled";
 		return 0;
+	}
 	if ((store = store_of(b, s, why, whylen)) == NULL)
 		return -EIO;
 
@@ -77,6 +82,8 @@ int fsb_backup_file(struct fsb_broker *b, const char *sid, const struct fsb_acce
 	}
 	switch (rc) {
 	case 0:
+		if (skipped != NULL)
+			*skipped = res.skipped;
 		return 0;
 	case -EFBIG:
 		snprintf(why, whylen, "the file is larger than the backup limit of %llu MiB and "
@@ -91,6 +98,8 @@ int fsb_backup_file(struct fsb_broker *b, const char *sid, const struct fsb_acce
 	default:
 		snprintf(why, whylen, "the backup failed (%s); the file was not changed",
 			 strerror(-rc));
+		/* The reason is in `why`; the client needs only "no". */
+		rc = -EIO;
 	}
 	return rc;
 }
@@ -100,7 +109,7 @@ int fsb_backup_recover(struct fsb_broker *b, const char *sid, char *err, size_t 
 	struct fsb_session *s = fsb_broker_session(b, sid);
 
 	if (s == NULL) {
-		snprintf(err, errlen, "session %s has no state", sid);
+		snprintf(err, errlen, "the state of session %s could not be opened (see above)", sid);
 		return -EINVAL;
 	}
 	return store_of(b, s, err, errlen) != NULL ? 0 : -EIO;

@@ -19,11 +19,13 @@
  * cycle; skipped by the pack's backup.skip or onTooLarge = "allow"; backups
  * turned off for the session), else -errno with a sentence in `why`:
  * -EFBIG (over the size limit, and the pack says deny or ask), -ENOSPC, -EIO
- * (the store or the audit log cannot be written).
+ * (anything else: the store or the audit log cannot be written). *skipped
+ * (may be NULL) is set to why no copy was taken: NULL when one was (or the
+ * cycle had it), "too-large", "skip-rule" or "disabled".
  */
 int fsb_backup_file(struct fsb_broker *b, const char *sid, const struct fsb_access *acc,
 		    int rdfd, const struct stat *st, int flags, const char *phase,
-		    char *why, size_t whylen);
+		    const char **skipped, char *why, size_t whylen);
 
 /**
  * Open session `sid`'s store now, which seals an open cycle a crash left

@@ -71,7 +71,7 @@ static int backup_granted_file(int rdfd, const struct stat *st, void *arg)
 	struct backup_ctx *c = arg;
 
 	return fsb_backup_file(c->conn->srv->broker, c->conn->scope.session, c->acc, rdfd, st,
-			       c->flags, "ipc-token-backup", c->why, sizeof(c->why));
+			       c->flags, "ipc-token-backup", NULL, c->why, sizeof(c->why));
 }
 
 static int backup_before_sandbox(struct fsb_conn *conn, struct backup_ctx *c)
@@ -210,11 +210,18 @@ void fsb_serve_text(struct fsb_conn *conn, char *line, size_t len)
 		 * it in this cycle copies it again. */
 		if (writes && fstat(fd, &st) == 0)
 			fsb_backup_note_write_grant(b, conn->scope.session, st.st_dev, st.st_ino);
-		/* A file this grant created: a restore removes it. */
+		/* A file this grant created: a restore removes it. A create the
+		 * journal cannot record is undone and refused. */
 		if (!acc.res.exists &&
-		    fsb_backup_note_created(b, conn->scope.session, &acc, req.open_flags) < 0)
-			fsb_log_limited(FSB_LOG_WARN, "%s was created but could not be journaled",
-					acc.res.path);
+		    fsb_backup_note_created(b, conn->scope.session, &acc, req.open_flags) < 0) {
+			fsb_grant_undo_create(b->rootfd, &acc.res, fd);
+			close(fd);
+			b->stats.allowed--;
+			b->stats.denied++;
+			reply_deny(conn, EIO, "the backup journal cannot be written; nothing was "
+				   "created");
+			return;
+		}
 		b->stats.fds_granted++;
 		fsb_conn_reply(conn, "FD\n", fd);
 		return;
@@ -222,6 +229,15 @@ void fsb_serve_text(struct fsb_conn *conn, char *line, size_t len)
 	if (writes && acc.res.exists)
 		fsb_backup_note_write_grant(b, conn->scope.session, acc.res.st.st_dev,
 					    acc.res.st.st_ino);
+	/* The client creates it after this answer: the journal says it was
+	 * absent, so a restore removes it. */
+	if (writes && !acc.res.exists &&
+	    fsb_backup_note_created(b, conn->scope.session, &acc, 0) < 0) {
+		b->stats.allowed--;
+		b->stats.denied++;
+		reply_deny(conn, EIO, "the backup journal cannot be written");
+		return;
+	}
 	/* The compatibility path of the original design: the client opens the
 	 * file itself. Our own clients always send an open-spec instead, since
 	 * a rename between this answer and their open could swap the inode. */

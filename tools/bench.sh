@@ -5,6 +5,8 @@
 #
 #   BENCH_ITERATIONS  round trips per row (default 20000)
 #   BENCH_SECONDS     seconds per in-process case (default 0.5)
+#   BENCH_BACKUP_RUNS runs of each 64 MiB backup case (default 7; the 1 MiB
+#                     and 4 KiB grants run 3x and 5x as many)
 set -eu
 build=${1:-build}
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -56,3 +58,5 @@ echo
 "$build/bench/roundtrip" "$bin" "$pack" "${BENCH_ITERATIONS:-20000}"
 echo
 "$build/bench/decide" "$pack" "${BENCH_SECONDS:-0.5}"
+echo
+"$build/bench/backup" "$bin" "${BENCH_BACKUP_RUNS:-7}"

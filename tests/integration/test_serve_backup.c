@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "audit.h"
@@ -327,6 +328,57 @@ static void restore_after_a_turn_puts_the_workspace_back(void **state)
 	assert_int_equal(errno, ENOENT);
 }
 
+/* A host's own tool, or a SANDBOX client, creating a file: the journal
+ * says it was absent, so a restore removes it. */
+static void files_created_outside_a_grant_are_journaled_as_absent(void **state)
+{
+	struct fsbt_core *c = *state;
+	char reply[REPLY], line[PATH_MAX + 256], p1[PATH_MAX + 16], p2[PATH_MAX + 16];
+	int fd = fsbt_connect(c), got = -1;
+	cJSON *r, *j;
+
+	snprintf(p1, sizeof(p1), "%s/by-host.txt", c->ws);
+	snprintf(p2, sizeof(p2), "%s/by-client.txt", c->ws);
+	r = fsbt_control_cmd(c, "ModifyBackup", "\"path\":\"%s\"", p1);
+	assert_true(fsbt_ok(r));
+	assert_false(cJSON_IsTrue(cJSON_GetObjectItem(r, "backedUp")));
+	cJSON_Delete(r);
+	fsbt_text_req(line, sizeof(line), FSBT_WRITE, p2, c->session, NULL);
+	assert_true(fsbt_request(fd, line, reply, REPLY, &got) > 0);
+	assert_string_equal(reply, "SANDBOX");
+	for (int i = 1; i <= 2; i++) {
+		j = journal_line(c, 1, i);
+		assert_non_null(j);
+		assert_string_equal(fsbt_str(j, "resolved"), i == 1 ? p1 : p2);
+		assert_false(cJSON_IsTrue(cJSON_GetObjectItem(cJSON_GetObjectItem(j, "prior"),
+							      "exists")));
+		cJSON_Delete(j);
+	}
+	fsbt_close(fd);
+}
+
+/* Two cores on one session's state would break its audit chain and its
+ * backup cycles: the second refuses to start. */
+static void second_core_on_the_same_session_refuses_to_start(void **state)
+{
+	struct fsbt_core *c = *state;
+	char sock[PATH_MAX + 16];
+	char *out = NULL;
+	int status;
+
+	snprintf(sock, sizeof(sock), "%s/second.sock", c->sockdir);
+	status = fsbt_run((char *[]){ (char *)fsbt_binary(), "serve", "--socket", sock,
+				      "--session", c->session, "--state-dir", c->state,
+				      "--workspace", c->ws, NULL }, &out);
+	assert_true(status != -1 && WIFEXITED(status) && WEXITSTATUS(status) != 0);
+	assert_non_null(strstr(out, "another fsbroker core is serving session"));
+	free(out);
+	/* The first one is still serving. */
+	cJSON *r = fsbt_control_cmd(c, "Stats", NULL);
+	assert_true(fsbt_ok(r));
+	cJSON_Delete(r);
+}
+
 int main(void)
 {
 #define T(fn) cmocka_unit_test_setup_teardown(fn, fsbt_setup_core, fsbt_teardown_core)
@@ -339,6 +391,8 @@ int main(void)
 		T(host_modify_backup_saves_the_file),
 		T(cycle_left_open_by_a_crash_is_sealed_as_recovered),
 		T(restore_after_a_turn_puts_the_workspace_back),
+		T(files_created_outside_a_grant_are_journaled_as_absent),
+		T(second_core_on_the_same_session_refuses_to_start),
 	};
 
 	return fsbt_run_group(tests, NULL, NULL);
