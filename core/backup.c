@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -43,6 +44,7 @@ struct cycle {
 	int dirfd;		/* cycles/<n> */
 	int journal;		/* -1 for a cycle being recovered */
 	off_t jsize;		/* the journal's length: where a failed line is cut off */
+	bool broken;		/* a failed line could not be cut off: no more lines */
 	uint64_t seq;
 	struct timespec opened;
 	/* The resolved paths touched, in first-touch order, and a tree over
@@ -55,7 +57,8 @@ struct cycle {
 
 struct fsb_store {
 	char *dir;		/* …/modify_backup */
-	int rootfd, objfd, cycfd;
+	int rootfd;		/* …/modify_backup, flock(LOCK_EX) held while open */
+	int objfd, cycfd;
 	bool tmpfile_ok;	/* O_TMPFILE works in objects/ (until it does not) */
 	struct cycle c;
 };
@@ -315,8 +318,10 @@ static cJSON *journal_line(const struct cycle *c, const struct fsb_backup_req *r
 		cJSON_Delete(o);
 		return NULL;
 	}
-	/* The line is written before the change; a failure to write it
-	 * stops the change, so every line that exists let one proceed. */
+	/* The line is written before the change, for a request the policy
+	 * allowed: `ok` says the backup was taken (or its skip recorded).
+	 * A failure to write it stops the change; the change may still fail
+	 * after it (the grant's own open or truncate). */
 	if (cJSON_AddTrueToObject(o, "ok") == NULL) {
 		cJSON_Delete(o);
 		return NULL;
@@ -327,7 +332,10 @@ static cJSON *journal_line(const struct cycle *c, const struct fsb_backup_req *r
 /*
  * Append one line with one write(2) and fdatasync it. On any failure the
  * journal is cut back to where it was, so a line exists only when the
- * change it describes may proceed.
+ * change it describes may proceed. When part of a line was written and
+ * cannot be cut back, the journal is broken: the next O_APPEND line would
+ * join the partial one and a reader would skip both, so the cycle takes no
+ * more lines (fsb_store_record fails with -EIO until it is sealed).
  */
 static int journal_append(struct cycle *c, cJSON *line)
 {
@@ -352,8 +360,7 @@ static int journal_append(struct cycle *c, cJSON *line)
 	if (err == 0) {
 		c->jsize += (off_t)(len + 1);
 	} else if (n > 0 && ftruncate(c->journal, c->jsize) < 0) {
-		/* The part cannot be taken back; a reader skips a line that
-		 * does not parse. */
+		c->broken = true;
 	}
 	cJSON_free(json);
 	return nospace(err);
@@ -393,13 +400,26 @@ static int highest_cycle(int cycfd, unsigned *out)
 	return 0;
 }
 
-/* mkdir + open of one directory below `at`, never through a symlink. */
+/*
+ * mkdir + open of one directory below `at`, never through a symlink. A new
+ * directory's entry is fsynced into `at` at once; when that fails the
+ * directory is taken away again, so a later open makes (and fsyncs) it anew.
+ */
 static int open_subdir(int at, const char *name, bool create)
 {
-	int fd;
+	int fd, err;
 
-	if (create && mkdirat(at, name, 0700) < 0 && errno != EEXIST)
-		return -errno;
+	if (create) {
+		if (mkdirat(at, name, 0700) == 0) {
+			if (fsync(at) < 0) {
+				err = -errno;
+				unlinkat(at, name, AT_REMOVEDIR);
+				return err;
+			}
+		} else if (errno != EEXIST) {
+			return -errno;
+		}
+	}
 	fd = openat(at, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	return fd < 0 ? -errno : fd;
 }
@@ -428,15 +448,25 @@ static int mkdir_p(const char *path)
 	return err;
 }
 
-static cJSON *end_state(const char *path)
+/*
+ * The end state of `path` for cycle.json. Only ENOENT and ENOTDIR mean it
+ * is absent; any other lstat error leaves its state unknown, *unknown is set
+ * and NULL returned: the path is left out of `paths`, so a restore of it
+ * needs --force. NULL without *unknown is out of memory.
+ */
+static cJSON *end_state(const char *path, bool *unknown)
 {
-	cJSON *o = cJSON_CreateObject();
 	struct stat st;
-	bool ok;
+	bool exists = lstat(path, &st) == 0, ok;
+	cJSON *o;
 
+	*unknown = !exists && errno != ENOENT && errno != ENOTDIR;
+	if (*unknown)
+		return NULL;
+	o = cJSON_CreateObject();
 	if (o == NULL)
 		return NULL;
-	if (lstat(path, &st) < 0) {
+	if (!exists) {
 		ok = cJSON_AddFalseToObject(o, "exists") != NULL;
 	} else {
 		ok = cJSON_AddTrueToObject(o, "exists") != NULL &&
@@ -475,10 +505,17 @@ static cJSON *cycle_json(const struct cycle *c, const char *message, const char 
 	     add_bytes(o, "auditHead", head ? head : "") &&
 	     cJSON_AddBoolToObject(o, "recovered", recovered) != NULL &&
 	     (paths = cJSON_AddObjectToObject(o, "paths")) != NULL;
-	for (size_t i = 0; ok && i < c->npaths; i++) {
+	/* A recovered cycle's end state is unknown: the paths are as they are
+	 * at the restart, after whatever happened between the crash and it
+	 * (a user's edit, say), which restore must not take for the cycle's
+	 * own. So it records none, and restore asks for --force. */
+	for (size_t i = 0; ok && !recovered && i < c->npaths; i++) {
 		const char *p = c->paths[i], *key = p;
-		cJSON *st = end_state(p), *enc;
+		bool unknown;
+		cJSON *st = end_state(p, &unknown), *enc;
 
+		if (unknown)
+			continue;
 		if (st != NULL && !fsb_utf8_valid(p, strlen(p))) {
 			fsb_json_add_path(st, "path", p, true);
 			enc = cJSON_GetObjectItemCaseSensitive(st, "pathBytes");
@@ -571,46 +608,6 @@ fail:
 	return rc;
 }
 
-/* The touched paths of a cycle, read back from its journal's `resolved`. A
- * line that does not parse (cut short by the crash) is skipped. */
-static int load_paths(struct cycle *c)
-{
-	char *line = NULL;
-	size_t cap = 0;
-	FILE *fp;
-	int fd, err = 0;
-
-	fd = openat(c->dirfd, "journal.jsonl", O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-	if (fd < 0)
-		return errno == ENOENT ? 0 : -errno;
-	fp = fdopen(fd, "r");
-	if (fp == NULL) {
-		close(fd);
-		return -ENOMEM;
-	}
-	while (err == 0 && getline(&line, &cap, fp) >= 0) {
-		cJSON *o = cJSON_Parse(line), *item;
-		char *decoded = NULL;
-
-		item = cJSON_GetObjectItemCaseSensitive(o, "resolved");
-		if (cJSON_IsString(item)) {
-			err = touch_path(c, item->valuestring);
-		} else {
-			item = cJSON_GetObjectItemCaseSensitive(o, "resolvedBytes");
-			if (cJSON_IsString(item) &&
-			    (decoded = fsb_percent_decode(item->valuestring)) != NULL)
-				err = touch_path(c, decoded);
-		}
-		free(decoded);
-		cJSON_Delete(o);
-	}
-	if (err == 0 && ferror(fp))
-		err = -EIO;
-	free(line);
-	fclose(fp);
-	return err;
-}
-
 /* On open: an unsealed highest cycle was left by a crash; seal it now. */
 static int recover(struct fsb_store *s, char *err, size_t errlen)
 {
@@ -642,9 +639,8 @@ static int recover(struct fsb_store *s, char *err, size_t errlen)
 	 * right after it: the best record of when the cycle opened. */
 	if (fstat(s->c.dirfd, &st) == 0)
 		s->c.opened = st.st_mtim;
-	rc = load_paths(&s->c);
-	if (rc < 0)
-		goto out;
+	/* Sealed with no end states (see cycle_json): the journal keeps
+	 * every path and prior state, so nothing backed up is lost. */
 	rc = seal_cycle(s, RECOVERED_MSG, "", true, err, errlen);
 	return rc < 0 ? rc : 0;
 
@@ -705,6 +701,21 @@ int fsb_store_open(const char *state_dir, const char *session, struct fsb_store 
 	if ((rc = open_subdir(sess, "modify_backup", true)) < 0)
 		goto fail;
 	s->rootfd = rc;
+	/* One core per store: a second one would seal the first one's live
+	 * cycle as recovered and remove its objects in flight. The lock
+	 * lives as long as rootfd (O_CLOEXEC: no command inherits it). */
+	if (flock(s->rootfd, LOCK_EX | LOCK_NB) < 0) {
+		rc = errno == EWOULDBLOCK ? -EBUSY : -errno;
+		if (rc == -EBUSY) {
+			snprintf(err, errlen, "the backup store of session %s is in use by "
+				 "another fsbroker core", session);
+			close(fd);
+			close(sess);
+			fsb_store_close(s);
+			return rc;
+		}
+		goto fail;
+	}
 	if ((rc = open_subdir(s->rootfd, "objects", true)) < 0)
 		goto fail;
 	s->objfd = rc;
@@ -715,6 +726,7 @@ int fsb_store_open(const char *state_dir, const char *session, struct fsb_store 
 	close(sess);
 	fd = sess = -1;
 
+	/* Only with the lock held: no other core has a temporary in flight. */
 	fsb_object_clean(s->objfd);
 	rc = recover(s, err, errlen);
 	if (rc < 0) {
@@ -872,6 +884,10 @@ int fsb_store_record(struct fsb_store *s, const struct fsb_backup_req *r,
 	memset(res, 0, sizeof(*res));
 	if (r->op == NULL || r->path == NULL || r->resolved == NULL)
 		return -EINVAL;
+	/* A partial line stays at the journal's end: anything appended now
+	 * would be joined to it and lost to a reader. Fail closed. */
+	if (s->c.n != 0 && s->c.broken)
+		return -EIO;
 	if (s->c.n == 0 && (rc = fsb_store_begin(s)) < 0)
 		return rc;
 

@@ -16,9 +16,10 @@
 struct fsb_store;
 
 /**
- * Open (creating, mode 0700) <state_dir>/sessions/<session>/modify_backup.
- * An open cycle left by a crash is sealed at once as recovered. Returns 0,
- * or -errno with a sentence in `err`.
+ * Open (creating, mode 0700) <state_dir>/sessions/<session>/modify_backup
+ * and lock it (flock, exclusive) until fsb_store_close: -EBUSY when another
+ * core holds it. Then an open cycle left by a crash is sealed at once as
+ * recovered. Returns 0, or -errno with a sentence in `err`.
  */
 int fsb_store_open(const char *state_dir, const char *session, struct fsb_store **out,
 		   char *err, size_t errlen);
@@ -63,9 +64,10 @@ struct fsb_backup_result {
  * content of `fd` into an object unless the cycle already holds this file
  * (same dev/ino) unchanged since (see fsb_store_note_write_grant), then
  * append and fsync one journal line with the prior state. Returns 0, or
- * -EFBIG (too large and FSB_TOO_LARGE_FAIL), -ENOSPC, or another -errno; on
- * any error nothing is journaled and the caller must not let the change
- * happen.
+ * -EFBIG (too large and FSB_TOO_LARGE_FAIL), -ENOSPC, -EIO (also for every
+ * record after a failed line that could not be cut off the journal, until
+ * the cycle is sealed), or another -errno; on any error the caller must not
+ * let the change happen.
  */
 int fsb_store_record(struct fsb_store *s, const struct fsb_backup_req *r,
 		     struct fsb_backup_result *res);

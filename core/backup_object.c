@@ -2,7 +2,8 @@
  * backup_object.c — writing one content-addressed object of the backup store
  * (see backup_object.h): a new file, reflinked or copied, hashed from the
  * copy, fsynced and only then linked in under its name, so a crash leaves
- * either no object or a whole one.
+ * either no object or a whole one. An object already under that name is
+ * checked against it and replaced when it does not match.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -119,19 +120,23 @@ static bool range_unsupported(int err)
 }
 
 /*
- * Copy src to dst up to src's EOF as it is now (a file growing meanwhile is
- * copied as far as it got). Offsets are explicit, so the caller's fd offset
+ * Copy the first `size` bytes of src to dst: the size the limit was checked
+ * against, so a file that grows during the copy cannot make the object (or
+ * the time the copy takes) any larger. A file that shrinks meanwhile is
+ * copied as far as it goes. Offsets are explicit, so the caller's fd offset
  * stays where it was. When read/write did all of it, the content was also
  * hashed into ctx on the way and *hashed is set.
  */
-static int copy_data(int src, int dst, unsigned char *buf, EVP_MD_CTX *ctx, bool *hashed)
+static int copy_data(int src, int dst, off_t size, unsigned char *buf, EVP_MD_CTX *ctx,
+		     bool *hashed)
 {
 	off_t off = 0;
 	int err;
 
-	for (;;) {
+	while (off < size) {
 		off_t in = off, out = off;
-		ssize_t n = copy_file_range(src, &in, dst, &out, OBJ_RANGE, 0);
+		size_t want = (uint64_t)(size - off) < OBJ_RANGE ? (size_t)(size - off) : OBJ_RANGE;
+		ssize_t n = copy_file_range(src, &in, dst, &out, want, 0);
 
 		if (n > 0) {
 			off += n;
@@ -146,18 +151,19 @@ static int copy_data(int src, int dst, unsigned char *buf, EVP_MD_CTX *ctx, bool
 		break;
 	}
 
-	/* Also after copy_file_range reported EOF: some files (procfs-like)
+	/* Also after copy_file_range stopped short: some files (procfs-like)
 	 * read as empty to it, and a real EOF costs one pread here. */
 	*hashed = off == 0;
-	for (;;) {
-		ssize_t n = pread(src, buf, OBJ_CHUNK, off);
+	while (off < size) {
+		size_t want = (uint64_t)(size - off) < OBJ_CHUNK ? (size_t)(size - off) : OBJ_CHUNK;
+		ssize_t n = pread(src, buf, want, off);
 
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n < 0)
 			return -errno;
 		if (n == 0)
-			return 0;
+			break;
 		if (*hashed && !EVP_DigestUpdate(ctx, buf, (size_t)n))
 			return -ENOMEM;
 		err = pwrite_all(dst, buf, (size_t)n, off);
@@ -165,6 +171,7 @@ static int copy_data(int src, int dst, unsigned char *buf, EVP_MD_CTX *ctx, bool
 			return err;
 		off += n;
 	}
+	return 0;
 }
 
 /* Hash what the new file holds: the object is named by its own bytes. */
@@ -223,21 +230,102 @@ static int link_tmpfile(int fd, int dirfd, const char *name)
 }
 
 /*
- * Link the finished file in as objects/<hh>/<hex> and fsync the directories
- * that got a new entry, so a journal line naming the object never outlives
- * it. An object of that name is already whole: keep it. *retry is set when
- * an O_TMPFILE cannot be given a name here at all.
+ * Does objects/<hh>/<hex> (under dirfd) hold what its name says? Its size is
+ * compared first, then its SHA-256. Returns 1 when it does, 0 when it does
+ * not (other bytes, unreadable, not a regular file, a symlink), or -errno
+ * when that cannot be told.
  */
-static int link_in(int objfd, struct tmp *t, const char *hex, bool *retry)
+static int object_matches(int dirfd, const char *hex, off_t size, unsigned char *buf)
+{
+	char got[FSB_SHA256_HEX_LEN + 1];
+	EVP_MD_CTX *ctx;
+	struct stat st;
+	int fd, rc;
+
+	/* O_NONBLOCK: a FIFO planted under the name must not hang the core. */
+	fd = openat(dirfd, hex, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+	if (fd < 0)
+		return errno == ENOENT || errno == ELOOP || errno == ENXIO ? 0 : -errno;
+	if (fstat(fd, &st) < 0) {
+		rc = -errno;
+		close(fd);
+		return rc;
+	}
+	if (!S_ISREG(st.st_mode) || st.st_size != size) {
+		close(fd);
+		return 0;
+	}
+	ctx = EVP_MD_CTX_new();
+	if (ctx == NULL || !EVP_DigestInit_ex(ctx, EVP_sha256(), NULL)) {
+		EVP_MD_CTX_free(ctx);
+		close(fd);
+		return -ENOMEM;
+	}
+	rc = hash_fd(fd, buf, ctx);
+	if (rc == 0)
+		rc = hash_final(ctx, got);
+	EVP_MD_CTX_free(ctx);
+	close(fd);
+	if (rc == -ENOMEM)
+		return rc;
+	/* A read error is a damaged object too: replace it. */
+	return rc == 0 && strcmp(got, hex) == 0;
+}
+
+/*
+ * Put the new file in place of a damaged object: give it a temporary name
+ * in objects/ (an O_TMPFILE has none yet) and rename that over the object,
+ * so the name holds either the damaged object or the whole new one.
+ */
+static int replace_object(int objfd, int dirfd, struct tmp *t, const char *hex, bool *retry)
+{
+	char name[sizeof(t->name)];
+	int err = -EEXIST;
+
+	if (t->name[0] == '\0') {
+		for (int tries = 0; tries < 16 && err == -EEXIST; tries++) {
+			tmp_name(name, sizeof(name));
+			err = link_tmpfile(t->fd, objfd, name);
+		}
+		if (err) {
+			if (err == -ENOENT || err == -EPERM)
+				*retry = true;
+			return err;
+		}
+		/* From here on tmp_drop removes the name if the rename fails. */
+		memcpy(t->name, name, sizeof(t->name));
+	}
+	if (renameat(objfd, t->name, dirfd, hex) < 0)
+		return -errno;
+	t->name[0] = '\0';	/* the name moved: nothing left to remove */
+	return 0;
+}
+
+/*
+ * Link the finished file (of `size` bytes) in as objects/<hh>/<hex> and
+ * fsync the directories that got a new entry, so a journal line naming the
+ * object never outlives it. An object of that name already there is kept
+ * when its content matches its name, else replaced by the new file. *retry
+ * is set when an O_TMPFILE cannot be given a name here at all.
+ */
+static int link_in(int objfd, struct tmp *t, const char *hex, off_t size, unsigned char *buf,
+		   bool *retry)
 {
 	char hh[3] = { hex[0], hex[1], '\0' };
-	bool newdir = false;
 	int dirfd, err;
 
-	if (mkdirat(objfd, hh, 0700) == 0)
-		newdir = true;
-	else if (errno != EEXIST)
+	if (mkdirat(objfd, hh, 0700) == 0) {
+		/* The new directory's entry is made durable before anything
+		 * is linked into it; a failure takes it away again so that
+		 * the next object makes (and fsyncs) it anew. */
+		if (fsync(objfd) < 0) {
+			err = -errno;
+			unlinkat(objfd, hh, AT_REMOVEDIR);
+			return err;
+		}
+	} else if (errno != EEXIST) {
 		return -errno;
+	}
 	dirfd = openat(objfd, hh, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (dirfd < 0)
 		return -errno;
@@ -248,15 +336,21 @@ static int link_in(int objfd, struct tmp *t, const char *hex, bool *retry)
 		err = link_tmpfile(t->fd, dirfd, hex);
 
 	if (err == -EEXIST) {
-		err = 0;
+		/* Already stored, unless bit rot (or anything else) changed
+		 * it since: then the fresh, verified copy takes its place. */
+		err = object_matches(dirfd, hex, size, buf);
+		if (err == 1)
+			err = 0;
+		else if (err == 0)
+			err = replace_object(objfd, dirfd, t, hex, retry);
+		if (err == 0 && fsync(dirfd) < 0)
+			err = -errno;
 	} else if (err == 0) {
 		if (fsync(dirfd) < 0)
 			err = -errno;
 	} else if (t->name[0] == '\0' && (err == -ENOENT || err == -EPERM)) {
 		*retry = true;
 	}
-	if (err == 0 && newdir && fsync(objfd) < 0)
-		err = -errno;
 	close(dirfd);
 	return err;
 }
@@ -268,7 +362,7 @@ static int store_once(int objfd, int srcfd, uint64_t max_bytes, bool *tmpfile_ok
 	unsigned char *buf = NULL;
 	EVP_MD_CTX *ctx = NULL;
 	bool hashed = false;
-	struct stat st;
+	struct stat st, made;
 	int err;
 
 	*retry = false;
@@ -299,7 +393,9 @@ static int store_once(int objfd, int srcfd, uint64_t max_bytes, bool *tmpfile_ok
 		out->too_large = true;
 		goto fail;
 	} else {
-		err = copy_data(srcfd, t.fd, buf, ctx, &hashed);
+		/* Exactly the st_size bytes the limit was checked against: a
+		 * file growing meanwhile adds nothing to the object. */
+		err = copy_data(srcfd, t.fd, st.st_size, buf, ctx, &hashed);
 		if (err)
 			goto fail;
 	}
@@ -312,11 +408,12 @@ static int store_once(int objfd, int srcfd, uint64_t max_bytes, bool *tmpfile_ok
 	if (err)
 		goto fail;
 
-	if (fchmod(t.fd, 0400) < 0 || fsync(t.fd) < 0) {
+	/* The new file's own size: what a same-named object must match. */
+	if (fchmod(t.fd, 0400) < 0 || fsync(t.fd) < 0 || fstat(t.fd, &made) < 0) {
 		err = -errno;
 		goto fail;
 	}
-	err = link_in(objfd, &t, out->hex, retry);
+	err = link_in(objfd, &t, out->hex, made.st_size, buf, retry);
 
 fail:
 	tmp_drop(objfd, &t);

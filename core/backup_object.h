@@ -19,10 +19,13 @@ struct fsb_object {
 /**
  * Store the content of `srcfd` (a readable regular file) as an object under
  * `objfd` (the objects/ directory): a new file, reflinked or copied, hashed,
- * made 0400, fsynced and linked in as <hh>/<hex>; an object already there
- * is kept and the copy dropped. The fd's offset is not moved. When no
- * reflink is possible and the file is larger than `max_bytes` (0: no
- * limit), nothing is stored and `too_large` is set. `tmpfile_ok` is the
+ * made 0400, fsynced and linked in as <hh>/<hex>. An object already there
+ * is kept and the copy dropped when its size and SHA-256 match its name;
+ * otherwise (bit rot, a planted file) the new copy is renamed over it. The
+ * fd's offset is not moved. The size is taken once, by fstat: when no
+ * reflink is possible and it is larger than `max_bytes` (0: no limit),
+ * nothing is stored and `too_large` is set; otherwise exactly that many
+ * bytes are copied, however the file grows meanwhile. `tmpfile_ok` is the
  * store's memory of whether O_TMPFILE works there; it is cleared when not.
  * Returns 0 or -errno (-ENOSPC also for a full quota); on error no object
  * and no temporary file is left.

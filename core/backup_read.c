@@ -654,7 +654,11 @@ static int load_cycle_json(const char *file, struct fsb_cycle *c, FILE *report, 
 		err = -EBADMSG;
 		goto out;
 	}
-	alloc = (size_t)cJSON_GetArraySize(paths);
+	/* A recovered cycle was sealed at a restart, after whatever happened
+	 * between the crash and it: whatever `paths` it holds (an older core
+	 * wrote the state at the restart there) is no end state of the cycle.
+	 * Its paths have none, so a restore of them needs --force. */
+	alloc = c->state == FSB_CYCLE_RECOVERED ? 0 : (size_t)cJSON_GetArraySize(paths);
 	if (alloc > 0) {
 		c->ends = calloc(alloc, sizeof(*c->ends));
 		if (c->ends == NULL) {
@@ -663,6 +667,8 @@ static int load_cycle_json(const char *file, struct fsb_cycle *c, FILE *report, 
 		}
 	}
 	cJSON_ArrayForEach(ent, paths) {
+		if (alloc == 0)
+			break;
 		w.text[0] = '\0';
 		err = parse_end(ent->string, ent, &c->ends[c->nends], &w);
 		if (err == -ENOMEM)
@@ -896,6 +902,7 @@ bool fsb_backup_object_name_ok(const char *hex)
 int fsb_backup_object_open(const char *store_dir, const char *hex)
 {
 	char path[PATH_MAX];
+	struct stat st;
 	int fd;
 
 	if (!fsb_backup_object_name_ok(hex))
@@ -903,8 +910,22 @@ int fsb_backup_object_open(const char *store_dir, const char *hex)
 	if (snprintf(path, sizeof(path), "%s/objects/%.2s/%s", store_dir, hex, hex) >=
 	    (int)sizeof(path))
 		return -ENAMETOOLONG;
-	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY);
-	return fd < 0 ? -errno : fd;
+	/* O_NONBLOCK: a FIFO planted under the name would block the open (and
+	 * restore) forever; it opens at once and is refused below. */
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY | O_NONBLOCK);
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &st) < 0) {
+		int err = -errno;
+
+		close(fd);
+		return err;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		close(fd);
+		return -ENXIO;
+	}
+	return fd;
 }
 
 static int write_full(int fd, const char *buf, size_t len)

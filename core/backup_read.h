@@ -68,7 +68,8 @@ struct fsb_cycle {
 	char audit_head[FSB_SHA256_HEX_LEN + 1];
 	struct fsb_journal_rec *recs;	/* in journal order */
 	size_t nrecs;
-	struct fsb_end_state *ends;	/* sorted by path; empty when open */
+	struct fsb_end_state *ends;	/* sorted by path; empty when open or
+					 * recovered (no end state is known) */
 	size_t nends;
 	size_t npaths;		/* distinct `resolved` paths in the journal */
 	size_t nobjects;	/* distinct objects the journal names */
@@ -148,8 +149,9 @@ void fsb_picks_free(struct fsb_picks *p);
 bool fsb_backup_object_name_ok(const char *hex);
 
 /**
- * Open object `hex` of the store read-only, never through a symlink.
- * Returns the fd, -EINVAL for a malformed name, or -errno.
+ * Open object `hex` of the store read-only, never through a symlink and
+ * never blocking. Returns the fd, -EINVAL for a malformed name, -ENXIO when
+ * it is not a regular file (a FIFO, a device, a directory), or -errno.
  */
 int fsb_backup_object_open(const char *store_dir, const char *hex);
 

@@ -668,7 +668,18 @@ static void plan_item(const struct cli *c, const struct fsb_cycle *cy, struct it
 	}
 	/* The end state tells a path the cycle left as it was from one someone
 	 * changed since: that later change would be lost, so it needs --force. */
-	if (cy->state != FSB_CYCLE_OPEN) {
+	if (cy->state == FSB_CYCLE_RECOVERED) {
+		/* Sealed at a restart: what the paths were when the crash came
+		 * is not known, so any of them may hold a change made after it. */
+		if (!c->force) {
+			settle(it, RES_SKIPPED, "skipped", false,
+			       "no end state was recorded (the cycle was recovered after a "
+			       "crash): use --force");
+			return;
+		}
+		snprintf(it->note, sizeof(it->note), "; forced, though no end state was recorded: "
+			 "the cycle was recovered after a crash");
+	} else if (cy->state != FSB_CYCLE_OPEN) {
 		if (it->pick->end == NULL && !c->force) {
 			settle(it, RES_SKIPPED, "skipped", false,
 			       "the cycle recorded no end state for it, so a change made after "
@@ -705,6 +716,10 @@ static void plan_item(const struct cli *c, const struct fsb_cycle *cy, struct it
 			settle(it, RES_SKIPPED, "skipped", false,
 			       "its backup object %s is missing from %s/objects", p->object,
 			       c->store);
+		else if (rc == -ENXIO)
+			settle(it, RES_SKIPPED, "skipped", false,
+			       "its backup object %s is not a regular file; nothing was written",
+			       p->object);
 		else if (rc < 0)
 			settle(it, RES_SKIPPED, "skipped", false,
 			       "cannot read its backup object %s: %s", p->object, strerror(-rc));
@@ -816,8 +831,11 @@ static void do_file(const struct cli *c, struct item *it, int pfd, const char *n
 		       "name); nothing was written";
 		goto fail_msg;
 	}
-	if (rc < 0)
-		goto fail;
+	if (rc < 0) {
+		/* rc, not errno: close(obj) may have changed errno since. */
+		what = strerror(-rc);
+		goto fail_msg;
+	}
 	if (fsync(fd) < 0)
 		goto fail;
 	/* Owner before mode: chown clears the set-id bits. */

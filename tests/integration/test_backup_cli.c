@@ -4,8 +4,9 @@
  * lays it out and a scratch tree that a "cycle" changed: restore brings
  * back content, mode, times and owner byte for byte and removes what the
  * cycle created; --dry-run changes nothing; a path edited after the cycle
- * needs --force; a corrupted object is refused; a parent directory replaced
- * by a symlink is not followed. No core is started.
+ * needs --force, and so does every path of a recovered cycle; a corrupted
+ * object, or a FIFO in an object's place, is refused; a parent directory
+ * replaced by a symlink is not followed. No core is started.
  */
 #include "harness.h"
 
@@ -75,6 +76,8 @@ static void run_fsbroker(struct run *r, const char *const *argv)
 		dup2(pipefd[1], 1);
 		dup2(efd, 2);
 		unsetenv("XDG_STATE_HOME");
+		/* Kept across execv: a restore that hangs fails, not the suite. */
+		alarm(60);
 		execv(args[0], args);
 		_exit(127);
 	}
@@ -179,8 +182,9 @@ static void journal_write(void)
 	fsbt_write_file(path, S.journal);
 }
 
-/* Seal cycle 1: cycle.json with the end state of every path, as they are now. */
-static void seal(const char *const *paths)
+/* Seal cycle 1: cycle.json with the end state of every path, as they are
+ * now; `recovered` as a core sealing it at a restart after a crash. */
+static void seal_as(const char *const *paths, bool recovered)
 {
 	char text[16384], path[PATH_MAX * 3];
 	size_t n;
@@ -189,7 +193,8 @@ static void seal(const char *const *paths)
 	n = (size_t)snprintf(text, sizeof(text),
 			     "{\"cycle\": 1, \"message\": \"npm install\", \"opened\": "
 			     "\"2026-11-29T20:01:02.003Z\", \"sealed\": \"2026-11-29T20:03:04.005Z\","
-			     " \"auditHead\": \"%064d\", \"recovered\": false, \"paths\": {", 0);
+			     " \"auditHead\": \"%064d\", \"recovered\": %s, \"paths\": {", 0,
+			     recovered ? "true" : "false");
 	for (int i = 0; paths[i] != NULL; i++) {
 		if (lstat(paths[i], &st) < 0)
 			n += (size_t)snprintf(text + n, sizeof(text) - n, "%s\"%s\": {\"exists\": false}",
@@ -206,6 +211,11 @@ static void seal(const char *const *paths)
 	snprintf(text + n, sizeof(text) - n, "}}\n");
 	snprintf(path, sizeof(path), "%s/cycles/1/cycle.json", S.store);
 	fsbt_write_file(path, text);
+}
+
+static void seal(const char *const *paths)
+{
+	seal_as(paths, false);
 }
 
 /*
@@ -860,6 +870,67 @@ static void test_usage_errors_exit_2(void **state)
 	assert_non_null(strstr(r.err, "unknown subcommand 'frobnicate'"));
 }
 
+/*
+ * A recovered cycle's end states were taken at the restart, after a user's
+ * edit made between the crash and it: restore took the edit for the cycle's
+ * own end state and threw it away without --force. Every path of a
+ * recovered cycle has no end state now, and needs --force.
+ */
+static void test_recovered_cycle_needs_force_for_every_path(void **state)
+{
+	const char *paths[] = { S.a, S.made, S.del, NULL };
+	const char *why = ": no end state was recorded (the cycle was recovered after a crash): "
+			  "use --force";
+	struct run r;
+	FILE *f;
+
+	(void)state;
+	need_openat2();
+	scene(true);		/* the cycle's changes, then the crash */
+	f = fopen(S.a, "a");	/* the user's edit, before the restart */
+	assert_non_null(f);
+	fputs("an edit made after the crash\n", f);
+	fclose(f);
+	/* Sealed at the restart, with the paths as they were then (the
+	 * old way): this must not pass for the cycle's end state. */
+	seal_as(paths, true);
+
+	BACKUP(&r, "restore", "--last");
+	assert_int_equal(r.status, 1);
+	assert_true(has_line(r.out, "skipped", S.a, why));
+	assert_true(has_line(r.out, "skipped", S.made, why));
+	assert_true(has_line(r.out, "skipped", S.del, why));
+	assert_content(S.a, A_AFTER "an edit made after the crash\n");
+	assert_int_equal(access(S.made, F_OK), 0);
+	assert_int_equal(access(S.del, F_OK), -1);
+
+	BACKUP(&r, "restore", "--last", S.a, "--force");
+	assert_int_equal(r.status, 0);
+	assert_true(has_line(r.out, "restored", S.a, " (content, mode, times"));
+	assert_non_null(strstr(r.out, "forced, though no end state was recorded"));
+	assert_content(S.a, A_BEFORE);
+}
+
+/* A FIFO in an object's place: restore neither hangs on it nor uses it. */
+static void test_fifo_object_is_refused(void **state)
+{
+	char obj[PATH_MAX * 3];
+	struct run r;
+
+	(void)state;
+	need_openat2();
+	scene(false);
+	object_path(S.a_hex, obj, sizeof(obj));
+	assert_int_equal(unlink(obj), 0);
+	assert_int_equal(mkfifo(obj, 0600), 0);
+	BACKUP(&r, "restore", "--last");
+	assert_int_equal(r.status, 1);
+	assert_true(has_line(r.out, "skipped", S.a, ": its backup object"));
+	assert_non_null(strstr(r.out, "is not a regular file; nothing was written"));
+	assert_content(S.a, A_AFTER);
+	assert_content(S.del, D_BEFORE);
+}
+
 int main(void)
 {
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
@@ -879,6 +950,8 @@ int main(void)
 		T(test_show_lists_paths_and_reports_bad_lines),
 		T(test_empty_and_missing_sessions_say_so),
 		T(test_usage_errors_exit_2),
+		T(test_recovered_cycle_needs_force_for_every_path),
+		T(test_fifo_object_is_refused),
 	};
 #undef T
 

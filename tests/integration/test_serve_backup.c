@@ -276,7 +276,9 @@ static void cycle_left_open_by_a_crash_is_sealed_as_recovered(void **state)
 	sealed = cJSON_Parse(text);
 	free(text);
 	assert_true(cJSON_IsTrue(cJSON_GetObjectItem(sealed, "recovered")));
-	assert_non_null(cJSON_GetObjectItem(cJSON_GetObjectItem(sealed, "paths"), path));
+	/* No end state is known for a recovered cycle (docs/backup-store.md). */
+	assert_true(cJSON_IsObject(cJSON_GetObjectItem(sealed, "paths")));
+	assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(sealed, "paths")), 0);
 	cJSON_Delete(sealed);
 }
 

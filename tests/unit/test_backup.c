@@ -1,7 +1,9 @@
 /*
- * test_backup.c — the backup store: objects (content, name, mode, dedup),
- * journal lines and their prior states, reuse within a cycle, the size limit,
- * sealing, recovery after a crash, a full disk, and the caller's fd offset.
+ * test_backup.c — the backup store: objects (content, name, mode, dedup,
+ * a damaged object replaced), journal lines and their prior states, reuse
+ * within a cycle, the size limit (also for a file growing during the copy),
+ * sealing, recovery after a crash, one core per store, a full disk, a
+ * journal that cannot be cut back, and the caller's fd offset.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -33,6 +35,77 @@
 
 #define SESSION "sess-1"
 #define PATHBUF 512
+
+/*
+ * The test binary's own write, ftruncate and copy_file_range take the place
+ * of libc's for the store linked into it. They go straight to the kernel
+ * unless a test arms them, to meet what cannot be staged otherwise: a file
+ * that grows while it is copied, a short write that cannot be cut back.
+ */
+static struct {
+	int grow_fd;		/* >= 0: the first copy_file_range appends to it */
+	size_t grow_by;
+	bool no_range;		/* copy_file_range fails with ENOSYS */
+	bool short_journal;	/* the next write to a journal writes half */
+	int fail_truncate;	/* ftruncate fails with this errno */
+} hook = { .grow_fd = -1 };
+
+static void hook_reset(void)
+{
+	memset(&hook, 0, sizeof(hook));
+	hook.grow_fd = -1;
+}
+
+static bool is_journal(int fd)
+{
+	char link[64], target[PATHBUF];
+	ssize_t n;
+
+	snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
+	n = readlink(link, target, sizeof(target) - 1);
+	if (n < 0)
+		return false;
+	target[n] = '\0';
+	return n > 14 && strcmp(target + n - 14, "/journal.jsonl") == 0;
+}
+
+ssize_t write(int fd, const void *buf, size_t len)
+{
+	if (hook.short_journal && len > 1 && is_journal(fd)) {
+		hook.short_journal = false;
+		len /= 2;
+	}
+	return syscall(SYS_write, fd, buf, len);
+}
+
+int ftruncate(int fd, off_t len)
+{
+	if (hook.fail_truncate != 0) {
+		errno = hook.fail_truncate;
+		return -1;
+	}
+	return (int)syscall(SYS_ftruncate, fd, len);
+}
+
+ssize_t copy_file_range(int in, off_t *inoff, int out, off_t *outoff, size_t len,
+			unsigned int flags)
+{
+	if (hook.grow_fd >= 0) {
+		char *more = malloc(hook.grow_by);
+
+		assert_non_null(more);
+		memset(more, 'G', hook.grow_by);
+		assert_int_equal(syscall(SYS_write, hook.grow_fd, more, hook.grow_by),
+				 (long)hook.grow_by);
+		free(more);
+		hook.grow_fd = -1;
+	}
+	if (hook.no_range) {
+		errno = ENOSYS;
+		return -1;
+	}
+	return syscall(SYS_copy_file_range, in, inoff, out, outoff, len, flags);
+}
 
 struct fixture {
 	char dir[128];		/* the test's temp dir, under $TMPDIR or /tmp */
@@ -77,6 +150,7 @@ static int teardown(void **state)
 {
 	struct fixture *f = *state;
 
+	hook_reset();
 	fsb_store_close(f->s);
 	if (f->mnt[0] != '\0')
 		umount2(f->mnt, MNT_DETACH);
@@ -804,11 +878,48 @@ static void test_recovery(void **state)
 	assert_true(cJSON_IsTrue(get(c, "recovered")));
 	assert_string_equal(str(c, "message"), "recovered after an unclean stop");
 	assert_string_equal(str(c, "auditHead"), "");
+	/* No end state is known for a recovered cycle (see below). */
 	paths = get(c, "paths");
-	assert_int_equal(cJSON_GetArraySize(paths), 1);
-	assert_true(cJSON_IsTrue(get(get(paths, a), "exists")));
+	assert_true(cJSON_IsObject(paths));
+	assert_int_equal(cJSON_GetArraySize(paths), 0);
 	cJSON_Delete(c);
 	assert_int_equal(fsb_store_begin(f->s), 2);
+}
+
+/*
+ * A user edits a file between the crash and the restart. Recovery must not
+ * take that edit for the cycle's end state, or a restore without --force
+ * would throw it away: the recovered cycle records no end states at all,
+ * while its journal keeps every prior state.
+ */
+static void test_recovered_cycle_records_no_end_state(void **state)
+{
+	struct fixture *f = *state;
+	struct fsb_backup_result res;
+	char a[PATHBUF];
+	cJSON *c, *j;
+
+	open_store(f);
+	src_path(f, "edited", a);
+	free(make_file(a, 100, 30));
+	assert_int_equal(backup_path(f, a, &res), 0);
+	free(make_file(a, 120, 31));	/* the turn's change */
+	fsb_store_close(f->s);		/* the crash */
+	f->s = NULL;
+	free(make_file(a, 140, 32));	/* the user's edit, before the restart */
+
+	open_store(f);
+	c = cycle_file(f, 1);
+	assert_non_null(c);
+	assert_true(cJSON_IsTrue(get(c, "recovered")));
+	assert_true(cJSON_IsObject(get(c, "paths")));
+	assert_int_equal(cJSON_GetArraySize(get(c, "paths")), 0);
+	assert_null(cJSON_GetObjectItemCaseSensitive(get(c, "paths"), a));
+	cJSON_Delete(c);
+	j = journal(f, 1);
+	assert_int_equal(cJSON_GetArraySize(j), 1);
+	assert_string_equal(str(cJSON_GetArrayItem(j, 0), "resolved"), a);
+	cJSON_Delete(j);
 }
 
 static void test_recovery_of_an_empty_cycle(void **state)
@@ -971,10 +1082,8 @@ static void test_non_utf8_path(void **state)
 	assert_non_null(strstr(str(line, "pathBytes"), "caf%E9"));
 	cJSON_Delete(j);
 
-	/* Recovery reads the encoded form back. */
-	fsb_store_close(f->s);
-	f->s = NULL;
-	open_store(f);
+	/* cycle.json keys it by the encoded form. */
+	assert_int_equal(fsb_store_seal(f->s, "m", "", NULL, 0), 1);
 	c = cycle_file(f, 1);
 	paths = get(c, "paths");
 	assert_int_equal(cJSON_GetArraySize(paths), 1);
@@ -1067,16 +1176,13 @@ static void test_layout_modes(void **state)
 #define TEST_AUDIT_ARCH AUDIT_ARCH_AARCH64
 #endif
 
-/*
- * Back up `src` in a child whose syscall `nr` fails with `err` when the low
- * word of argument `arg` has a bit of `mask` set (mask 0: always): the way
- * to meet a kernel or filesystem without O_TMPFILE, /proc or
- * copy_file_range. Returns the child's fsb_store_record result.
- */
-static int record_without(struct fixture *f, const char *src, long nr, unsigned arg,
-			  uint32_t mask, int err)
-{
 #ifdef TEST_AUDIT_ARCH
+/*
+ * In this (child) process, make syscall `nr` fail with `err` when the low
+ * word of argument `arg` has a bit of `mask` set (mask 0: always).
+ */
+static bool filter_syscall(long nr, unsigned arg, uint32_t mask, int err)
+{
 	struct sock_filter code[] = {
 		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch)),
 		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, TEST_AUDIT_ARCH, 1, 0),
@@ -1093,7 +1199,38 @@ static int record_without(struct fixture *f, const char *src, long nr, unsigned 
 		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | (uint32_t)err),
 	};
 	struct sock_fprog prog = { .len = sizeof(code) / sizeof(code[0]), .filter = code };
+
+	return prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0 &&
+	       prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog) == 0;
+}
+
+/* The exit status of a child that reports a -errno result (0..99). */
+static int child_result(pid_t pid)
+{
 	int status;
+
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status));
+	assert_true(WEXITSTATUS(status) < 100);
+	return -WEXITSTATUS(status);
+}
+
+static _Noreturn void exit_with(int rc)
+{
+	_exit(rc == 0 ? 0 : rc < 0 && rc > -100 ? -rc : 100);
+}
+#endif
+
+/*
+ * Back up `src` in a child whose syscall `nr` fails with `err` (see
+ * filter_syscall): the way to meet a kernel or filesystem without
+ * O_TMPFILE, /proc or copy_file_range. Returns the child's
+ * fsb_store_record result.
+ */
+static int record_without(struct fixture *f, const char *src, long nr, unsigned arg,
+			  uint32_t mask, int err)
+{
+#ifdef TEST_AUDIT_ARCH
 	pid_t pid;
 
 	pid = fork();
@@ -1104,29 +1241,50 @@ static int record_without(struct fixture *f, const char *src, long nr, unsigned 
 		struct fsb_backup_req r;
 		struct stat st;
 		char msg[256];
-		int fd, rc;
+		int fd;
 
 		if (fsb_store_open(f->state, SESSION, &s, msg, sizeof(msg)) != 0)
 			_exit(101);
-		if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 ||
-		    prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog) != 0)
+		if (!filter_syscall(nr, arg, mask, err))
 			_exit(102);
 		if (lstat(src, &st) != 0 || (fd = open(src, O_RDONLY | O_CLOEXEC)) < 0)
 			_exit(103);
 		req_for(&r, src, &st, fd);
-		rc = fsb_store_record(s, &r, &res);
-		_exit(rc == 0 ? 0 : rc < 0 && rc > -100 ? -rc : 100);
+		exit_with(fsb_store_record(s, &r, &res));
 	}
-	assert_int_equal(waitpid(pid, &status, 0), pid);
-	assert_true(WIFEXITED(status));
-	assert_true(WEXITSTATUS(status) < 100);
-	return -WEXITSTATUS(status);
+	return child_result(pid);
 #else
 	(void)f;
 	(void)src;
 	(void)nr;
 	(void)arg;
 	(void)mask;
+	(void)err;
+	print_message("# skipping: no seccomp filter written for this architecture\n");
+	skip();
+	return -ENOSYS;
+#endif
+}
+
+/* fsb_store_open in a child whose syscall `nr` always fails with `err`. */
+static int open_without(struct fixture *f, long nr, int err)
+{
+#ifdef TEST_AUDIT_ARCH
+	pid_t pid = fork();
+
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		struct fsb_store *s;
+		char msg[256];
+
+		if (!filter_syscall(nr, 0, 0, err))
+			_exit(102);
+		exit_with(fsb_store_open(f->state, SESSION, &s, msg, sizeof(msg)));
+	}
+	return child_result(pid);
+#else
+	(void)f;
+	(void)nr;
 	(void)err;
 	print_message("# skipping: no seccomp filter written for this architecture\n");
 	skip();
@@ -1193,6 +1351,357 @@ static void test_journal_write_fails(void **state)
 	assert_int_equal(st.st_size, 0);
 }
 
+/* ---- regressions --------------------------------------------------------- */
+
+/*
+ * A second core on the same store would seal the first one's live cycle as
+ * recovered and remove its temporaries in flight. The store is locked: the
+ * second open fails with -EBUSY, says why, and touches nothing.
+ */
+static void test_second_core_on_one_store_is_refused(void **state)
+{
+	struct fixture *f = *state;
+	struct fsb_backup_result res;
+	struct fsb_store *second = NULL;
+	char a[PATHBUF], tmp[PATHBUF], err[256] = "";
+	int fd;
+
+	open_store(f);
+	src_path(f, "live", a);
+	free(make_file(a, 100, 40));
+	assert_int_equal(backup_path(f, a, &res), 0);
+	assert_int_equal(fsb_store_cycle(f->s), 1);
+	/* An object the first core is writing right now. */
+	snprintf(tmp, sizeof(tmp), "%s/objects/.tmp-00000000000000aa", f->store);
+	fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	assert_true(fd >= 0);
+	close(fd);
+
+	assert_int_equal(fsb_store_open(f->state, SESSION, &second, err, sizeof(err)), -EBUSY);
+	assert_null(second);
+	assert_string_equal(err, "the backup store of session " SESSION
+			    " is in use by another fsbroker core");
+	assert_null(cycle_file(f, 1));		/* the live cycle is not sealed */
+	assert_int_equal(access(tmp, F_OK), 0);	/* nor its temporary removed */
+	assert_int_equal(backup_path(f, a, &res), 0);
+	assert_int_equal(fsb_store_cycle(f->s), 1);
+
+	/* Once the first core is gone, the store opens (and recovers). */
+	fsb_store_close(f->s);
+	f->s = NULL;
+	open_store(f);
+	assert_int_not_equal(access(tmp, F_OK), 0);
+	{
+		cJSON *c = cycle_file(f, 1);
+
+		assert_non_null(c);
+		assert_true(cJSON_IsTrue(get(c, "recovered")));
+		cJSON_Delete(c);
+	}
+}
+
+/* The lock does not leak into a command the core runs. */
+static void test_store_lock_is_not_inherited_by_exec(void **state)
+{
+	struct fixture *f = *state;
+	struct stat want, st;
+	struct dirent *de;
+	char link[64];
+	int seen = 0;
+	DIR *d;
+
+	open_store(f);
+	assert_int_equal(stat(f->store, &want), 0);
+	d = opendir("/proc/self/fd");
+	assert_non_null(d);
+	while ((de = readdir(d)) != NULL) {
+		int fd = atoi(de->d_name);
+
+		if (de->d_name[0] == '.' || fd == dirfd(d))
+			continue;
+		snprintf(link, sizeof(link), "/proc/self/fd/%s", de->d_name);
+		if (stat(link, &st) != 0 || st.st_dev != want.st_dev || st.st_ino != want.st_ino)
+			continue;
+		assert_true(fcntl(fd, F_GETFD) & FD_CLOEXEC);
+		seen++;
+	}
+	closedir(d);
+	assert_int_equal(seen, 1);
+}
+
+/*
+ * The size limit is checked against one fstat. A file that grows while it
+ * is copied must not make the object larger than that: the object is the
+ * first st_size bytes, through copy_file_range and through read/write.
+ */
+static void grow_during_copy(struct fixture *f, bool no_range)
+{
+	struct fsb_backup_result res;
+	struct fsb_backup_req r;
+	char src[PATHBUF], obj[PATHBUF], want[65], *data, *copy;
+	size_t size = 100000, len;
+	struct stat st;
+	int fd, wfd;
+
+	if (ficlone_works(f)) {
+		print_message("# skipping: FICLONE works here, so nothing is copied\n");
+		skip();
+	}
+	open_store(f);
+	src_path(f, "growing", src);
+	data = make_file(src, size, 41);
+	assert_int_equal(lstat(src, &st), 0);
+	fd = open(src, O_RDONLY | O_CLOEXEC);
+	wfd = open(src, O_WRONLY | O_APPEND | O_CLOEXEC);
+	assert_true(fd >= 0 && wfd >= 0);
+	req_for(&r, src, &st, fd);
+	r.max_bytes = size;		/* exactly at the limit when checked */
+	r.on_too_large = FSB_TOO_LARGE_FAIL;
+	hook.grow_fd = wfd;
+	hook.grow_by = 4 << 20;		/* then 4 MiB more, during the copy */
+	hook.no_range = no_range;
+	assert_int_equal(fsb_store_record(f->s, &r, &res), 0);
+	hook_reset();
+	close(wfd);
+	close(fd);
+	assert_int_equal(stat(src, &st), 0);
+	assert_int_equal(st.st_size, size + (4 << 20));	/* it did grow */
+
+	ref_sha256(data, size, want);
+	assert_string_equal(res.object, want);
+	object_path(f, want, obj);
+	copy = slurp(obj, &len);
+	assert_int_equal(len, size);
+	assert_memory_equal(copy, data, size);
+	assert_int_equal(count_objects(f, NULL), 1);
+	free(copy);
+	free(data);
+}
+
+static void test_file_growing_during_copy_range_is_cut_at_checked_size(void **state)
+{
+	grow_during_copy(*state, false);
+}
+
+static void test_file_growing_during_read_write_copy_is_cut_at_checked_size(void **state)
+{
+	grow_during_copy(*state, true);
+}
+
+/* Damage the object `hex` in place: `bad` instead of its content. */
+static void damage_object(const struct fixture *f, const char *hex, const char *bad)
+{
+	char obj[PATHBUF];
+	int fd;
+
+	object_path(f, hex, obj);
+	assert_int_equal(chmod(obj, 0600), 0);
+	fd = open(obj, O_WRONLY | O_TRUNC | O_CLOEXEC);
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, bad, strlen(bad)), (ssize_t)strlen(bad));
+	close(fd);
+	assert_int_equal(chmod(obj, 0400), 0);
+}
+
+/* The object `hex` holds `want` and is 0400; no temporary is left. */
+static void assert_object(const struct fixture *f, const char *hex, const char *want, size_t n)
+{
+	char obj[PATHBUF], *copy;
+	struct stat st;
+	size_t len;
+	int tmps;
+
+	object_path(f, hex, obj);
+	assert_int_equal(lstat(obj, &st), 0);
+	assert_true(S_ISREG(st.st_mode));
+	assert_int_equal(st.st_mode & 07777, 0400);
+	copy = slurp(obj, &len);
+	assert_int_equal(len, n);
+	assert_memory_equal(copy, want, n);
+	free(copy);
+	assert_int_equal(count_objects(f, &tmps), 1);
+	assert_int_equal(tmps, 0);
+}
+
+/*
+ * An object already under the name was trusted blindly: bit rot in it made
+ * the fresh, good copy be dropped, and the restore that then refused the
+ * damaged object lost the file. It is checked (size, then SHA-256) and
+ * replaced by the fresh copy when it does not match.
+ */
+static void test_corrupted_object_is_replaced_by_the_fresh_copy(void **state)
+{
+	struct fixture *f = *state;
+	struct fsb_backup_result res;
+	char a[PATHBUF], b[PATHBUF], c[PATHBUF], hex[65], *data, *bad;
+	size_t size = 5000;
+
+	open_store(f);
+	src_path(f, "a", a);
+	src_path(f, "b", b);
+	src_path(f, "c", c);
+	data = make_file(a, size, 42);
+	free(make_file(b, size, 42));
+	free(make_file(c, size, 42));
+	assert_int_equal(backup_path(f, a, &res), 0);
+	memcpy(hex, res.object, sizeof(hex));
+
+	/* Same size, one byte off: only the hash can tell. */
+	bad = malloc(size + 1);
+	assert_non_null(bad);
+	memcpy(bad, data, size);
+	bad[size] = '\0';
+	for (size_t i = 0; i < size; i++)
+		if (bad[i] == '\0')
+			bad[i] = 1;	/* strlen must see all of it */
+	bad[size / 2] ^= 0x20;
+	damage_object(f, hex, bad);
+	assert_int_equal(backup_path(f, b, &res), 0);
+	assert_string_equal(res.object, hex);
+	assert_object(f, hex, data, size);
+
+	/* Cut short: the size tells. */
+	damage_object(f, hex, "short");
+	assert_int_equal(backup_path(f, c, &res), 0);
+	assert_string_equal(res.object, hex);
+	assert_object(f, hex, data, size);
+
+	/* A good object is kept as it is (same inode). */
+	{
+		char obj[PATHBUF];
+		struct stat before, after;
+
+		object_path(f, hex, obj);
+		assert_int_equal(lstat(obj, &before), 0);
+		assert_int_equal(fsb_store_seal(f->s, "m", "", NULL, 0), 1);
+		assert_int_equal(backup_path(f, a, &res), 0);
+		assert_int_equal(lstat(obj, &after), 0);
+		assert_int_equal(before.st_ino, after.st_ino);
+	}
+	free(bad);
+	free(data);
+}
+
+/* The same through a named temporary (no O_TMPFILE): renamed over it. */
+static void test_corrupted_object_is_replaced_without_o_tmpfile(void **state)
+{
+	struct fixture *f = *state;
+	struct fsb_backup_result res;
+	char a[PATHBUF], hex[65], *data;
+	size_t size = 3000;
+
+	open_store(f);
+	src_path(f, "a", a);
+	data = make_file(a, size, 43);
+	assert_int_equal(backup_path(f, a, &res), 0);
+	memcpy(hex, res.object, sizeof(hex));
+	fsb_store_close(f->s);
+	f->s = NULL;
+	damage_object(f, hex, "rotten");
+	assert_int_equal(record_without(f, a, __NR_openat, 2, O_TMPFILE & ~O_DIRECTORY,
+					EOPNOTSUPP), 0);
+	assert_object(f, hex, data, size);
+	free(data);
+}
+
+/*
+ * A journal line cut short whose rest cannot be truncated away stays at the
+ * end of the journal; the next O_APPEND line would be joined to it and a
+ * reader would skip both. The cycle refuses every later record instead.
+ */
+static void test_journal_that_cannot_be_cut_back_refuses_later_records(void **state)
+{
+	struct fixture *f = *state;
+	struct fsb_backup_result res;
+	char a[PATHBUF], b[PATHBUF], path[PATHBUF], *text;
+	struct stat st;
+	size_t len;
+	cJSON *j;
+
+	open_store(f);
+	src_path(f, "a", a);
+	src_path(f, "b", b);
+	free(make_file(a, 10, 44));
+	free(make_file(b, 10, 45));
+	hook.short_journal = true;
+	hook.fail_truncate = EIO;
+	assert_int_equal(backup_path(f, a, &res), -ENOSPC);
+	hook_reset();
+	snprintf(path, sizeof(path), "%s/cycles/1/journal.jsonl", f->store);
+	assert_int_equal(stat(path, &st), 0);
+	assert_true(st.st_size > 0);		/* the half line stayed */
+
+	assert_int_equal(backup_path(f, b, &res), -EIO);
+	assert_string_equal(res.object, "");
+	assert_int_equal(backup_path(f, a, &res), -EIO);
+	text = slurp(path, &len);
+	assert_int_equal(len, st.st_size);	/* nothing joined to it */
+	assert_null(strchr(text, '\n'));
+	free(text);
+
+	/* Sealing ends the cycle; the next one has a journal of its own. */
+	assert_int_equal(fsb_store_seal(f->s, "m", "", NULL, 0), 1);
+	assert_int_equal(backup_path(f, b, &res), 0);
+	j = journal(f, 2);
+	assert_int_equal(cJSON_GetArraySize(j), 1);
+	cJSON_Delete(j);
+}
+
+/*
+ * A path whose end state cannot be read (here ELOOP: a symlink loop on the
+ * way) is not absent: it is left out of `paths`, so a restore of it needs
+ * --force. Only ENOENT and ENOTDIR mean absent.
+ */
+static void test_unreadable_end_state_is_left_out_not_absent(void **state)
+{
+	struct fixture *f = *state;
+	struct fsb_backup_result res;
+	struct fsb_backup_req r;
+	char loop[PATHBUF], inside[PATHBUF], gone[PATHBUF], notdir[PATHBUF];
+	cJSON *c, *paths;
+
+	open_store(f);
+	src_path(f, "loop", loop);
+	assert_int_equal(symlink("loop", loop), 0);
+	snprintf(inside, sizeof(inside), "%s/f", loop);
+	src_path(f, "gone", gone);
+	src_path(f, "gone/x", notdir);
+	free(make_file(gone, 5, 46));
+
+	req_for(&r, inside, NULL, -1);
+	r.op = "create";
+	assert_int_equal(fsb_store_record(f->s, &r, &res), 0);
+	req_for(&r, notdir, NULL, -1);
+	r.op = "create";
+	assert_int_equal(fsb_store_record(f->s, &r, &res), 0);
+	req_for(&r, loop, NULL, -1);
+	r.op = "create";
+	assert_int_equal(fsb_store_record(f->s, &r, &res), 0);
+	assert_int_equal(fsb_store_seal(f->s, "m", "", NULL, 0), 1);
+
+	c = cycle_file(f, 1);
+	paths = get(c, "paths");
+	assert_null(cJSON_GetObjectItemCaseSensitive(paths, inside));
+	assert_true(cJSON_IsFalse(get(get(paths, notdir), "exists")));	/* ENOTDIR */
+	assert_string_equal(str(get(paths, loop), "type"), "symlink");
+	assert_int_equal(cJSON_GetArraySize(paths), 2);
+	cJSON_Delete(c);
+}
+
+/* A directory the store makes is fsynced into its parent: when that
+ * fails, the open fails and the directory is not left behind unsynced. */
+static void test_new_store_directory_is_fsynced_into_its_parent(void **state)
+{
+	struct fixture *f = *state;
+	char path[PATHBUF];
+
+	assert_int_equal(mkdir(f->state, 0700), 0);
+	assert_int_equal(open_without(f, __NR_fsync, EIO), -EIO);
+	snprintf(path, sizeof(path), "%s/sessions", f->state);
+	assert_int_not_equal(access(path, F_OK), 0);
+	open_store(f);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1223,6 +1732,27 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_tmpfile_cannot_be_linked, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_without_copy_file_range, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_journal_write_fails, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_recovered_cycle_records_no_end_state, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_second_core_on_one_store_is_refused, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_store_lock_is_not_inherited_by_exec, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(
+			test_file_growing_during_copy_range_is_cut_at_checked_size, setup, teardown),
+		cmocka_unit_test_setup_teardown(
+			test_file_growing_during_read_write_copy_is_cut_at_checked_size, setup,
+			teardown),
+		cmocka_unit_test_setup_teardown(test_corrupted_object_is_replaced_by_the_fresh_copy,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(test_corrupted_object_is_replaced_without_o_tmpfile,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(
+			test_journal_that_cannot_be_cut_back_refuses_later_records, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_unreadable_end_state_is_left_out_not_absent,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(test_new_store_directory_is_fsynced_into_its_parent,
+						setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

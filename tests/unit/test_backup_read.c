@@ -2,8 +2,9 @@
  * test_backup_read.c — reading a backup store written by hand exactly as
  * docs/backup-store.md lays it out: sessions and cycles found, a cycle's
  * journal and cycle.json loaded, malformed lines reported with file:line,
- * the first record of each path (or of a tool call) chosen, objects checked
- * against their SHA-256 names.
+ * the first record of each path (or of a tool call) chosen, no end states
+ * for a recovered cycle, objects checked against their SHA-256 names and
+ * refused when they are not regular files.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -12,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "unit.h"
@@ -543,6 +545,68 @@ static void test_objects_are_checked_against_their_names(void **state)
 	assert_false(fsb_backup_object_name_ok(hex));
 }
 
+/*
+ * A recovered cycle was sealed at a restart: what its paths were when the
+ * crash came is unknown. Even a cycle.json that holds `paths` (an older
+ * core wrote the state at the restart there) gives them no end state, so a
+ * restore of each needs --force.
+ */
+static void test_recovered_cycle_has_no_end_states(void **state)
+{
+	struct fx *f = *state;
+	char line[1024], err[512];
+	struct fsb_picks picks;
+	struct fsb_cycle c;
+
+	absent_rec(line, sizeof(line), 1, "tc", "create", "/w/x");
+	cycle_file(f, 1, "journal.jsonl", line);
+	cycle_file(f, 1, "cycle.json",
+		   "{\"cycle\":1,\"message\":\"recovered after an unclean stop\",\"opened\":\"o\","
+		   "\"sealed\":\"s\",\"auditHead\":\"\",\"recovered\":true,\"paths\":{"
+		   "\"/w/x\":{\"exists\":true,\"type\":\"file\",\"size\":3}}}");
+	assert_int_equal(fsb_cycle_load(f->store, 1, &c, stderr, err, sizeof(err)), 0);
+	assert_int_equal(c.state, FSB_CYCLE_RECOVERED);
+	assert_int_equal(c.nends, 0);
+	assert_null(fsb_cycle_end_state(&c, "/w/x"));
+	assert_int_equal(fsb_cycle_pick(&c, NULL, &picks), 0);
+	assert_int_equal(picks.n, 1);
+	assert_null(picks.v[0].end);
+	fsb_picks_free(&picks);
+	fsb_cycle_free(&c);
+}
+
+/*
+ * A FIFO planted under an object's name would block the open, and so the
+ * whole restore, for ever. It opens without blocking and is refused: only
+ * a regular file is an object. (A child with an alarm: a hang fails.)
+ */
+static void test_fifo_object_is_refused_without_blocking(void **state)
+{
+	struct fx *f = *state;
+	char hex[65], path[PATH_MAX + 80];
+	int status;
+	pid_t pid;
+
+	put_object(f, "an object\n", hex);
+	snprintf(path, sizeof(path), "%s/objects/%.2s/%s", f->store, hex, hex);
+	assert_int_equal(unlink(path), 0);
+	assert_int_equal(mkfifo(path, 0600), 0);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		alarm(5);
+		_exit(fsb_backup_object_open(f->store, hex) == -ENXIO ? 0 : 1);
+	}
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status));
+	assert_int_equal(WEXITSTATUS(status), 0);
+
+	/* A directory is no object either. */
+	assert_int_equal(unlink(path), 0);
+	assert_int_equal(mkdir(path, 0700), 0);
+	assert_int_equal(fsb_backup_object_open(f->store, hex), -ENXIO);
+}
+
 int main(void)
 {
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
@@ -558,6 +622,8 @@ int main(void)
 		T(test_path_bytes_are_decoded),
 		T(test_bad_cycle_json_names_the_file),
 		T(test_objects_are_checked_against_their_names),
+		T(test_recovered_cycle_has_no_end_states),
+		T(test_fifo_object_is_refused_without_blocking),
 	};
 #undef T
 
