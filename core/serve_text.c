@@ -167,6 +167,20 @@ void fsb_serve_text(struct fsb_conn *conn, char *line, size_t len)
 	if (!req.has_open && writes && acc.verdict.decision == FSB_ALLOW && acc.errnum == 0 &&
 	    acc.res.exists && S_ISREG(acc.res.st.st_mode))
 		acc.errnum = backup_before_sandbox(conn, &bctx);
+	/* A file this request creates (now, or by the client after SANDBOX):
+	 * the journal says it was absent, so a restore removes it. A create
+	 * the journal cannot record is undone and refused. */
+	if (writes && acc.verdict.decision == FSB_ALLOW && acc.errnum == 0 && !acc.res.exists &&
+	    fsb_backup_note_created(b, conn->scope.session, &acc, bctx.flags) < 0) {
+		if (fd >= 0) {
+			fsb_grant_undo_create(b->rootfd, &acc.res, fd);
+			close(fd);
+			fd = -1;
+		}
+		acc.errnum = EIO;
+		snprintf(bctx.why, sizeof(bctx.why), "the backup journal cannot be written; "
+			 "nothing was created");
+	}
 
 	rec = fsb_access_audit_record(&acc, "ipc-token");
 	cJSON_AddNumberToObject(rec, "pid", conn->pid);
@@ -210,18 +224,6 @@ void fsb_serve_text(struct fsb_conn *conn, char *line, size_t len)
 		 * it in this cycle copies it again. */
 		if (writes && fstat(fd, &st) == 0)
 			fsb_backup_note_write_grant(b, conn->scope.session, st.st_dev, st.st_ino);
-		/* A file this grant created: a restore removes it. A create the
-		 * journal cannot record is undone and refused. */
-		if (!acc.res.exists &&
-		    fsb_backup_note_created(b, conn->scope.session, &acc, req.open_flags) < 0) {
-			fsb_grant_undo_create(b->rootfd, &acc.res, fd);
-			close(fd);
-			b->stats.allowed--;
-			b->stats.denied++;
-			reply_deny(conn, EIO, "the backup journal cannot be written; nothing was "
-				   "created");
-			return;
-		}
 		b->stats.fds_granted++;
 		fsb_conn_reply(conn, "FD\n", fd);
 		return;
@@ -229,15 +231,6 @@ void fsb_serve_text(struct fsb_conn *conn, char *line, size_t len)
 	if (writes && acc.res.exists)
 		fsb_backup_note_write_grant(b, conn->scope.session, acc.res.st.st_dev,
 					    acc.res.st.st_ino);
-	/* The client creates it after this answer: the journal says it was
-	 * absent, so a restore removes it. */
-	if (writes && !acc.res.exists &&
-	    fsb_backup_note_created(b, conn->scope.session, &acc, 0) < 0) {
-		b->stats.allowed--;
-		b->stats.denied++;
-		reply_deny(conn, EIO, "the backup journal cannot be written");
-		return;
-	}
 	/* The compatibility path of the original design: the client opens the
 	 * file itself. Our own clients always send an open-spec instead, since
 	 * a rename between this answer and their open could swap the inode. */
