@@ -1,8 +1,10 @@
 /*
- * cli_backup.c — `fsbroker backup list|show|restore` (DESIGN §6.3,
- * docs/restore.md): read a session's backup store and put the paths a cycle
- * or a tool call touched back to their state at its start.
+ * cli_backup.c — `fsbroker backup list|show|restore|diff|prune` (DESIGN
+ * §6.3, docs/restore.md): read a session's backup store, put the paths a
+ * cycle or a tool call touched back to their state at its start, show what
+ * a cycle changed, and remove old sealed cycles with their objects.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -12,9 +14,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/random.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cJSON.h>
@@ -29,10 +34,12 @@ static const char usage[] =
 	"       fsbroker backup show CYCLE|--last [--json]\n"
 	"       fsbroker backup restore CYCLE|--last [PATH...] [--tool-call ID] [--dry-run]\n"
 	"                               [--force] [--json]\n"
+	"       fsbroker backup diff CYCLE|--last [PATH...] [--json]\n"
+	"       fsbroker backup prune (--keep N | --older-than DAYS) [--dry-run]\n"
 	"options that locate the store: --state-dir DIR (default $XDG_STATE_HOME/fsbroker),\n"
 	"  --session ID (needed when the state dir holds more than one session)\n"
 	"exit: 0 done, 1 something was skipped or failed, 2 usage error or no such\n"
-	"  session, cycle or tool call\n"
+	"  session, cycle or tool call; diff: 0 no differences, 1 differences, 2 trouble\n"
 	"docs: docs/restore.md\n";
 
 struct cli {
@@ -44,6 +51,8 @@ struct cli {
 	int npaths;
 	const char *tool_call;
 	bool json, last, dry_run, force;
+	long keep;		/* prune --keep N, else -1 */
+	long older_than;	/* prune --older-than DAYS, else -1 */
 };
 
 /* ---- output helpers ----------------------------------------------------- */
@@ -1248,6 +1257,774 @@ out:
 	return status;
 }
 
+/* ---- diff ---------------------------------------------------------------- */
+
+enum dstat { D_UNCHANGED, D_CHANGED, D_CREATED, D_REMOVED, D_NOBACKUP, D_ERROR };
+
+static const char *const dstat_name[] = {
+	"unchanged", "changed", "created", "removed", "no-backup", "error",
+};
+
+/* `s` as put_safe shows it, in a malloc'd string (NULL without memory). */
+static char *safe_dup(const char *s)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+
+	if (f == NULL)
+		return NULL;
+	put_safe(f, s);
+	if (fclose(f) != 0) {
+		free(buf);
+		return NULL;
+	}
+	return buf;
+}
+
+/*
+ * /usr/bin/diff -u between two open files (fd -1: /dev/null), labelled
+ * "<path> (<l1>)" and "<path> (<l2>)". diff reads the very files that were
+ * opened (and, for an object, verified) through /dev/fd, never a name that
+ * could be swapped meanwhile. With `quiet` its output is thrown away.
+ * Returns diff's status: 0 same, 1 different, 2 trouble.
+ */
+static int run_diff(const char *path, int old_fd, const char *l1, int new_fd, const char *l2,
+		    bool quiet)
+{
+	char a[32], b[32], *sp = safe_dup(path), *lab1 = NULL, *lab2 = NULL;
+	int st, status = 2;
+	pid_t pid;
+
+	if (sp == NULL || asprintf(&lab1, "%s (%s)", sp, l1) < 0 ||
+	    asprintf(&lab2, "%s (%s)", sp, l2) < 0) {
+		lab2 = NULL;
+		fprintf(stderr, "fsbroker backup: out of memory\n");
+		goto out;
+	}
+	snprintf(a, sizeof(a), old_fd >= 0 ? "/dev/fd/%d" : "/dev/null", old_fd);
+	snprintf(b, sizeof(b), new_fd >= 0 ? "/dev/fd/%d" : "/dev/null", new_fd);
+	fflush(stdout);
+	fflush(stderr);
+	pid = fork();
+	if (pid < 0) {
+		fprintf(stderr, "fsbroker backup: cannot run diff: %s\n", strerror(errno));
+		goto out;
+	}
+	if (pid == 0) {
+		char *argv[] = { "diff", "-u", "--label", lab1, "--label", lab2, a, b, NULL };
+
+		if ((old_fd >= 0 && fcntl(old_fd, F_SETFD, 0) < 0) ||
+		    (new_fd >= 0 && fcntl(new_fd, F_SETFD, 0) < 0))
+			_exit(2);
+		if (quiet) {
+			int null = open("/dev/null", O_WRONLY);
+
+			if (null < 0 || dup2(null, 1) < 0)
+				_exit(2);
+		}
+		execv("/usr/bin/diff", argv);
+		fprintf(stderr, "fsbroker backup: cannot run /usr/bin/diff: %s\n", strerror(errno));
+		_exit(2);
+	}
+	while (waitpid(pid, &st, 0) < 0) {
+		if (errno != EINTR) {
+			st = 2 << 8;
+			break;
+		}
+	}
+	status = WIFEXITED(st) && WEXITSTATUS(st) <= 1 ? WEXITSTATUS(st) : 2;
+out:
+	free(sp);
+	free(lab1);
+	free(lab2);
+	return status;
+}
+
+static const char *prior_type_words(const char *type)
+{
+	if (strcmp(type, "file") == 0)
+		return "a regular file";
+	if (strcmp(type, "dir") == 0)
+		return "a directory";
+	if (strcmp(type, "symlink") == 0)
+		return "a symlink";
+	if (strcmp(type, "fifo") == 0)
+		return "a fifo";
+	if (strcmp(type, "socket") == 0)
+		return "a socket";
+	return "a device";
+}
+
+static bool same_type(const char *type, mode_t m)
+{
+	return (strcmp(type, "file") == 0 && S_ISREG(m)) || (strcmp(type, "dir") == 0 && S_ISDIR(m)) ||
+	       (strcmp(type, "symlink") == 0 && S_ISLNK(m)) ||
+	       (strcmp(type, "fifo") == 0 && S_ISFIFO(m)) ||
+	       (strcmp(type, "socket") == 0 && S_ISSOCK(m)) ||
+	       (strcmp(type, "chardev") == 0 && S_ISCHR(m)) ||
+	       (strcmp(type, "blockdev") == 0 && S_ISBLK(m));
+}
+
+/* "<what>: <path>\n" on stdout, unless --json. */
+static void say(const struct cli *c, const char *what, const char *path)
+{
+	if (c->json)
+		return;
+	fputs(what, stdout);
+	fputs(": ", stdout);
+	put_safe(stdout, path);
+	putchar('\n');
+}
+
+/* What the cycle changed at one path, compared with now. */
+static enum dstat diff_one(const struct cli *c, unsigned num, const struct fsb_pick *pk,
+			   char *detail, size_t dlen)
+{
+	const struct fsb_prior *pr = &pk->rec->prior;
+	const char *path = pk->rec->resolved;
+	char before[64], line[160];
+	struct stat st;
+	bool now;
+	int obj = -1, cur = -1, rc;
+	enum dstat res;
+
+	detail[0] = '\0';
+	snprintf(before, sizeof(before), "before cycle %u", num);
+	if (lstat(path, &st) == 0) {
+		now = true;
+	} else if (errno == ENOENT || errno == ENOTDIR) {
+		now = false;
+	} else {
+		snprintf(detail, dlen, "cannot look at it now: %s", strerror(errno));
+		return D_ERROR;
+	}
+
+	if (!pr->exists) {
+		if (!now)
+			return D_UNCHANGED;	/* created, and gone again */
+		say(c, "created by the cycle", path);
+		if (!S_ISREG(st.st_mode) || c->json)
+			return D_CREATED;
+		cur = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY | O_NONBLOCK);
+		if (cur < 0) {
+			snprintf(detail, dlen, "cannot open it: %s", strerror(errno));
+			return D_ERROR;
+		}
+		rc = run_diff(path, -1, "absent before the cycle", cur, "now", false);
+		close(cur);
+		if (rc > 1) {
+			snprintf(detail, dlen, "diff failed");
+			return D_ERROR;
+		}
+		return D_CREATED;
+	}
+
+	if (strcmp(pr->type, "file") != 0) {
+		if (!now) {
+			snprintf(line, sizeof(line), "removed (%s before cycle %u)",
+				 prior_type_words(pr->type), num);
+			say(c, line, path);
+			return D_REMOVED;
+		}
+		if (!same_type(pr->type, st.st_mode)) {
+			snprintf(line, sizeof(line), "%s before cycle %u, %s now",
+				 prior_type_words(pr->type), num, type_of(st.st_mode));
+			say(c, line, path);
+			return D_CHANGED;
+		}
+		if (S_ISLNK(st.st_mode) && pr->target != NULL) {
+			char target[PATH_MAX];
+			ssize_t n = readlink(path, target, sizeof(target) - 1);
+
+			if (n < 0) {
+				snprintf(detail, dlen, "cannot read the symlink: %s", strerror(errno));
+				return D_ERROR;
+			}
+			target[n] = '\0';
+			if (strcmp(target, pr->target) != 0) {
+				if (!c->json) {
+					fputs("symlink target changed: ", stdout);
+					put_safe(stdout, path);
+					fputs(" (was '", stdout);
+					put_safe(stdout, pr->target);
+					fputs("', now '", stdout);
+					put_safe(stdout, target);
+					fputs("')\n", stdout);
+				}
+				return D_CHANGED;
+			}
+		}
+		return D_UNCHANGED;
+	}
+
+	if (pr->object[0] == '\0') {
+		snprintf(line, sizeof(line), "no backup taken (%s)",
+			 pr->skipped[0] != '\0' ? pr->skipped : "none recorded");
+		say(c, line, path);
+		snprintf(detail, dlen, "%s", pr->skipped[0] != '\0' ? pr->skipped : "none recorded");
+		return D_NOBACKUP;
+	}
+	obj = fsb_backup_object_open(c->store, pr->object);
+	rc = obj < 0 ? obj : fsb_backup_object_copy(obj, pr->object, -1);
+	if (rc < 0) {
+		snprintf(detail, dlen, "its backup object %s %s", pr->object,
+			 rc == -EBADMSG ? "does not match its SHA-256 (damaged)"
+			 : rc == -ENXIO ? "is not a regular file"
+			 : rc == -ENOENT ? "is missing" : strerror(-rc));
+		res = D_ERROR;
+		goto out;
+	}
+	if (!now) {
+		rc = run_diff(path, obj, before, -1, "absent now", c->json);
+		res = D_REMOVED;
+	} else if (!S_ISREG(st.st_mode)) {
+		snprintf(line, sizeof(line), "a regular file before cycle %u, %s now", num,
+			 type_of(st.st_mode));
+		say(c, line, path);
+		res = D_CHANGED;
+		goto out;
+	} else {
+		cur = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY | O_NONBLOCK);
+		if (cur < 0) {
+			snprintf(detail, dlen, "cannot open it: %s", strerror(errno));
+			res = D_ERROR;
+			goto out;
+		}
+		rc = run_diff(path, obj, before, cur, "now", c->json);
+		res = rc == 0 ? D_UNCHANGED : D_CHANGED;
+	}
+	if (rc > 1) {
+		snprintf(detail, dlen, "diff failed");
+		res = D_ERROR;
+	}
+out:
+	if (obj >= 0)
+		close(obj);
+	if (cur >= 0)
+		close(cur);
+	return res;
+}
+
+static int cmd_diff(const struct cli *c)
+{
+	struct fsb_cycle cy;
+	struct fsb_picks picks = { 0 };
+	char **args = NULL;
+	bool *arg_used = NULL;
+	cJSON *arr = NULL;
+	unsigned num;
+	int rc, status = 0;
+
+	rc = pick_cycle(c, &num);
+	if (rc != 0)
+		return 2;
+	if (load(c, num, &cy) < 0)
+		return 2;
+	if (fsb_cycle_pick(&cy, NULL, &picks) < 0)
+		goto nomem;
+	if (c->npaths > 0) {
+		args = calloc((size_t)c->npaths, sizeof(*args));
+		arg_used = calloc((size_t)c->npaths, sizeof(*arg_used));
+		if (args == NULL || arg_used == NULL)
+			goto nomem;
+		for (int i = 0; i < c->npaths; i++)
+			if ((args[i] = canonical_arg(c->paths[i])) == NULL)
+				goto nomem;
+	}
+	if (c->json)
+		arr = cJSON_CreateArray();
+	for (size_t i = 0; i < picks.n; i++) {
+		const struct fsb_pick *pk = &picks.v[i];
+		char detail[PATH_MAX + 128];
+		bool want = c->npaths == 0;
+		enum dstat d;
+
+		for (int a = 0; a < c->npaths; a++) {
+			for (size_t k = 0; k < pk->nall; k++) {
+				if (arg_matches(args[a], pk->all[k])) {
+					want = arg_used[a] = true;
+					break;
+				}
+			}
+		}
+		if (!want)
+			continue;
+		d = diff_one(c, cy.number, pk, detail, sizeof(detail));
+		if (d == D_ERROR) {
+			fflush(stdout);
+			fputs("fsbroker backup diff: ", stderr);
+			put_safe(stderr, pk->rec->resolved);
+			fprintf(stderr, ": %s\n", detail);
+			status = 2;
+		} else if (d != D_UNCHANGED && status == 0) {
+			status = 1;
+		}
+		if (c->json) {
+			cJSON *o = cJSON_CreateObject();
+
+			fsb_json_add_path(o, "path", pk->rec->resolved, false);
+			cJSON_AddStringToObject(o, "status", dstat_name[d]);
+			if (detail[0] != '\0')
+				cJSON_AddStringToObject(o, "detail", detail);
+			cJSON_AddItemToArray(arr, o);
+		}
+	}
+	for (int a = 0; a < c->npaths; a++) {
+		if (arg_used[a])
+			continue;
+		fflush(stdout);
+		fprintf(stderr, "fsbroker backup diff: cycle %u did not touch ", cy.number);
+		put_safe(stderr, args[a]);
+		fputc('\n', stderr);
+	}
+	if (c->json) {
+		print_json(arr);
+		cJSON_Delete(arr);
+	}
+	goto out;
+
+nomem:
+	fprintf(stderr, "fsbroker backup: out of memory\n");
+	status = 2;
+out:
+	for (int a = 0; args != NULL && a < c->npaths; a++)
+		free(args[a]);
+	free(args);
+	free(arg_used);
+	fsb_picks_free(&picks);
+	fsb_cycle_free(&cy);
+	return status;
+}
+
+/* ---- prune --------------------------------------------------------------- */
+
+/* Bytes of the regular files in the tree `name` under `dfd`; with `remove`
+ * the tree is deleted too. Returns 0 or -errno (the first failure). */
+static int tree_walk(int dfd, const char *name, bool remove, unsigned long long *bytes)
+{
+	struct stat st;
+	struct dirent *de;
+	DIR *d;
+	int fd, rc = 0;
+
+	if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+		return -errno;
+	if (!S_ISDIR(st.st_mode)) {
+		if (S_ISREG(st.st_mode))
+			*bytes += (unsigned long long)st.st_size;
+		if (remove && unlinkat(dfd, name, 0) < 0)
+			return -errno;
+		return 0;
+	}
+	fd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	d = fdopendir(fd);
+	if (d == NULL) {
+		rc = -errno;
+		close(fd);
+		return rc;
+	}
+	while ((de = readdir(d)) != NULL) {
+		int r;
+
+		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+			continue;
+		r = tree_walk(fd, de->d_name, remove, bytes);
+		if (r < 0 && rc == 0)
+			rc = r;
+	}
+	closedir(d);
+	if (remove && rc == 0 && unlinkat(dfd, name, AT_REMOVEDIR) < 0)
+		rc = -errno;
+	return rc;
+}
+
+struct hexset {
+	char (*v)[FSB_SHA256_HEX_LEN + 1];
+	size_t n, cap;
+};
+
+static bool is_lhex(char ch)
+{
+	return (ch >= '0' && ch <= '9') || (ch >= 'a' && ch <= 'f');
+}
+
+/*
+ * Every run of exactly 64 lowercase hex digits in `text`: a superset of the
+ * objects the journal names, so that even a line that cannot be parsed
+ * keeps its object.
+ */
+static int hexset_scan(struct hexset *h, const char *text, size_t len)
+{
+	size_t i = 0;
+
+	while (i < len) {
+		size_t j = i;
+
+		while (j < len && is_lhex(text[j]))
+			j++;
+		if (j - i == FSB_SHA256_HEX_LEN) {
+			if (h->n == h->cap) {
+				size_t cap = h->cap ? h->cap * 2 : 64;
+				void *v = realloc(h->v, cap * sizeof(*h->v));
+
+				if (v == NULL)
+					return -ENOMEM;
+				h->v = v;
+				h->cap = cap;
+			}
+			memcpy(h->v[h->n], text + i, FSB_SHA256_HEX_LEN);
+			h->v[h->n++][FSB_SHA256_HEX_LEN] = '\0';
+		}
+		i = j > i ? j : i + 1;
+	}
+	return 0;
+}
+
+static int hex_cmp(const void *a, const void *b)
+{
+	return strcmp(a, b);
+}
+
+/* The objects the journal of cycle `num` names, added to `h`. A cycle
+ * without a journal names none. Returns 0 or -errno. */
+static int cycle_refs(int cycfd, unsigned num, struct hexset *h)
+{
+	char name[32];
+	struct stat st;
+	char *buf;
+	size_t len = 0;
+	int fd, rc = 0;
+
+	snprintf(name, sizeof(name), "%u/journal.jsonl", num);
+	fd = openat(cycfd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+	if (fd < 0)
+		return errno == ENOENT ? 0 : -errno;
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+		rc = S_ISREG(st.st_mode) ? -errno : -ENXIO;
+		close(fd);
+		return rc;
+	}
+	buf = malloc((size_t)st.st_size + 1);
+	if (buf == NULL) {
+		close(fd);
+		return -ENOMEM;
+	}
+	for (;;) {
+		ssize_t n = read(fd, buf + len, (size_t)st.st_size - len);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			rc = -errno;
+			break;
+		}
+		if (n == 0 || (len += (size_t)n) == (size_t)st.st_size)
+			break;
+	}
+	close(fd);
+	if (rc == 0)
+		rc = hexset_scan(h, buf, len);
+	free(buf);
+	return rc;
+}
+
+/* RFC 3339 UTC ("2026-11-29T20:03:04.005Z") to seconds, or -1. */
+static time_t parse_utc(const char *s)
+{
+	struct tm tm;
+	const char *end;
+
+	memset(&tm, 0, sizeof(tm));
+	end = strptime(s, "%Y-%m-%dT%H:%M:%S", &tm);
+	if (end == NULL)
+		return -1;
+	if (*end == '.')
+		for (end++; *end >= '0' && *end <= '9'; end++)
+			;
+	if (strcmp(end, "Z") != 0)
+		return -1;
+	return timegm(&tm);
+}
+
+/* Remove (or only count) the objects no entry of `refs` names. */
+static int prune_objects(const struct cli *c, int rootfd, const struct hexset *refs,
+			 size_t *nobj, unsigned long long *bytes)
+{
+	int objfd, rc = 0;
+	struct dirent *de;
+	DIR *d;
+
+	objfd = openat(rootfd, "objects", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (objfd < 0)
+		return errno == ENOENT ? 0 : -errno;
+	d = fdopendir(objfd);
+	if (d == NULL) {
+		rc = -errno;
+		close(objfd);
+		return rc;
+	}
+	while ((de = readdir(d)) != NULL) {
+		struct dirent *oe;
+		DIR *sd;
+		int hfd;
+		bool removed = false;
+
+		if (strlen(de->d_name) != 2 || !is_lhex(de->d_name[0]) || !is_lhex(de->d_name[1]))
+			continue;
+		hfd = openat(objfd, de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (hfd < 0)
+			continue;
+		sd = fdopendir(hfd);
+		if (sd == NULL) {
+			close(hfd);
+			continue;
+		}
+		while ((oe = readdir(sd)) != NULL) {
+			struct stat st;
+
+			/* Only objects: a `.tmp-*` is the core's to clean. */
+			if (!fsb_backup_object_name_ok(oe->d_name) ||
+			    strncmp(oe->d_name, de->d_name, 2) != 0 ||
+			    bsearch(oe->d_name, refs->v, refs->n, sizeof(*refs->v), hex_cmp) != NULL)
+				continue;
+			if (fstatat(hfd, oe->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+				continue;
+			if (!c->dry_run && unlinkat(hfd, oe->d_name, 0) < 0) {
+				if (rc == 0)
+					rc = -errno;
+				continue;
+			}
+			removed = true;
+			(*nobj)++;
+			if (S_ISREG(st.st_mode))
+				*bytes += (unsigned long long)st.st_size;
+		}
+		if (removed && !c->dry_run) {
+			fsync(hfd);
+			/* Fails, harmlessly, while objects are left in it. */
+			unlinkat(objfd, de->d_name, AT_REMOVEDIR);
+		}
+		closedir(sd);
+	}
+	if (!c->dry_run)
+		fsync(objfd);
+	closedir(d);
+	return rc;
+}
+
+static int cmd_prune(const struct cli *c)
+{
+	struct hexset refs = { 0 };
+	struct fsb_cycle cy;
+	unsigned *nums = NULL;
+	bool *drop = NULL, *sealed = NULL;
+	char **sealed_at = NULL;
+	size_t n = 0, nsealed = 0, ndrop = 0, nobj = 0;
+	unsigned long long cyc_bytes = 0, obj_bytes = 0;
+	const char *would = c->dry_run ? "would remove" : "removed";
+	int rootfd, cycfd = -1, rc, status = 0;
+	time_t cutoff = 0;
+	struct dirent *de;
+	DIR *d;
+
+	rootfd = open(c->store, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (rootfd < 0) {
+		if (errno == ENOENT) {
+			printf("Session %s has no backup store: there is nothing to prune.\n",
+			       c->session);
+			return 0;
+		}
+		fprintf(stderr, "fsbroker backup prune: cannot open %s: %s\n", c->store,
+			strerror(errno));
+		return 1;
+	}
+	/* The lock a core holds while it runs (docs/backup-store.md): pruning
+	 * under a live core would delete its open cycle's objects in flight. */
+	if (flock(rootfd, LOCK_EX | LOCK_NB) < 0) {
+		if (errno == EWOULDBLOCK)
+			fprintf(stderr, "fsbroker backup prune: the store is in use by a running "
+				"fsbroker core; stop it or prune later\n");
+		else
+			fprintf(stderr, "fsbroker backup prune: cannot lock %s: %s\n", c->store,
+				strerror(errno));
+		close(rootfd);
+		return 1;
+	}
+	cycfd = openat(rootfd, "cycles", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (cycfd < 0 && errno != ENOENT) {
+		fprintf(stderr, "fsbroker backup prune: cannot open %s/cycles: %s\n", c->store,
+			strerror(errno));
+		status = 1;
+		goto out;
+	}
+	/* A prune that was interrupted: finish removing what it renamed. */
+	if (cycfd >= 0 && !c->dry_run) {
+		int dfd = dup(cycfd);
+
+		d = dfd >= 0 ? fdopendir(dfd) : NULL;
+		while (d != NULL && (de = readdir(d)) != NULL) {
+			unsigned long long b = 0;
+
+			if (strncmp(de->d_name, ".pruning-", 9) != 0)
+				continue;
+			rc = tree_walk(cycfd, de->d_name, true, &b);
+			if (rc < 0) {
+				fprintf(stderr, "fsbroker backup prune: cannot remove cycles/%s: %s\n",
+					de->d_name, strerror(-rc));
+				status = 1;
+				continue;
+			}
+			printf("removed cycles/%s, left by an interrupted prune (%llu bytes)\n",
+			       de->d_name, b);
+			cyc_bytes += b;
+		}
+		if (d != NULL)
+			closedir(d);
+		else if (dfd >= 0)
+			close(dfd);
+	}
+	rc = fsb_cycles_list(c->store, &nums, &n);
+	if (rc < 0) {
+		fprintf(stderr, "fsbroker backup prune: cannot read %s/cycles: %s\n", c->store,
+			strerror(-rc));
+		status = 1;
+		goto out;
+	}
+	drop = calloc(n + 1, sizeof(*drop));
+	sealed = calloc(n + 1, sizeof(*sealed));
+	sealed_at = calloc(n + 1, sizeof(*sealed_at));
+	if (drop == NULL || sealed == NULL || sealed_at == NULL)
+		goto nomem;
+	for (size_t i = 0; i < n; i++) {
+		/* A cycle that cannot be loaded is kept: it is not known to be sealed. */
+		if (load(c, nums[i], &cy) < 0) {
+			status = 1;
+			continue;
+		}
+		if (cy.state != FSB_CYCLE_OPEN) {
+			sealed[i] = true;
+			nsealed++;
+			if ((sealed_at[i] = strdup(cy.sealed)) == NULL) {
+				fsb_cycle_free(&cy);
+				goto nomem;
+			}
+		}
+		fsb_cycle_free(&cy);
+	}
+	if (c->keep >= 0) {
+		size_t over = nsealed > (size_t)c->keep ? nsealed - (size_t)c->keep : 0;
+
+		for (size_t i = 0; i < n && ndrop < over; i++)
+			if (sealed[i]) {
+				drop[i] = true;
+				ndrop++;
+			}
+	} else {
+		cutoff = time(NULL) - (time_t)c->older_than * 86400;
+		for (size_t i = 0; i < n; i++) {
+			time_t t;
+
+			if (!sealed[i])
+				continue;
+			t = parse_utc(sealed_at[i]);
+			if (t < 0) {
+				fprintf(stderr, "fsbroker backup prune: cycle %u has no readable "
+					"sealing time ('%s'); kept\n", nums[i], sealed_at[i]);
+				continue;
+			}
+			if (t < cutoff) {
+				drop[i] = true;
+				ndrop++;
+			}
+		}
+	}
+
+	for (size_t i = 0; i < n; i++) {
+		char name[32], tmp[48];
+		unsigned long long b = 0;
+
+		if (!drop[i])
+			continue;
+		snprintf(name, sizeof(name), "%u", nums[i]);
+		snprintf(tmp, sizeof(tmp), ".pruning-%u", nums[i]);
+		if (c->dry_run) {
+			rc = tree_walk(cycfd, name, false, &b);
+		} else if (renameat(cycfd, name, cycfd, tmp) < 0) {
+			rc = -errno;
+		} else {
+			/* From here on the cycle is gone: a crash leaves a
+			 * `.pruning-<n>` that the next prune removes, never a half
+			 * cycle that still looks sealed. */
+			fsync(cycfd);
+			rc = tree_walk(cycfd, tmp, true, &b);
+			fsync(cycfd);
+		}
+		if (rc < 0) {
+			fprintf(stderr, "fsbroker backup prune: cannot remove cycle %u: %s\n", nums[i],
+				strerror(-rc));
+			status = 1;
+			/* Renamed or not, its objects are kept this time. */
+			if (!c->dry_run && faccessat(cycfd, name, F_OK, AT_SYMLINK_NOFOLLOW) == 0)
+				drop[i] = false;
+			if (!drop[i])
+				continue;
+		}
+		printf("%s cycle %u (sealed %s, %llu bytes)\n", would, nums[i], sealed_at[i], b);
+		cyc_bytes += b;
+	}
+
+	/* The objects the cycles that stay still need. */
+	for (size_t i = 0; i < n; i++) {
+		if (drop[i])
+			continue;
+		rc = cycle_refs(cycfd, nums[i], &refs);
+		if (rc < 0) {
+			fprintf(stderr, "fsbroker backup prune: cannot read the journal of cycle %u "
+				"(%s): no object is removed, as the ones it needs are not known\n",
+				nums[i], strerror(-rc));
+			status = 1;
+			goto summary;
+		}
+	}
+	if (refs.n > 0)
+		qsort(refs.v, refs.n, sizeof(*refs.v), hex_cmp);
+	rc = prune_objects(c, rootfd, &refs, &nobj, &obj_bytes);
+	if (rc < 0) {
+		fprintf(stderr, "fsbroker backup prune: cannot remove some objects: %s\n",
+			strerror(-rc));
+		status = 1;
+	}
+summary:
+	if (ndrop == 0 && nobj == 0 && cyc_bytes == 0)
+		printf("Nothing to prune: %zu sealed cycle%s, none beyond what is kept, and no "
+		       "object unreferenced.\n", nsealed, nsealed == 1 ? "" : "s");
+	else
+		printf("%s %zu cycle%s and %zu object%s that no remaining cycle names: %llu "
+		       "bytes %s.\n", c->dry_run ? "Would remove" : "Removed", ndrop, ndrop == 1 ? "" : "s",
+		       nobj, nobj == 1 ? "" : "s", cyc_bytes + obj_bytes,
+		       c->dry_run ? "would be freed" : "freed");
+	goto out;
+
+nomem:
+	fprintf(stderr, "fsbroker backup prune: out of memory\n");
+	status = 1;
+out:
+	for (size_t i = 0; sealed_at != NULL && i < n; i++)
+		free(sealed_at[i]);
+	free(sealed_at);
+	free(sealed);
+	free(drop);
+	free(nums);
+	free(refs.v);
+	if (cycfd >= 0)
+		close(cycfd);
+	close(rootfd);	/* and with it the lock */
+	return status;
+}
+
 /* ---- the command --------------------------------------------------------- */
 
 int fsb_cli_backup(int argc, char **argv)
@@ -1260,6 +2037,8 @@ int fsb_cli_backup(int argc, char **argv)
 		{ "tool-call", required_argument, NULL, 't' },
 		{ "dry-run", no_argument, NULL, 'n' },
 		{ "force", no_argument, NULL, 'f' },
+		{ "keep", required_argument, NULL, 'k' },
+		{ "older-than", required_argument, NULL, 'o' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -1268,6 +2047,7 @@ int fsb_cli_backup(int argc, char **argv)
 	int opt, rc, pos;
 
 	memset(&c, 0, sizeof(c));
+	c.keep = c.older_than = -1;
 	if (argc < 2) {
 		fputs(usage, stderr);
 		return 2;
@@ -1277,8 +2057,10 @@ int fsb_cli_backup(int argc, char **argv)
 		fputs(usage, stdout);
 		return 0;
 	}
-	if (strcmp(sub, "list") != 0 && strcmp(sub, "show") != 0 && strcmp(sub, "restore") != 0) {
-		fprintf(stderr, "fsbroker backup: unknown subcommand '%s' (list, show, restore)\n%s",
+	if (strcmp(sub, "list") != 0 && strcmp(sub, "show") != 0 && strcmp(sub, "restore") != 0 &&
+	    strcmp(sub, "diff") != 0 && strcmp(sub, "prune") != 0) {
+		fprintf(stderr, "fsbroker backup: unknown subcommand '%s' (list, show, restore, diff, "
+			"prune)\n%s",
 			sub, usage);
 		return 2;
 	}
@@ -1313,24 +2095,58 @@ int fsb_cli_backup(int argc, char **argv)
 		case 'f':
 			c.force = true;
 			break;
+		case 'k':
+		case 'o': {
+			char *end;
+			long v;
+
+			errno = 0;
+			v = strtol(optarg, &end, 10);
+			if (optarg[0] < '0' || optarg[0] > '9' || *end != '\0' || errno != 0 ||
+			    v > 1000000000L) {
+				fprintf(stderr, "fsbroker backup: --%s needs a whole number, not '%s'\n",
+					opt == 'k' ? "keep" : "older-than", optarg);
+				return 2;
+			}
+			if (opt == 'k')
+				c.keep = v;
+			else
+				c.older_than = v;
+			break;
+		}
 		case 'h':
 			fputs(usage, stdout);
 			return 0;
 		default:
 			fprintf(stderr, "fsbroker backup: %s '%s'\n%s",
-				opt == ':' || (optopt != 0 && strchr("sSt", optopt))
+				opt == ':' || (optopt != 0 && strchr("sStko", optopt))
 				? "this option needs a value:" : "unknown option",
 				argv[optind - 1], usage);
 			return 2;
 		}
 	}
 	pos = optind;
-	if (strcmp(sub, "restore") != 0 && (c.tool_call != NULL || c.dry_run || c.force)) {
-		fprintf(stderr, "fsbroker backup %s: --tool-call, --dry-run and --force belong to "
-			"restore\n", sub);
+	if (strcmp(sub, "restore") != 0 && (c.tool_call != NULL || c.force ||
+					    (c.dry_run && strcmp(sub, "prune") != 0))) {
+		fprintf(stderr, "fsbroker backup %s: --tool-call and --force belong to restore, "
+			"--dry-run to restore and prune\n", sub);
 		return 2;
 	}
-	if (strcmp(sub, "list") == 0) {
+	if (strcmp(sub, "prune") != 0 && (c.keep >= 0 || c.older_than >= 0)) {
+		fprintf(stderr, "fsbroker backup %s: --keep and --older-than belong to prune\n", sub);
+		return 2;
+	}
+	if (strcmp(sub, "prune") == 0) {
+		if (pos != argc || c.last || c.json) {
+			fprintf(stderr, "fsbroker backup prune: takes no cycle, path or --json\n");
+			return 2;
+		}
+		if ((c.keep >= 0) == (c.older_than >= 0)) {
+			fprintf(stderr, "fsbroker backup prune: name one of --keep N or --older-than "
+				"DAYS\n%s", usage);
+			return 2;
+		}
+	} else if (strcmp(sub, "list") == 0) {
 		if (pos != argc || c.last) {
 			fprintf(stderr, "fsbroker backup list: takes no cycle or path\n");
 			return 2;
@@ -1358,6 +2174,10 @@ int fsb_cli_backup(int argc, char **argv)
 		return cmd_list(&c);
 	if (strcmp(sub, "show") == 0)
 		return cmd_show(&c);
+	if (strcmp(sub, "diff") == 0)
+		return cmd_diff(&c);
+	if (strcmp(sub, "prune") == 0)
+		return cmd_prune(&c);
 	root_fd = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (root_fd < 0) {
 		fprintf(stderr, "fsbroker backup: cannot open /: %s\n", strerror(errno));

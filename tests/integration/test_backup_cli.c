@@ -6,7 +6,11 @@
  * cycle created; --dry-run changes nothing; a path edited after the cycle
  * needs --force, and so does every path of a recovered cycle; a corrupted
  * object, or a FIFO in an object's place, is refused; a parent directory
- * replaced by a symlink is not followed. No core is started.
+ * replaced by a symlink is not followed. `backup diff` shows what a cycle
+ * changed and exits like diff; `backup prune` removes old sealed cycles
+ * (never the open one) and the objects no remaining cycle names, changes
+ * nothing with --dry-run, and refuses while the store's lock is held.
+ * No core is started.
  */
 #include "harness.h"
 
@@ -17,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -931,6 +936,338 @@ static void test_fifo_object_is_refused(void **state)
 	assert_content(S.del, D_BEFORE);
 }
 
+/* ---- diff ---------------------------------------------------------------- */
+
+static void test_diff_shows_old_and_new_lines_and_exits_1(void **state)
+{
+	char want[PATH_MAX * 3];
+	struct run r;
+
+	(void)state;
+	scene(false);
+	BACKUP(&r, "diff", "--last");
+	assert_int_equal(r.status, 1);
+	snprintf(want, sizeof(want), "--- %s (before cycle 1)\n+++ %s (now)\n", S.a, S.a);
+	assert_non_null(strstr(r.out, want));
+	assert_non_null(strstr(r.out, "\n-" A_BEFORE));
+	assert_non_null(strstr(r.out, "\n+" A_AFTER));
+	/* The deleted file: against /dev/null. */
+	snprintf(want, sizeof(want), "--- %s (before cycle 1)\n+++ %s (absent now)\n", S.del,
+		 S.del);
+	assert_non_null(strstr(r.out, want));
+	assert_non_null(strstr(r.out, "\n-" D_BEFORE));
+	/* Reading is all it does. */
+	assert_content(S.a, A_AFTER);
+	assert_int_equal(access(S.del, F_OK), -1);
+}
+
+static void test_diff_of_untouched_file_exits_0(void **state)
+{
+	char other[PATH_MAX * 3];
+	struct run r;
+
+	(void)state;
+	scene(false);
+	/* Back as it was before the cycle: no difference left. */
+	fsbt_write_file(S.a, A_BEFORE);
+	BACKUP(&r, "diff", "1", S.a);
+	assert_int_equal(r.status, 0);
+	assert_string_equal(r.out, "");
+	/* A file the cycle never touched. */
+	snprintf(other, sizeof(other), "%s/other.txt", S.ws);
+	fsbt_write_file(other, "untouched\n");
+	BACKUP(&r, "diff", "--last", other);
+	assert_int_equal(r.status, 0);
+	assert_string_equal(r.out, "");
+	assert_non_null(strstr(r.err, "cycle 1 did not touch"));
+	/* And the changed one still differs. */
+	fsbt_write_file(S.a, A_AFTER);
+	BACKUP(&r, "diff", "1", S.a);
+	assert_int_equal(r.status, 1);
+}
+
+static void test_diff_of_created_file(void **state)
+{
+	char want[PATH_MAX * 3];
+	struct run r;
+
+	(void)state;
+	scene(false);
+	BACKUP(&r, "diff", "--last", S.made);
+	assert_int_equal(r.status, 1);
+	snprintf(want, sizeof(want), "created by the cycle: %s\n", S.made);
+	assert_non_null(strstr(r.out, want));
+	snprintf(want, sizeof(want), "--- %s (absent before the cycle)\n+++ %s (now)\n", S.made,
+		 S.made);
+	assert_non_null(strstr(r.out, want));
+	assert_non_null(strstr(r.out, "\n+made by the cycle\n"));
+	/* Only the path asked for. */
+	assert_null(strstr(r.out, A_AFTER));
+}
+
+static const char *json_status(cJSON *arr, const char *path)
+{
+	cJSON *o;
+
+	cJSON_ArrayForEach(o, arr) {
+		cJSON *p = cJSON_GetObjectItem(o, "path"), *s = cJSON_GetObjectItem(o, "status");
+
+		if (cJSON_IsString(p) && strcmp(p->valuestring, path) == 0 && cJSON_IsString(s))
+			return s->valuestring;
+	}
+	return NULL;
+}
+
+static void test_diff_json_parses(void **state)
+{
+	struct run r;
+	cJSON *arr;
+
+	(void)state;
+	scene(false);
+	BACKUP(&r, "diff", "--last", "--json");
+	assert_int_equal(r.status, 1);
+	arr = cJSON_Parse(r.out);
+	assert_non_null(arr);
+	assert_true(cJSON_IsArray(arr));
+	assert_int_equal(cJSON_GetArraySize(arr), 3);
+	assert_string_equal(json_status(arr, S.a), "changed");
+	assert_string_equal(json_status(arr, S.made), "created");
+	assert_string_equal(json_status(arr, S.del), "removed");
+	assert_null(strstr(r.out, "@@"));
+	cJSON_Delete(arr);
+
+	fsbt_write_file(S.a, A_BEFORE);
+	BACKUP(&r, "diff", "--last", "--json", S.a);
+	assert_int_equal(r.status, 0);
+	arr = cJSON_Parse(r.out);
+	assert_non_null(arr);
+	assert_int_equal(cJSON_GetArraySize(arr), 1);
+	assert_string_equal(json_status(arr, S.a), "unchanged");
+	cJSON_Delete(arr);
+}
+
+static void test_diff_refuses_corrupted_object(void **state)
+{
+	char obj[PATH_MAX * 3];
+	struct run r;
+
+	(void)state;
+	scene(false);
+	object_path(S.a_hex, obj, sizeof(obj));
+	assert_int_equal(chmod(obj, 0600), 0);
+	fsbt_write_file(obj, "not what was backed up\n");
+	BACKUP(&r, "diff", "--last", S.a);
+	assert_int_equal(r.status, 2);
+	assert_non_null(strstr(r.err, "does not match its SHA-256"));
+	assert_null(strstr(r.out, "not what was backed up"));
+}
+
+/* ---- prune --------------------------------------------------------------- */
+
+/* Cycle `n` with one `write` record per object in `hexes` (NULL-ended);
+ * sealed at `sealed` (RFC 3339), or open when NULL. */
+static void prune_cycle(unsigned n, const char *const *hexes, const char *sealed)
+{
+	char path[PATH_MAX * 3], file[PATH_MAX * 2], text[1024];
+	struct stat st;
+
+	S.journal[0] = '\0';
+	S.seq = 0;
+	for (int i = 0; hexes[i] != NULL; i++) {
+		snprintf(file, sizeof(file), "%s/f%u-%d.txt", S.ws, n, i);
+		fsbt_write_file(file, "x\n");
+		assert_int_equal(lstat(file, &st), 0);
+		journal_add("tc", "write", file, &st, hexes[i]);
+	}
+	snprintf(path, sizeof(path), "%s/cycles/%u", S.store, n);
+	mkdirs(path);
+	snprintf(path, sizeof(path), "%s/cycles/%u/journal.jsonl", S.store, n);
+	fsbt_write_file(path, S.journal);
+	if (sealed == NULL)
+		return;
+	snprintf(text, sizeof(text),
+		 "{\"cycle\": %u, \"message\": \"turn %u\", \"opened\": \"%s\", \"sealed\": \"%s\","
+		 " \"auditHead\": \"%064d\", \"recovered\": false, \"paths\": {}}\n",
+		 n, n, sealed, sealed, 0);
+	snprintf(path, sizeof(path), "%s/cycles/%u/cycle.json", S.store, n);
+	fsbt_write_file(path, text);
+}
+
+static bool cycle_exists(unsigned n)
+{
+	char path[PATH_MAX * 3];
+
+	snprintf(path, sizeof(path), "%s/cycles/%u", S.store, n);
+	return access(path, F_OK) == 0;
+}
+
+static bool object_exists(const char *hex)
+{
+	char path[PATH_MAX * 3];
+
+	object_path(hex, path, sizeof(path));
+	return access(path, F_OK) == 0;
+}
+
+static void assert_no_pruning_dirs(void)
+{
+	char path[PATH_MAX * 3];
+	struct dirent *de;
+	DIR *d;
+
+	snprintf(path, sizeof(path), "%s/cycles", S.store);
+	d = opendir(path);
+	assert_non_null(d);
+	while ((de = readdir(d)) != NULL)
+		assert_null(strstr(de->d_name, ".pruning-"));
+	closedir(d);
+}
+
+/* Objects: x only in cycle 1, y in cycles 1 and 3, z only in 2, w only in
+ * 3, o only in the open cycle 4. */
+static char X[65], Y[65], Z[65], W[65], O[65];
+
+static void prune_store(bool with_open)
+{
+	put_object("x only in cycle 1\n", X);
+	put_object("y in cycles 1 and 3\n", Y);
+	put_object("z only in cycle 2\n", Z);
+	put_object("w only in cycle 3\n", W);
+	put_object("o in the open cycle\n", O);
+	prune_cycle(1, (const char *const[]){ X, Y, NULL }, "2020-01-01T00:00:01.000Z");
+	prune_cycle(2, (const char *const[]){ Z, NULL }, "2020-01-02T00:00:01.000Z");
+	prune_cycle(3, (const char *const[]){ W, Y, NULL }, "2099-01-03T00:00:01.000Z");
+	if (with_open)
+		prune_cycle(4, (const char *const[]){ O, NULL }, NULL);
+}
+
+static void test_prune_keep_1_keeps_newest_and_its_objects(void **state)
+{
+	struct run r;
+
+	(void)state;
+	prune_store(false);
+	BACKUP(&r, "prune", "--keep", "1");
+	assert_int_equal(r.status, 0);
+	assert_non_null(strstr(r.out, "removed cycle 1 "));
+	assert_non_null(strstr(r.out, "removed cycle 2 "));
+	assert_null(strstr(r.out, "cycle 3"));
+	assert_non_null(strstr(r.out, "Removed 2 cycles and 3 objects"));
+	assert_non_null(strstr(r.out, "bytes freed"));
+	assert_false(cycle_exists(1));
+	assert_false(cycle_exists(2));
+	assert_true(cycle_exists(3));
+	assert_false(object_exists(X));
+	assert_false(object_exists(Z));
+	assert_true(object_exists(Y));	/* still named by cycle 3 */
+	assert_true(object_exists(W));
+	assert_false(object_exists(O));	/* named by no cycle at all */
+	assert_no_pruning_dirs();
+}
+
+static void test_prune_never_removes_the_open_cycle(void **state)
+{
+	struct run r;
+
+	(void)state;
+	prune_store(true);
+	BACKUP(&r, "prune", "--keep", "0");
+	assert_int_equal(r.status, 0);
+	assert_false(cycle_exists(1));
+	assert_false(cycle_exists(2));
+	assert_false(cycle_exists(3));
+	assert_true(cycle_exists(4));
+	assert_null(strstr(r.out, "cycle 4"));
+	assert_true(object_exists(O));
+	assert_false(object_exists(X));
+	assert_false(object_exists(Y));
+	assert_false(object_exists(W));
+	BACKUP(&r, "list", "--json");
+	assert_int_equal(r.status, 0);
+	assert_non_null(strstr(r.out, "\"open\""));
+}
+
+static void test_prune_older_than(void **state)
+{
+	struct run r;
+
+	(void)state;
+	prune_store(true);
+	BACKUP(&r, "prune", "--older-than", "30");
+	assert_int_equal(r.status, 0);
+	assert_false(cycle_exists(1));
+	assert_false(cycle_exists(2));
+	assert_true(cycle_exists(3));	/* sealed "in 2099": not older */
+	assert_true(cycle_exists(4));
+	assert_false(object_exists(X));
+	assert_true(object_exists(Y));
+}
+
+static void test_prune_dry_run_changes_nothing(void **state)
+{
+	struct run r;
+
+	(void)state;
+	prune_store(true);
+	BACKUP(&r, "prune", "--keep", "1", "--dry-run");
+	assert_int_equal(r.status, 0);
+	assert_non_null(strstr(r.out, "would remove cycle 1 "));
+	assert_non_null(strstr(r.out, "would remove cycle 2 "));
+	assert_non_null(strstr(r.out, "Would remove 2 cycles and 2 objects"));
+	for (unsigned n = 1; n <= 4; n++)
+		assert_true(cycle_exists(n));
+	assert_true(object_exists(X));
+	assert_true(object_exists(Y));
+	assert_true(object_exists(Z));
+	assert_true(object_exists(W));
+	assert_true(object_exists(O));
+	assert_no_pruning_dirs();
+}
+
+static void test_prune_refuses_while_the_store_is_locked(void **state)
+{
+	struct run r;
+	int fd;
+
+	(void)state;
+	prune_store(false);
+	fd = open(S.store, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	assert_true(fd >= 0);
+	assert_int_equal(flock(fd, LOCK_EX | LOCK_NB), 0);
+	BACKUP(&r, "prune", "--keep", "1");
+	assert_int_not_equal(r.status, 0);
+	assert_non_null(strstr(r.err, "the store is in use by a running fsbroker core; stop it "
+				      "or prune later"));
+	assert_true(cycle_exists(1));
+	assert_true(object_exists(X));
+	BACKUP(&r, "prune", "--keep", "1", "--dry-run");
+	assert_int_not_equal(r.status, 0);
+	close(fd);
+	/* Once the lock is free it goes ahead. */
+	BACKUP(&r, "prune", "--keep", "1");
+	assert_int_equal(r.status, 0);
+	assert_false(cycle_exists(1));
+}
+
+static void test_prune_usage_errors_exit_2(void **state)
+{
+	struct run r;
+
+	(void)state;
+	prune_store(false);
+	BACKUP(&r, "prune");
+	assert_int_equal(r.status, 2);
+	BACKUP(&r, "prune", "--keep", "1", "--older-than", "3");
+	assert_int_equal(r.status, 2);
+	BACKUP(&r, "prune", "--keep", "-1");
+	assert_int_equal(r.status, 2);
+	BACKUP(&r, "list", "--keep", "1");
+	assert_int_equal(r.status, 2);
+	for (unsigned n = 1; n <= 3; n++)
+		assert_true(cycle_exists(n));
+}
+
 int main(void)
 {
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
@@ -952,6 +1289,17 @@ int main(void)
 		T(test_usage_errors_exit_2),
 		T(test_recovered_cycle_needs_force_for_every_path),
 		T(test_fifo_object_is_refused),
+		T(test_diff_shows_old_and_new_lines_and_exits_1),
+		T(test_diff_of_untouched_file_exits_0),
+		T(test_diff_of_created_file),
+		T(test_diff_json_parses),
+		T(test_diff_refuses_corrupted_object),
+		T(test_prune_keep_1_keeps_newest_and_its_objects),
+		T(test_prune_never_removes_the_open_cycle),
+		T(test_prune_older_than),
+		T(test_prune_dry_run_changes_nothing),
+		T(test_prune_refuses_while_the_store_is_locked),
+		T(test_prune_usage_errors_exit_2),
 	};
 #undef T
 
