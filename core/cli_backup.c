@@ -28,6 +28,7 @@
 #include "cli.h"
 #include "config.h"
 #include "proto_json.h"
+#include "resolve.h"
 
 static const char usage[] =
 	"usage: fsbroker backup list [--json]\n"
@@ -1030,30 +1031,14 @@ static int cmp_exec(const void *a, const void *b)
 static char *canonical_arg(const char *arg)
 {
 	char joined[PATH_MAX * 2], cwd[PATH_MAX], out[PATH_MAX], real[PATH_MAX];
-	size_t n = 0;
-	char *save = NULL, *comp, *last;
+	char *last;
 
 	if (arg[0] != '/' && getcwd(cwd, sizeof(cwd)) != NULL)
 		snprintf(joined, sizeof(joined), "%s/%s", cwd, arg);
 	else
 		snprintf(joined, sizeof(joined), "%s", arg);
-	out[0] = '\0';
-	for (comp = strtok_r(joined, "/", &save); comp != NULL; comp = strtok_r(NULL, "/", &save)) {
-		if (strcmp(comp, ".") == 0)
-			continue;
-		if (strcmp(comp, "..") == 0) {
-			char *s = strrchr(out, '/');
-
-			n = s != NULL ? (size_t)(s - out) : 0;
-			out[n] = '\0';
-			continue;
-		}
-		n += (size_t)snprintf(out + n, sizeof(out) - n, "/%s", comp);
-		if (n >= sizeof(out))
-			return NULL;
-	}
-	if (n == 0)
-		return strdup("/");
+	if (fsb_path_lexical(joined, out) < 0)
+		return NULL;
 	/* The journal holds real paths: /tmp/x named through a symlinked
 	 * directory is still /private/tmp/x there. The last component is
 	 * left alone, as it may be a symlink the cycle touched. */
@@ -1068,6 +1053,22 @@ static char *canonical_arg(const char *arg)
 		*last = '/';
 	}
 	return strdup(out);
+}
+
+/* The PATH arguments in the journal's form, and a flag each for "matched
+ * something". 0, or -1 (out of memory). */
+static int canonical_args(const struct cli *c, char ***args, bool **used)
+{
+	if (c->npaths == 0)
+		return 0;
+	*args = calloc((size_t)c->npaths, sizeof(**args));
+	*used = calloc((size_t)c->npaths, sizeof(**used));
+	if (*args == NULL || *used == NULL)
+		return -1;
+	for (int i = 0; i < c->npaths; i++)
+		if (((*args)[i] = canonical_arg(c->paths[i])) == NULL)
+			return -1;
+	return 0;
 }
 
 static bool arg_matches(const char *arg, const struct fsb_journal_rec *r)
@@ -1122,15 +1123,8 @@ static int cmd_restore(const struct cli *c)
 		status = 2;
 		goto out;
 	}
-	if (c->npaths > 0) {
-		args = calloc((size_t)c->npaths, sizeof(*args));
-		arg_used = calloc((size_t)c->npaths, sizeof(*arg_used));
-		if (args == NULL || arg_used == NULL)
-			goto nomem;
-		for (int i = 0; i < c->npaths; i++)
-			if ((args[i] = canonical_arg(c->paths[i])) == NULL)
-				goto nomem;
-	}
+	if (canonical_args(c, &args, &arg_used) < 0)
+		goto nomem;
 	items = calloc(picks.n + (size_t)c->npaths + 1, sizeof(*items));
 	if (items == NULL)
 		goto nomem;
@@ -1523,15 +1517,8 @@ static int cmd_diff(const struct cli *c)
 		return 2;
 	if (fsb_cycle_pick(&cy, NULL, &picks) < 0)
 		goto nomem;
-	if (c->npaths > 0) {
-		args = calloc((size_t)c->npaths, sizeof(*args));
-		arg_used = calloc((size_t)c->npaths, sizeof(*arg_used));
-		if (args == NULL || arg_used == NULL)
-			goto nomem;
-		for (int i = 0; i < c->npaths; i++)
-			if ((args[i] = canonical_arg(c->paths[i])) == NULL)
-				goto nomem;
-	}
+	if (canonical_args(c, &args, &arg_used) < 0)
+		goto nomem;
 	if (c->json)
 		arr = cJSON_CreateArray();
 	for (size_t i = 0; i < picks.n; i++) {

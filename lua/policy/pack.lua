@@ -386,26 +386,26 @@ local function check_pack(raw, file, ctx)
 		end
 	end
 
-	if backup.maxSizeMB ~= nil then
-		ok, err = check_positive(backup.maxSizeMB, "backup.maxSizeMB")
-		if not ok then
-			return nil, err
+	-- Scalars: each optional, checked, then kept under its key.
+	for _, scalar in ipairs({
+		{ backup.maxSizeMB, "backup.maxSizeMB", "maxSizeMB" },
+		{ backup.quotaMB, "backup.quotaMB", "quotaMB" },
+		{ backup.onTooLarge, "backup.onTooLarge", "onTooLarge", { "ask", "allow", "deny" } },
+		{ raw.reads, "reads", "reads", { "mask", "broker" } },
+		{ raw.hardlinks, "hardlinks", "hardlinks", { "ask", "allow", "deny" } },
+	}) do
+		local value, where, key, allowed = scalar[1], scalar[2], scalar[3], scalar[4]
+		if value ~= nil then
+			if allowed ~= nil then
+				ok, err = check_enum(value, where, allowed)
+			else
+				ok, err = check_positive(value, where)
+			end
+			if not ok then
+				return nil, err
+			end
+			node.scalars[key] = value
 		end
-		node.scalars.maxSizeMB = backup.maxSizeMB
-	end
-	if backup.quotaMB ~= nil then
-		ok, err = check_positive(backup.quotaMB, "backup.quotaMB")
-		if not ok then
-			return nil, err
-		end
-		node.scalars.quotaMB = backup.quotaMB
-	end
-	if backup.onTooLarge ~= nil then
-		ok, err = check_enum(backup.onTooLarge, "backup.onTooLarge", { "ask", "allow", "deny" })
-		if not ok then
-			return nil, err
-		end
-		node.scalars.onTooLarge = backup.onTooLarge
 	end
 
 	if raw.delete ~= nil then
@@ -420,22 +420,6 @@ local function check_pack(raw, file, ctx)
 			end
 			node.scalars.delete_mode = raw.delete.mode
 		end
-	end
-
-	if raw.reads ~= nil then
-		ok, err = check_enum(raw.reads, "reads", { "mask", "broker" })
-		if not ok then
-			return nil, err
-		end
-		node.scalars.reads = raw.reads
-	end
-
-	if raw.hardlinks ~= nil then
-		ok, err = check_enum(raw.hardlinks, "hardlinks", { "ask", "allow", "deny" })
-		if not ok then
-			return nil, err
-		end
-		node.scalars.hardlinks = raw.hardlinks
 	end
 
 	if raw.env ~= nil then
