@@ -21,6 +21,7 @@
 #include <cJSON.h>
 
 #include "backup.h"
+#include "op.h"
 #include "backup_object.h"
 #include "proto_json.h"
 
@@ -223,27 +224,6 @@ static bool add_bytes(cJSON *o, const char *name, const char *s)
 	       cJSON_GetObjectItemCaseSensitive(o, alt) != NULL;
 }
 
-static const char *type_name(mode_t mode)
-{
-	switch (mode & S_IFMT) {
-	case S_IFREG:
-		return "file";
-	case S_IFDIR:
-		return "dir";
-	case S_IFLNK:
-		return "symlink";
-	case S_IFIFO:
-		return "fifo";
-	case S_IFSOCK:
-		return "socket";
-	case S_IFCHR:
-		return "chardev";
-	case S_IFBLK:
-		return "blockdev";
-	}
-	return "unknown";
-}
-
 /* The `prior` object of a journal line (docs/backup-store.md). */
 static cJSON *prior_json(const struct fsb_backup_req *r, const struct fsb_backup_result *res)
 {
@@ -259,7 +239,7 @@ static cJSON *prior_json(const struct fsb_backup_req *r, const struct fsb_backup
 		return p;
 	}
 	ok = cJSON_AddTrueToObject(p, "exists") != NULL &&
-	     cJSON_AddStringToObject(p, "type", type_name(st->st_mode)) != NULL &&
+	     cJSON_AddStringToObject(p, "type", fsb_file_type_name(st->st_mode)) != NULL &&
 	     add_u64(p, "dev", st->st_dev) && add_u64(p, "ino", st->st_ino) &&
 	     add_u64(p, "nlink", st->st_nlink) &&
 	     cJSON_AddNumberToObject(p, "mode", st->st_mode & 07777) != NULL &&
@@ -470,7 +450,7 @@ static cJSON *end_state(const char *path, bool *unknown)
 		ok = cJSON_AddFalseToObject(o, "exists") != NULL;
 	} else {
 		ok = cJSON_AddTrueToObject(o, "exists") != NULL &&
-		     cJSON_AddStringToObject(o, "type", type_name(st.st_mode)) != NULL &&
+		     cJSON_AddStringToObject(o, "type", fsb_file_type_name(st.st_mode)) != NULL &&
 		     add_u64(o, "size", (uint64_t)st.st_size) &&
 		     add_timespec(o, "mtime", &st.st_mtim) && add_u64(o, "ino", st.st_ino);
 	}

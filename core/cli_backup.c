@@ -27,6 +27,7 @@
 #include "backup_read.h"
 #include "cli.h"
 #include "config.h"
+#include "op.h"
 #include "proto_json.h"
 #include "resolve.h"
 
@@ -536,13 +537,6 @@ static void temp_name(char *buf, size_t len)
 		 r[4], r[5]);
 }
 
-static const char *type_of(mode_t m)
-{
-	return S_ISREG(m) ? "file" : S_ISDIR(m) ? "dir" : S_ISLNK(m) ? "symlink"
-	       : S_ISFIFO(m) ? "fifo" : S_ISSOCK(m) ? "socket" : S_ISCHR(m) ? "chardev"
-	       : "blockdev";
-}
-
 /* How the path now differs from the end state the cycle recorded, or NULL. */
 static const char *end_differs(const struct fsb_end_state *e, bool exists, const struct stat *st)
 {
@@ -552,7 +546,7 @@ static const char *end_differs(const struct fsb_end_state *e, bool exists, const
 		return "it was created since";
 	if (!exists)
 		return NULL;
-	if (e->type[0] != '\0' && strcmp(e->type, type_of(st->st_mode)) != 0)
+	if (e->type[0] != '\0' && strcmp(e->type, fsb_file_type_name(st->st_mode)) != 0)
 		return "its type differs";
 	/* cJSON reads numbers as doubles: an inode number beyond 2^53, which
 	 * the store writes as exact digits, comes back rounded, so compare it
@@ -949,7 +943,7 @@ static void do_dir(struct item *it, int pfd, const char *name)
 	}
 	if (it->exists && !S_ISDIR(st.st_mode) && unlinkat(pfd, name, 0) < 0) {
 		settle(it, RES_FAILED, "failed", false, "cannot remove the %s there now: %s",
-		       type_of(st.st_mode), strerror(errno));
+		       fsb_file_type_name(st.st_mode), strerror(errno));
 		return;
 	}
 	if ((!it->exists || !S_ISDIR(st.st_mode)) && mkdirat(pfd, name, 0700) < 0) {
@@ -1352,12 +1346,7 @@ static const char *prior_type_words(const char *type)
 
 static bool same_type(const char *type, mode_t m)
 {
-	return (strcmp(type, "file") == 0 && S_ISREG(m)) || (strcmp(type, "dir") == 0 && S_ISDIR(m)) ||
-	       (strcmp(type, "symlink") == 0 && S_ISLNK(m)) ||
-	       (strcmp(type, "fifo") == 0 && S_ISFIFO(m)) ||
-	       (strcmp(type, "socket") == 0 && S_ISSOCK(m)) ||
-	       (strcmp(type, "chardev") == 0 && S_ISCHR(m)) ||
-	       (strcmp(type, "blockdev") == 0 && S_ISBLK(m));
+	return strcmp(type, fsb_file_type_name(m)) == 0;
 }
 
 /* "<what>: <path>\n" on stdout, unless --json. */
@@ -1423,7 +1412,7 @@ static enum dstat diff_one(const struct cli *c, unsigned num, const struct fsb_p
 		}
 		if (!same_type(pr->type, st.st_mode)) {
 			snprintf(line, sizeof(line), "%s before cycle %u, %s now",
-				 prior_type_words(pr->type), num, type_of(st.st_mode));
+				 prior_type_words(pr->type), num, fsb_file_type_name(st.st_mode));
 			say(c, line, path);
 			return D_CHANGED;
 		}
@@ -1474,7 +1463,7 @@ static enum dstat diff_one(const struct cli *c, unsigned num, const struct fsb_p
 		res = D_REMOVED;
 	} else if (!S_ISREG(st.st_mode)) {
 		snprintf(line, sizeof(line), "a regular file before cycle %u, %s now", num,
-			 type_of(st.st_mode));
+			 fsb_file_type_name(st.st_mode));
 		say(c, line, path);
 		res = D_CHANGED;
 		goto out;

@@ -3,6 +3,7 @@
  */
 #include <errno.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "op.h"
 
@@ -44,4 +45,25 @@ int fsb_op_parse(const char *name, enum fsb_op *out)
 bool fsb_op_modifies(enum fsb_op op)
 {
 	return op != FSB_OP_READ;
+}
+
+const char *fsb_file_type_name(mode_t mode)
+{
+	switch (mode & S_IFMT) {
+	case S_IFREG:
+		return "file";
+	case S_IFDIR:
+		return "dir";
+	case S_IFLNK:
+		return "symlink";
+	case S_IFIFO:
+		return "fifo";
+	case S_IFSOCK:
+		return "socket";
+	case S_IFCHR:
+		return "chardev";
+	case S_IFBLK:
+		return "blockdev";
+	}
+	return "unknown";
 }

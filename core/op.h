@@ -1,5 +1,6 @@
 /*
- * op.h — the file operations a request may ask for, and their names.
+ * op.h — the file operations a request may ask for, and the names of
+ * operations and file types.
  *
  * The names are the `op` strings of the Lua boundary (DESIGN §4.1), the audit
  * log and the control protocol.
@@ -8,6 +9,7 @@
 #define FSB_OP_H
 
 #include <stdbool.h>
+#include <sys/types.h>
 
 enum fsb_op {
 	FSB_OP_READ,
@@ -32,6 +34,13 @@ const char *fsb_op_name(enum fsb_op op);
 
 /** Parse an op name; returns 0, or -EINVAL for an unknown name. */
 int fsb_op_parse(const char *name, enum fsb_op *out);
+
+/**
+ * The name of a file's type as the Lua boundary, the journal and the backup
+ * CLI spell it: "file", "dir", "symlink", "fifo", "socket", "chardev",
+ * "blockdev".
+ */
+const char *fsb_file_type_name(mode_t mode);
 
 /** True for every op except read: the ops denyModify and backups concern. */
 bool fsb_op_modifies(enum fsb_op op);

@@ -229,26 +229,6 @@ size_t fsb_policy_memory(const struct fsb_policy *p)
 	return fsb_lua_memory(p->lua);
 }
 
-static const char *type_name(mode_t mode)
-{
-	switch (mode & S_IFMT) {
-	case S_IFDIR:
-		return "dir";
-	case S_IFLNK:
-		return "symlink";
-	case S_IFIFO:
-		return "fifo";
-	case S_IFSOCK:
-		return "socket";
-	case S_IFCHR:
-		return "chardev";
-	case S_IFBLK:
-		return "blockdev";
-	default:
-		return "file";
-	}
-}
-
 static void push_request(lua_State *L, const struct fsb_policy_req *r)
 {
 	lua_createtable(L, 0, 12);
@@ -264,7 +244,7 @@ static void push_request(lua_State *L, const struct fsb_policy_req *r)
 		lua_setfield(L, -2, "ino");
 		lua_pushinteger(L, (lua_Integer)r->nlink);
 		lua_setfield(L, -2, "nlink");
-		set_string(L, "type", type_name(r->mode));
+		set_string(L, "type", fsb_file_type_name(r->mode));
 	}
 	set_string(L, "session", r->session);
 	set_string(L, "toolCall", r->tool_call);
