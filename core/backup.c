@@ -310,14 +310,15 @@ static cJSON *journal_line(const struct cycle *c, const struct fsb_backup_req *r
 }
 
 /*
- * Append one line with one write(2) and fdatasync it. On any failure the
+ * Append one line with one write(2) and fdatasync it (unless the caller
+ * records a batch and calls fsb_store_sync once at its end). On any failure the
  * journal is cut back to where it was, so a line exists only when the
  * change it describes may proceed. When part of a line was written and
  * cannot be cut back, the journal is broken: the next O_APPEND line would
  * join the partial one and a reader would skip both, so the cycle takes no
  * more lines (fsb_store_record fails with -EIO until it is sealed).
  */
-static int journal_append(struct cycle *c, cJSON *line)
+static int journal_append(struct cycle *c, cJSON *line, bool sync)
 {
 	char *json = cJSON_PrintUnformatted(line);
 	size_t len;
@@ -335,7 +336,7 @@ static int journal_append(struct cycle *c, cJSON *line)
 		err = -errno;
 	else if ((size_t)n != len + 1)
 		err = -ENOSPC;	/* a short write on a regular file: out of room */
-	else if (fdatasync(c->journal) < 0)
+	else if (sync && fdatasync(c->journal) < 0)
 		err = -errno;
 	if (err == 0) {
 		c->jsize += (off_t)(len + 1);
@@ -891,7 +892,7 @@ int fsb_store_record(struct fsb_store *s, const struct fsb_backup_req *r,
 		rc = -ENOMEM;
 		goto fail;
 	}
-	rc = journal_append(&s->c, line);
+	rc = journal_append(&s->c, line, !r->defer_sync);
 	cJSON_Delete(line);
 	if (rc < 0)
 		goto fail;
@@ -919,6 +920,13 @@ int fsb_store_seal(struct fsb_store *s, const char *message, const char *audit_h
 	if (s->c.n == 0)
 		return 0;
 	return seal_cycle(s, message, audit_head, false, err, errlen);
+}
+
+int fsb_store_sync(struct fsb_store *s)
+{
+	if (s->c.n == 0 || s->c.journal < 0)
+		return 0;
+	return fdatasync(s->c.journal) < 0 ? nospace(-errno) : 0;
 }
 
 const char *fsb_store_dir(const struct fsb_store *s)

@@ -50,6 +50,7 @@ struct fsb_backup_req {
 	uint64_t max_bytes;		/* copy limit when no reflink; 0: none */
 	enum fsb_too_large on_too_large;
 	bool skip_content;		/* the pack's backup.skip matched */
+	bool defer_sync;		/* one of a batch: fsb_store_sync() follows */
 };
 
 struct fsb_backup_result {
@@ -86,6 +87,14 @@ void fsb_store_note_write_grant(struct fsb_store *s, dev_t dev, ino_t ino);
  */
 int fsb_store_seal(struct fsb_store *s, const char *message, const char *audit_head,
 		   char *err, size_t errlen);
+
+/**
+ * Make the journal lines recorded with `defer_sync` durable: a host
+ * operation on a tree records every entry, then syncs once before the
+ * change. 0 or -errno (-ENOSPC for a full disk); on an error the change
+ * must not happen.
+ */
+int fsb_store_sync(struct fsb_store *s);
 
 /** The store's directory (…/modify_backup). */
 const char *fsb_store_dir(const struct fsb_store *s);

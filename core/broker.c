@@ -255,8 +255,10 @@ void fsb_broker_decide(struct fsb_broker *b, struct fsb_access *d)
 	d->prompt = NULL;
 	d->errnum = 0;
 	d->resolve_err = 0;
-	d->res.exists = false;
-	d->res.path[0] = '\0';
+	if (!d->given_resolved) {
+		d->res.exists = false;
+		d->res.path[0] = '\0';
+	}
 
 	/* 1. The path as asked, lexically; over-long ones go no further. */
 	if (strnlen(d->requested, PATH_MAX) >= PATH_MAX ||
@@ -280,7 +282,8 @@ void fsb_broker_decide(struct fsb_broker *b, struct fsb_access *d)
 	/* 2. The real path, in the requester's view. Every client today shares
 	 * the core's view ("/"); a sandbox's scope will bring its own pinned
 	 * root. A write to a name that does not exist yet is a create. */
-	d->resolve_err = fsb_resolve(b->rootfd, d->requested, d->strategy, &d->res);
+	if (!d->given_resolved)
+		d->resolve_err = fsb_resolve(b->rootfd, d->requested, d->strategy, &d->res);
 	if (d->op == FSB_OP_WRITE && d->resolve_err == 0 && !d->res.exists)
 		d->op = FSB_OP_CREATE;
 	else if (d->op == FSB_OP_CREATE && d->resolve_err == 0 && d->res.exists)

@@ -85,9 +85,13 @@ struct fsb_access {
 	pid_t pid;
 	uid_t uid;
 	bool peek;		/* a question: use up no approval */
+	/* The caller resolved the path itself and filled `res` (an entry met
+	 * while walking a real directory tree, or the name it will have after
+	 * a rename): `requested` is that real path, and no lookup is made. */
+	bool given_resolved;
 	/* out */
 	char normalised[PATH_MAX];	/* lexical form of `requested` */
-	struct fsb_resolved res;	/* valid when resolve_err == 0 */
+	struct fsb_resolved res;	/* valid when resolve_err == 0; in with given_resolved */
 	int resolve_err;		/* -errno from resolution, or 0 */
 	struct fsb_verdict verdict;
 	const struct fsb_prompt *prompt;	/* when verdict is ask */

@@ -9,7 +9,6 @@
 #include <fcntl.h>
 #include <getopt.h>
 #include <limits.h>
-#include <linux/openat2.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,13 +16,13 @@
 #include <sys/file.h>
 #include <sys/random.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #include <cJSON.h>
 
+#include "at.h"
 #include "backup_read.h"
 #include "cli.h"
 #include "config.h"
@@ -476,33 +475,7 @@ static int root_fd = -1;
  */
 static int open_parent(const char *path, const char **name)
 {
-	const char *slash = strrchr(path, '/');
-	struct open_how how = {
-		.flags = O_RDONLY | O_DIRECTORY | O_CLOEXEC,
-		.resolve = RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS,
-	};
-	char rel[PATH_MAX];
-	size_t len = (size_t)(slash - path);
-	long fd;
-
-	*name = slash + 1;
-	if (len == 0) {
-		strcpy(rel, ".");
-	} else {
-		if (len >= sizeof(rel))
-			return -ENAMETOOLONG;
-		memcpy(rel, path + 1, len - 1);
-		rel[len - 1] = '\0';
-	}
-	do
-		fd = syscall(SYS_openat2, root_fd, rel, &how, sizeof(how));
-	while (fd < 0 && errno == EINTR);
-	if (fd < 0 && errno == EACCES) {
-		/* A directory we may write into but not list. */
-		how.flags = O_PATH | O_DIRECTORY | O_CLOEXEC;
-		fd = syscall(SYS_openat2, root_fd, rel, &how, sizeof(how));
-	}
-	return fd < 0 ? -errno : (int)fd;
+	return fsb_at_open_parent(root_fd, path, name);
 }
 
 static const char *walk_error(int err)
@@ -574,6 +547,7 @@ struct item {
 	bool exists;			/* at planning */
 	struct stat now;		/* at planning, when `exists` */
 	bool parent_missing;
+	int parent_err;		/* why: -ENOENT, -ENOTDIR, or -ELOOP (a symlink now) */
 	enum res res;
 	char verb[24];			/* "restored", "skipped", ... */
 	char detail[400];
@@ -655,8 +629,11 @@ static void plan_item(const struct cli *c, const struct fsb_cycle *cy, struct it
 	if (it->res != RES_PENDING)
 		return;
 	pfd = open_parent(it->path, &name);
-	if (pfd == -ENOENT) {
+	/* A parent that is gone, or is a file or a symlink now, may be a
+	 * directory this restore makes again first (checked by the caller). */
+	if (pfd == -ENOENT || pfd == -ENOTDIR || (pfd == -ELOOP && it->act != ACT_REMOVE)) {
 		it->parent_missing = true;
+		it->parent_err = pfd;
 	} else if (pfd < 0) {
 		settle(it, RES_SKIPPED, "skipped", false, "%s", walk_error(pfd));
 		return;
@@ -669,6 +646,12 @@ static void plan_item(const struct cli *c, const struct fsb_cycle *cy, struct it
 			       strerror(-rc));
 			return;
 		}
+	}
+	/* Nothing to remove: no later change can be lost by doing nothing
+	 * (a trash emptied since the cycle, say). */
+	if (it->act == ACT_REMOVE && !it->exists) {
+		settle(it, RES_OK, "unchanged", false, "already absent");
+		return;
 	}
 	/* The end state tells a path the cycle left as it was from one someone
 	 * changed since: that later change would be lost, so it needs --force. */
@@ -700,10 +683,6 @@ static void plan_item(const struct cli *c, const struct fsb_cycle *cy, struct it
 		if (diff != NULL)
 			snprintf(it->note, sizeof(it->note), "; forced, though it changed after the "
 				 "cycle: %s", diff);
-	}
-	if (it->act == ACT_REMOVE && !it->exists) {
-		settle(it, RES_OK, "unchanged", false, "already absent");
-		return;
 	}
 	if (it->act == ACT_FILE) {
 		/* A corrupted object is found before anything is changed, and a
@@ -1177,10 +1156,13 @@ static int cmd_restore(const struct cli *c)
 				ok = items[j].act == ACT_DIR && items[j].res == RES_PENDING &&
 				     strlen(items[j].path) == plen &&
 				     strncmp(items[j].path, items[i].path, plen) == 0;
-			if (!ok)
+			if (!ok && items[i].parent_err == -ELOOP)
+				settle(&items[i], RES_SKIPPED, "skipped", false, "%s",
+				       walk_error(-ELOOP));
+			else if (!ok)
 				settle(&items[i], RES_SKIPPED, "skipped", false,
-				       "its parent directory does not exist, and the cycle did not "
-				       "remove it");
+				       "its parent directory does not exist (or is not a directory "
+				       "now), and the cycle did not remove it");
 		}
 		if (items[i].res == RES_PENDING && items[i].pick->later_by_others)
 			append(&items[i], "; later tool calls changed it too, and that is undone as "

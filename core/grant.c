@@ -5,77 +5,27 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <stdbool.h>
-#include <linux/openat2.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
+#include "at.h"
 #include "grant.h"
-
-static int openat2_in_root(int rootfd, const char *path, int flags, mode_t mode)
-{
-	struct open_how how = {
-		.flags = (unsigned)flags,
-		.mode = (flags & (O_CREAT | O_TMPFILE)) ? mode : 0,
-		/* The path is the resolved, symlink-free one: any symlink now in
-		 * it appeared after the check and must not be followed. */
-		.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS,
-	};
-	const char *rel = path[1] != '\0' ? path + 1 : ".";
-	long fd;
-
-	do
-		fd = syscall(SYS_openat2, rootfd, rel, &how, sizeof(how));
-	while (fd < 0 && errno == EINTR);
-	return fd < 0 ? -errno : (int)fd;
-}
 
 /* Reach the judged inode with O_PATH, never through a symlink, and check it
  * is the one judged. Returns the O_PATH fd or -errno; *st is its stat. */
 static int reach_judged(int rootfd, const struct fsb_resolved *res, struct stat *st)
 {
-	int pathfd, err;
+	int pathfd = fsb_at_reach(rootfd, res, st);
 
-	pathfd = openat2_in_root(rootfd, res->path, O_PATH | O_CLOEXEC | O_NOFOLLOW, 0);
-	if (pathfd < 0)
-		return pathfd == -ENOENT || pathfd == -ELOOP ? -EAGAIN : pathfd;
-	if (fstat(pathfd, st) < 0) {
-		err = -errno;
-		goto fail;
-	}
-	if (st->st_dev != res->st.st_dev || st->st_ino != res->st.st_ino) {
-		err = -EAGAIN;
-		goto fail;
-	}
-	if (S_ISLNK(st->st_mode)) {
-		err = -ELOOP;
-		goto fail;
-	}
 	/* A directory fd would let its holder openat() anything beneath it,
 	 * past every rule: no directory fd ever reaches a client. */
-	if (S_ISDIR(st->st_mode)) {
-		err = -EISDIR;
-		goto fail;
+	if (pathfd >= 0 && S_ISDIR(st->st_mode)) {
+		close(pathfd);
+		return -EISDIR;
 	}
 	return pathfd;
-fail:
-	close(pathfd);
-	return err;
-}
-
-/* Open the inode behind an O_PATH fd again, with real flags. */
-static int reopen(int pathfd, int flags)
-{
-	char proc[64];
-	int fd;
-
-	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", pathfd);
-	do
-		fd = open(proc, flags);
-	while (fd < 0 && errno == EINTR);
-	return fd < 0 ? -errno : fd;
 }
 
 static bool writable(int flags)
@@ -94,7 +44,7 @@ static int open_existing(int rootfd, const struct fsb_resolved *res, int flags,
 		return pathfd;
 	/* The backup reads the very inode about to be handed out. */
 	if (backup != NULL && S_ISREG(st.st_mode) && writable(flags)) {
-		int rdfd = reopen(pathfd, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+		int rdfd = fsb_at_reopen(pathfd, O_RDONLY | O_CLOEXEC | O_NOCTTY);
 
 		if (rdfd < 0) {
 			err = rdfd;
@@ -110,7 +60,7 @@ static int open_existing(int rootfd, const struct fsb_resolved *res, int flags,
 	 * carrier: never on the loop. */
 	if (S_ISFIFO(st.st_mode) || S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode))
 		flags |= O_NONBLOCK;
-	fd = reopen(pathfd, flags);
+	fd = fsb_at_reopen(pathfd, flags);
 	err = fd;
 out:
 	close(pathfd);
@@ -125,7 +75,7 @@ int fsb_grant_open_for_backup(int rootfd, const struct fsb_resolved *res)
 	pathfd = reach_judged(rootfd, res, &st);
 	if (pathfd < 0)
 		return pathfd;
-	fd = S_ISREG(st.st_mode) ? reopen(pathfd, O_RDONLY | O_CLOEXEC | O_NOCTTY) : -EINVAL;
+	fd = S_ISREG(st.st_mode) ? fsb_at_reopen(pathfd, O_RDONLY | O_CLOEXEC | O_NOCTTY) : -EINVAL;
 	close(pathfd);
 	return fd;
 }
@@ -146,7 +96,7 @@ int fsb_grant_open(int rootfd, const struct fsb_resolved *res, int flags, mode_t
 	if (res->exists)
 		fd = open_existing(rootfd, res, flags, backup, arg);
 	else if (flags & O_CREAT)
-		fd = openat2_in_root(rootfd, res->path, (flags & ~O_TRUNC) | O_EXCL, mode);
+		fd = fsb_at_open(rootfd, res->path, (flags & ~O_TRUNC) | O_EXCL, mode);
 	else
 		fd = -ENOENT;
 	if (fd < 0)
@@ -177,24 +127,13 @@ fail:
 
 int fsb_grant_undo_create(int rootfd, const struct fsb_resolved *res, int fd)
 {
-	char parent[PATH_MAX];
-	const char *name;
 	struct stat mine, there;
-	char *slash;
+	const char *name;
 	int dirfd, err = 0;
 
 	if (fstat(fd, &mine) < 0)
 		return -errno;
-	snprintf(parent, sizeof(parent), "%s", res->path);
-	slash = strrchr(parent, '/');
-	if (slash == NULL)
-		return -EINVAL;
-	name = res->path + (slash - parent) + 1;
-	if (slash == parent)
-		slash[1] = '\0';
-	else
-		*slash = '\0';
-	dirfd = openat2_in_root(rootfd, parent, O_PATH | O_DIRECTORY | O_CLOEXEC, 0);
+	dirfd = fsb_at_open_parent(rootfd, res->path, &name);
 	if (dirfd < 0)
 		return dirfd;
 	/* Only the file we made: another one swapped in under the name stays. */

@@ -24,6 +24,41 @@ static struct fsb_store *store_of(struct fsb_broker *b, struct fsb_session *s,
 	return s->store;
 }
 
+/* Fill in the size limit of the turn or the pack and record `r`. */
+static int record(struct fsb_session *s, const struct fsb_backup_settings *set,
+		  struct fsb_backup_req *r, struct fsb_backup_result *res)
+{
+	r->max_bytes = s->max_bytes_override ? s->max_bytes_override : set->max_bytes;
+	r->on_too_large = set->on_too_large == FSB_ON_TOO_LARGE_ALLOW ? FSB_TOO_LARGE_SKIP
+									: FSB_TOO_LARGE_FAIL;
+	return fsb_store_record(s->store, r, res);
+}
+
+/* The sentence for a failed record; every error but the two a user can act
+ * on becomes -EIO (the reason is in `why`; the client needs only "no"). */
+static int explain(int rc, const struct fsb_backup_req *r, const struct fsb_backup_settings *set,
+		   char *why, size_t whylen)
+{
+	switch (rc) {
+	case 0:
+		return 0;
+	case -EFBIG:
+		snprintf(why, whylen, "%s is larger than the backup limit of %llu MiB and "
+			 "the pack says onTooLarge = \"%s\"; raise backup.maxSizeMB or "
+			 "EnableModifyBackup.fileBackupMaxSizeMB", r->resolved,
+			 (unsigned long long)(r->max_bytes >> 20),
+			 set->on_too_large == FSB_ON_TOO_LARGE_DENY ? "deny" : "ask");
+		return rc;
+	case -ENOSPC:
+		snprintf(why, whylen, "no space left for the backup; nothing was changed");
+		return rc;
+	default:
+		snprintf(why, whylen, "the backup failed (%s); nothing was changed",
+			 strerror(-rc));
+		return -EIO;
+	}
+}
+
 int fsb_backup_file(struct fsb_broker *b, const char *sid, const struct fsb_access *acc,
 		    int rdfd, const struct stat *st, int flags, const char *phase,
 		    const char **skipped, char *why, size_t whylen)
@@ -32,7 +67,6 @@ int fsb_backup_file(struct fsb_broker *b, const char *sid, const struct fsb_acce
 	const struct fsb_backup_settings *set = fsb_policy_backup(b->policy);
 	struct fsb_backup_result res;
 	struct fsb_backup_req r;
-	struct fsb_store *store;
 	cJSON *rec;
 	int rc;
 
@@ -47,7 +81,7 @@ int fsb_backup_file(struct fsb_broker *b, const char *sid, const struct fsb_acce
 			*skipped = "disabled";
 		return 0;
 	}
-	if ((store = store_of(b, s, why, whylen)) == NULL)
+	if (store_of(b, s, why, whylen) == NULL)
 		return -EIO;
 
 	memset(&r, 0, sizeof(r));
@@ -59,14 +93,11 @@ int fsb_backup_file(struct fsb_broker *b, const char *sid, const struct fsb_acce
 	r.resolved = acc->res.path;
 	r.prior = st;
 	r.fd = rdfd;
-	r.max_bytes = s->max_bytes_override ? s->max_bytes_override : set->max_bytes;
-	r.on_too_large = set->on_too_large == FSB_ON_TOO_LARGE_ALLOW ? FSB_TOO_LARGE_SKIP
-								       : FSB_TOO_LARGE_FAIL;
 	r.skip_content = !acc->verdict.backup;
-	rc = fsb_store_record(store, &r, &res);
+	rc = record(s, set, &r, &res);
 
 	rec = fsb_access_audit_record(acc, phase);
-	cJSON_AddNumberToObject(rec, "cycle", fsb_store_cycle(store));
+	cJSON_AddNumberToObject(rec, "cycle", fsb_store_cycle(s->store));
 	if (res.object[0])
 		cJSON_AddStringToObject(rec, "backupObject", res.object);
 	if (res.reused)
@@ -80,27 +111,54 @@ int fsb_backup_file(struct fsb_broker *b, const char *sid, const struct fsb_acce
 		snprintf(why, whylen, "the audit log cannot be written");
 		return -EIO;
 	}
-	switch (rc) {
-	case 0:
-		if (skipped != NULL)
-			*skipped = res.skipped;
-		return 0;
-	case -EFBIG:
-		snprintf(why, whylen, "the file is larger than the backup limit of %llu MiB and "
-			 "the pack says onTooLarge = \"%s\"; raise backup.maxSizeMB or "
-			 "EnableModifyBackup.fileBackupMaxSizeMB",
-			 (unsigned long long)(r.max_bytes >> 20),
-			 set->on_too_large == FSB_ON_TOO_LARGE_DENY ? "deny" : "ask");
-		break;
-	case -ENOSPC:
-		snprintf(why, whylen, "no space left for the backup; the file was not changed");
-		break;
-	default:
-		snprintf(why, whylen, "the backup failed (%s); the file was not changed",
-			 strerror(-rc));
-		/* The reason is in `why`; the client needs only "no". */
-		rc = -EIO;
+	if (rc == 0 && skipped != NULL)
+		*skipped = res.skipped;
+	return explain(rc, &r, set, why, whylen);
+}
+
+int fsb_backup_entry(struct fsb_broker *b, const char *sid, const struct fsb_backup_entry *e,
+		     struct fsb_backup_result *res, char *why, size_t whylen)
+{
+	struct fsb_session *s = fsb_broker_session(b, sid);
+	const struct fsb_backup_settings *set = fsb_policy_backup(b->policy);
+	struct fsb_backup_req r;
+
+	memset(res, 0, sizeof(*res));
+	if (s == NULL) {
+		snprintf(why, whylen, "the session has no state to keep a backup in");
+		return -EIO;
 	}
+	if (!s->backup_enabled) {
+		res->skipped = "disabled";
+		return 0;
+	}
+	if (store_of(b, s, why, whylen) == NULL)
+		return -EIO;
+	memset(&r, 0, sizeof(r));
+	r.tool_call = e->tool_call;
+	r.trace = e->trace;
+	r.op = fsb_op_name(e->op);
+	r.path = e->path;
+	r.resolved = e->resolved;
+	r.prior = e->prior;
+	r.fd = e->fd;
+	r.link_target = e->link_target;
+	r.skip_content = e->skip_content;
+	r.defer_sync = true;
+	return explain(record(s, set, &r, res), &r, set, why, whylen);
+}
+
+int fsb_backup_sync(struct fsb_broker *b, const char *sid, char *why, size_t whylen)
+{
+	struct fsb_session *s = fsb_broker_session(b, sid);
+	int rc;
+
+	if (s == NULL || !s->backup_enabled || s->store == NULL)
+		return 0;
+	rc = fsb_store_sync(s->store);
+	if (rc < 0)
+		snprintf(why, whylen, "the backup journal cannot be synced (%s); nothing was "
+			 "changed", strerror(-rc));
 	return rc;
 }
 

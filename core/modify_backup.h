@@ -6,6 +6,7 @@
 #ifndef FSB_MODIFY_BACKUP_H
 #define FSB_MODIFY_BACKUP_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <sys/stat.h>
 
@@ -26,6 +27,31 @@
 int fsb_backup_file(struct fsb_broker *b, const char *sid, const struct fsb_access *acc,
 		    int rdfd, const struct stat *st, int flags, const char *phase,
 		    const char **skipped, char *why, size_t whylen);
+
+/** One path a host operation is about to change, as it is now. */
+struct fsb_backup_entry {
+	enum fsb_op op;
+	const char *path;		/* as requested; an entry beneath: its real path */
+	const char *resolved;		/* the real path */
+	const struct stat *prior;	/* its lstat now; NULL: absent, the op creates it */
+	int fd;				/* a regular file: read-only fd on that inode, else -1 */
+	const char *link_target;	/* a symlink's target, else NULL */
+	bool skip_content;		/* the pack's backup.skip matched */
+	const char *tool_call, *trace;
+};
+
+/**
+ * Journal one path a host operation changes, without an audit line of its
+ * own (the operation writes one for all) and without syncing: call
+ * fsb_backup_sync() after the last entry and before the change. Returns 0
+ * (also when backups are off for the session: res->skipped "disabled") or
+ * -EFBIG, -ENOSPC, -EIO with a sentence in `why`, as fsb_backup_file().
+ */
+int fsb_backup_entry(struct fsb_broker *b, const char *sid, const struct fsb_backup_entry *e,
+		     struct fsb_backup_result *res, char *why, size_t whylen);
+
+/** Make the entries journaled so far durable. 0 or -errno with `why`. */
+int fsb_backup_sync(struct fsb_broker *b, const char *sid, char *why, size_t whylen);
 
 /**
  * Open session `sid`'s store now, which seals an open cycle a crash left

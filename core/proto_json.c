@@ -357,8 +357,10 @@ static int parse_mode(const cJSON *item, mode_t *mode)
 	return 0;
 }
 
-static int get_path(const cJSON *obj, const struct path_field *f, char **dst,
-		    bool *as_bytes, const char **why)
+/* `relative_ok`: the field is not a path to look up but the content of a
+ * symlink to make, which may be relative (not empty). */
+static int get_path(const cJSON *obj, const struct path_field *f, bool relative_ok,
+		    char **dst, bool *as_bytes, const char **why)
 {
 	const cJSON *str, *bytes;
 	char *path;
@@ -394,7 +396,7 @@ static int get_path(const cJSON *obj, const struct path_field *f, char **dst,
 	}
 	*dst = path;
 	/* Relative paths would resolve against the core's cwd. */
-	if (path[0] != '/') {
+	if (path[0] != '/' && (!relative_ok || path[0] == '\0')) {
 		*why = f->relative;
 		return -EINVAL;
 	}
@@ -539,24 +541,26 @@ int fsb_hostop_parse(const cJSON *obj, struct fsb_hostop_req *out,
 	if ((err = parse_operation(obj, &out->op, why)) < 0)
 		goto fail;
 
+	if ((err = parse_options(obj, out, why)) < 0)
+		goto fail;
 	switch (out->op) {
 	case FSB_HOSTOP_DELETE:
 	case FSB_HOSTOP_MKDIR:
 	case FSB_HOSTOP_CHMOD:
 	case FSB_HOSTOP_TOUCH:
-		err = get_path(obj, &f_path, &out->path, &out->path_bytes, why);
+		err = get_path(obj, &f_path, false, &out->path, &out->path_bytes, why);
 		break;
 	case FSB_HOSTOP_RENAME:
 	case FSB_HOSTOP_COPY:
 	case FSB_HOSTOP_LINK:
-		err = get_path(obj, &f_from, &out->from, &out->from_bytes, why);
+		/* A symlink's content is written as given, never looked up. */
+		err = get_path(obj, &f_from, out->op == FSB_HOSTOP_LINK && out->symbolic,
+			       &out->from, &out->from_bytes, why);
 		if (err == 0)
-			err = get_path(obj, &f_to, &out->to, &out->to_bytes, why);
+			err = get_path(obj, &f_to, false, &out->to, &out->to_bytes, why);
 		break;
 	}
 	if (err < 0)
-		goto fail;
-	if ((err = parse_options(obj, out, why)) < 0)
 		goto fail;
 	if ((err = get_string(obj, &f_session, &out->session, why)) < 0 ||
 	    (err = get_string(obj, &f_tool_call, &out->tool_call, why)) < 0 ||

@@ -53,8 +53,9 @@ struct fsb_hostop_req {
  * Validate a parsed HostFileOperation: `command` is "HostFileOperation",
  * `operation` one of the seven, the path fields it needs are present (as a
  * string, or as `<field>Bytes` percent-encoded bytes; decoded bytes holding
- * a NUL are refused), absolute, at most PATH_MAX, and every option has its
- * type. Returns 0, or -EINVAL with *why set to a sentence naming the field.
+ * a NUL are refused), absolute (the `from` of a symbolic link, which is
+ * the link's content, may be relative), at most PATH_MAX, and every option
+ * has its type. Returns 0, or -EINVAL with *why set to a sentence naming the field.
  */
 int fsb_hostop_parse(const cJSON *obj, struct fsb_hostop_req *out,
 		     const char **why);

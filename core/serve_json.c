@@ -1,12 +1,12 @@
 /*
  * serve_json.c — one JSON request on a client socket (DESIGN §3.3): checked
  * raw for NULs and bad UTF-8, parsed, validated, bound to the connection's
- * scope. Host operations are performed by the backup store's host-op layer;
- * until that exists they are answered ENOSYS.
+ * scope, then performed by the host-operation layer (hostop.c).
  */
 #include <errno.h>
 #include <string.h>
 
+#include "hostop.h"
 #include "proto_json.h"
 #include "server.h"
 
@@ -43,6 +43,7 @@ static void audit_refusal(struct fsb_conn *conn, const char *rule, const char *r
 void fsb_serve_json(struct fsb_conn *conn, char *line, size_t len)
 {
 	struct fsb_broker *b = conn->srv->broker;
+	struct fsb_hostop_client who;
 	struct fsb_hostop_req req;
 	const cJSON *cmd;
 	const char *why;
@@ -103,20 +104,10 @@ void fsb_serve_json(struct fsb_conn *conn, char *line, size_t len)
 		return;
 	}
 
-	why = "host operations are performed by the backup store's host-op layer, which "
-	      "this core does not have yet; nothing was changed";
-	b->stats.denied++;
-	audit_refusal(conn, "not implemented", why, ENOSYS, fsb_hostop_name(req.op), NULL);
-	r = error_reply(req.id, ENOSYS, why);
-	cJSON_AddStringToObject(r, "operation", fsb_hostop_name(req.op));
-	/* As in the original design: `path` is the source of a two-path op. */
-	if (req.path != NULL)
-		fsb_json_add_path(r, "path", req.path, req.path_bytes);
-	else if (req.from != NULL)
-		fsb_json_add_path(r, "path", req.from, req.from_bytes);
-	if (req.to != NULL)
-		fsb_json_add_path(r, "to", req.to, req.to_bytes);
-	cJSON_AddStringToObject(r, "decision", "deny");
-	fsb_conn_reply_json(conn, r);
+	who.session = conn->scope.session;
+	who.tool_call = req.tool_call != NULL ? req.tool_call : conn->scope.tool_call;
+	who.pid = conn->pid;
+	who.uid = conn->uid;
+	fsb_conn_reply_json(conn, fsb_hostop_run(b, &who, &req));
 	fsb_hostop_free(&req);
 }

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # make demo: start the core on the default pack in a temp dir and play a short
 # session — an allowed write (fd received), a denied credential read, an ask,
-# its approval, a live reload that changes a verdict, an overwrite backed up
-# first, the end of the turn, and one command that puts it all back.
+# its approval, a live reload that changes a verdict, then a turn that
+# overwrites a file, renames over another and deletes one to the trash (each
+# backed up first), and one command that puts the workspace back byte for byte.
 set -euo pipefail
 build=${1:-build}
 fsb=$build/fsbroker
@@ -11,6 +12,7 @@ demo=$(mktemp -d /tmp/fsbroker-demo.XXXXXX)
 mkdir -p "$demo/home/.ssh" "$demo/ws" "$demo/rules"
 echo "not a real key" >"$demo/home/.ssh/id_ed25519"
 echo "notes" >"$demo/home/notes.txt"
+printf '# plan\n- ship it\n' >"$demo/ws/plan.md"
 sock=$demo/sock/broker.sock
 session=demo
 
@@ -23,7 +25,8 @@ return {
 }
 LUA
 
-coproc CORE { HOME=$demo/home TMPDIR=$demo/tmp exec "$fsb" serve --socket "$sock" \
+# XDG_DATA_HOME unset: the demo's trash is $demo/home/.local/share/Trash.
+coproc CORE { HOME=$demo/home TMPDIR=$demo/tmp exec env -u XDG_DATA_HOME "$fsb" serve --socket "$sock" \
     --session "$session" --workspace "$demo/ws" --state-dir "$demo/state" \
     --rules "$demo/rules/demo.lua" 2>"$demo/core.log"; }
 core_pid=$CORE_PID
@@ -91,19 +94,31 @@ request "fsbroker.read-write${T}$ws/generated/out.c${T}$session${T}call-3${T}ope
 say "6. the end of the first turn: the host seals it as cycle 1"
 control '{"id":3,"command":"CommitModifyBackup","commitMsg":"first turn"}'
 
-say "7. a second turn overwrites a file: the core saves it before handing out the fd"
-cp "$ws/hello.txt" "$demo/hello.before"
+say "7. a second turn: an overwrite, a rename over a file, a delete to the trash"
+cp -a "$ws" "$demo/ws.before"
 request "fsbroker.read-write${T}$ws/hello.txt${T}$session${T}call-4${T}open=0x241:0644" "overwritten!"$'\n'
-echo "     hello.txt now holds: $(cat "$ws/hello.txt")"
+request "fsbroker.read-write${T}$ws/out.new${T}$session${T}call-4${T}open=0x241:0644" "int y;"$'\n'
+request "{\"id\":1,\"command\":\"HostFileOperation\",\"operation\":\"rename\",\"from\":\"$ws/out.new\",\"to\":\"$ws/generated/out.c\",\"sessionId\":\"$session\",\"toolCallId\":\"call-5\"}"
+request "{\"id\":2,\"command\":\"HostFileOperation\",\"operation\":\"delete\",\"path\":\"$ws/plan.md\",\"sessionId\":\"$session\",\"toolCallId\":\"call-6\"}"
+echo "     hello.txt: $(cat "$ws/hello.txt"); generated/out.c: $(cat "$ws/generated/out.c");" \
+    "plan.md is in the trash: $(ls "$demo/home/.local/share/Trash/files")"
 control '{"id":4,"command":"CommitModifyBackup","commitMsg":"second turn"}'
 "$fsb" backup list --state-dir "$demo/state" --session "$session"
 echo
 "$fsb" backup show --last --state-dir "$demo/state" --session "$session"
+echo
+"$fsb" backup diff --last --state-dir "$demo/state" --session "$session" "$ws/hello.txt" || true
 
 say "8. one command puts the last turn back"
 "$fsb" backup restore --last --state-dir "$demo/state" --session "$session"
-cmp -s "$demo/hello.before" "$ws/hello.txt" &&
-    echo "     hello.txt is back byte for byte: $(cat "$ws/hello.txt")"
+if diff -r "$demo/ws.before" "$ws" >/dev/null; then
+    echo "     the workspace is back byte for byte; the trash holds:" \
+        "$(ls -A "$demo/home/.local/share/Trash/files" | wc -l) entries"
+else
+    echo "     the workspace differs from before the turn:" >&2
+    diff -r "$demo/ws.before" "$ws" >&2
+    exit 1
+fi
 
 say "9. the audit log: one hash-chained line per decision"
 tail -n 2 "$demo/state/audit/$session.jsonl" | cut -c1-160

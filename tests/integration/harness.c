@@ -4,6 +4,7 @@
  * reply reading on the client socket with fd passing, and a TAP filter that
  * reports skipped tests as skipped.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
@@ -20,6 +21,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "audit.h"
 #include "harness.h"
 
 extern char **environ;
@@ -230,8 +232,11 @@ char *fsbt_core_log(const struct fsbt_core *c)
 /* ------------------------------------------------------------------------ */
 /* The core process. */
 
-/* The core's environment: ours, with HOME and TMPDIR in the temp dir.
- * `home` and `tmp` hold the two strings made here (free them after). */
+/* The core's environment: ours, with HOME and TMPDIR in the temp dir and
+ * without XDG_STATE_HOME and XDG_DATA_HOME, so that what the core derives
+ * from them (the home trash, ~/.local/share/Trash) is below c->home whatever
+ * the test runner has set. `home` and `tmp` hold the two strings made here
+ * (free them after). */
 static char **core_env(const struct fsbt_core *c, char **home, char **tmp)
 {
 	size_t n = 0, j = 0;
@@ -244,7 +249,8 @@ static char **core_env(const struct fsbt_core *c, char **home, char **tmp)
 		return NULL;
 	for (size_t i = 0; i < n; i++)
 		if (!fsbt_starts(environ[i], "HOME=") && !fsbt_starts(environ[i], "TMPDIR=") &&
-		    !fsbt_starts(environ[i], "XDG_STATE_HOME="))
+		    !fsbt_starts(environ[i], "XDG_STATE_HOME=") &&
+		    !fsbt_starts(environ[i], "XDG_DATA_HOME="))
 			env[j++] = environ[i];
 	if (asprintf(home, "HOME=%s", c->home) < 0) {
 		free(env);
@@ -882,6 +888,246 @@ ssize_t fsbt_request(int fd, const char *line, char *reply, size_t size, int *fd
 	if (getenv("FSBT_TRACE") != NULL)
 		fprintf(stderr, "# -> %s\n# <- %s\n", line, n >= 0 ? reply : "(no reply)");
 	return n;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Host operations. */
+
+/* A reply is one line of at most 64 KiB plus what the core adds around it. */
+#define HOSTOP_REPLY_MAX (96 * 1024)
+
+cJSON *fsbt_hostop(int fd, const char *json)
+{
+	char *reply = malloc(HOSTOP_REPLY_MAX);
+	cJSON *r = NULL;
+	ssize_t n;
+
+	if (reply == NULL)
+		return NULL;
+	n = fsbt_request(fd, json, reply, HOSTOP_REPLY_MAX, NULL);
+	if (n < 0)
+		fprintf(stderr, "# no reply to %s: %s\n", json,
+			n == FSBT_EOF ? "connection closed" : strerror((int)-n));
+	else if ((r = cJSON_Parse(reply)) == NULL)
+		fprintf(stderr, "# reply to %s is not JSON: %s\n", json, reply);
+	free(reply);
+	return r;
+}
+
+cJSON *fsbt_hostopf(int fd, const char *fmt, ...)
+{
+	char *line;
+	cJSON *r;
+	va_list ap;
+
+	va_start(ap, fmt);
+	if (vasprintf(&line, fmt, ap) < 0)
+		line = NULL;
+	va_end(ap);
+	if (line == NULL)
+		return NULL;
+	r = fsbt_hostop(fd, line);
+	free(line);
+	return r;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Tree snapshots. */
+
+static int tree_add(struct fsbt_tree *t, const char *root, const char *rel)
+{
+	char full[PATH_MAX * 2];
+	struct fsbt_entry *e;
+	struct stat st;
+
+	snprintf(full, sizeof(full), "%s%s%s", root, rel[0] ? "/" : "", rel);
+	if (lstat(full, &st) < 0)
+		return -errno;
+	if (t->n == t->cap) {
+		size_t cap = t->cap ? t->cap * 2 : 64;
+		struct fsbt_entry *ne = realloc(t->e, cap * sizeof(*ne));
+
+		if (ne == NULL)
+			return -ENOMEM;
+		t->e = ne;
+		t->cap = cap;
+	}
+	e = &t->e[t->n];
+	memset(e, 0, sizeof(*e));
+	if ((e->path = strdup(rel)) == NULL)
+		return -ENOMEM;
+	t->n++;
+	e->mode = st.st_mode;
+	e->nlink = st.st_nlink;
+	e->size = st.st_size;
+	e->mtime = st.st_mtim;
+	e->ctime = st.st_ctim;
+	if (S_ISREG(st.st_mode)) {
+		size_t len = 0;
+		char *data = fsbt_read_file(full, &len);
+
+		if (data == NULL)
+			return -EIO;
+		fsb_sha256_hex(data, len, e->sha);
+		free(data);
+	} else if (S_ISLNK(st.st_mode)) {
+		char buf[PATH_MAX];
+		ssize_t n = readlink(full, buf, sizeof(buf) - 1);
+
+		if (n < 0)
+			return -errno;
+		buf[n] = '\0';
+		if ((e->target = strdup(buf)) == NULL)
+			return -ENOMEM;
+	} else if (S_ISDIR(st.st_mode)) {
+		DIR *d = opendir(full);
+		struct dirent *de;
+		int rc = 0;
+
+		if (d == NULL)
+			return -errno;
+		while (rc == 0 && (de = readdir(d)) != NULL) {
+			char sub[PATH_MAX * 2];
+
+			if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+				continue;
+			snprintf(sub, sizeof(sub), "%s%s%s", rel, rel[0] ? "/" : "", de->d_name);
+			rc = tree_add(t, root, sub);
+		}
+		closedir(d);
+		return rc;
+	}
+	return 0;
+}
+
+static int entry_cmp(const void *a, const void *b)
+{
+	return strcmp(((const struct fsbt_entry *)a)->path, ((const struct fsbt_entry *)b)->path);
+}
+
+int fsbt_tree_snap(const char *root, struct fsbt_tree *t)
+{
+	int rc;
+
+	memset(t, 0, sizeof(*t));
+	rc = tree_add(t, root, "");
+	if (rc < 0) {
+		fsbt_tree_free(t);
+		return rc;
+	}
+	qsort(t->e, t->n, sizeof(*t->e), entry_cmp);
+	return 0;
+}
+
+void fsbt_tree_free(struct fsbt_tree *t)
+{
+	for (size_t i = 0; i < t->n; i++) {
+		free(t->e[i].path);
+		free(t->e[i].target);
+	}
+	free(t->e);
+	memset(t, 0, sizeof(*t));
+}
+
+static const char *type_name(mode_t m)
+{
+	return S_ISREG(m) ? "file" : S_ISDIR(m) ? "directory" : S_ISLNK(m) ? "symlink" :
+	       S_ISFIFO(m) ? "fifo" : S_ISSOCK(m) ? "socket" : "device";
+}
+
+static bool ts_eq(struct timespec a, struct timespec b)
+{
+	return a.tv_sec == b.tv_sec && a.tv_nsec == b.tv_nsec;
+}
+
+/* What differs between two entries of the same path, or NULL. */
+static const char *entry_diff(const struct fsbt_entry *a, const struct fsbt_entry *b,
+			      unsigned what, char *buf, size_t size)
+{
+	bool dir = S_ISDIR(a->mode);
+
+	if ((a->mode & S_IFMT) != (b->mode & S_IFMT)) {
+		snprintf(buf, size, "was a %s, is a %s", type_name(a->mode), type_name(b->mode));
+		return buf;
+	}
+	if ((a->mode & 07777) != (b->mode & 07777)) {
+		snprintf(buf, size, "mode was %04o, is %04o", (unsigned)(a->mode & 07777),
+			 (unsigned)(b->mode & 07777));
+		return buf;
+	}
+	if (S_ISREG(a->mode) && (a->size != b->size || strcmp(a->sha, b->sha) != 0)) {
+		snprintf(buf, size, "content differs (size was %lld, is %lld)",
+			 (long long)a->size, (long long)b->size);
+		return buf;
+	}
+	if (S_ISLNK(a->mode) && strcmp(a->target, b->target) != 0) {
+		snprintf(buf, size, "target was '%s', is '%s'", a->target, b->target);
+		return buf;
+	}
+	if (((what & FSBT_TREE_MTIME) && !dir) || ((what & FSBT_TREE_DIR_MTIME) && dir)) {
+		if (!ts_eq(a->mtime, b->mtime)) {
+			snprintf(buf, size, "mtime was %lld.%09ld, is %lld.%09ld",
+				 (long long)a->mtime.tv_sec, a->mtime.tv_nsec,
+				 (long long)b->mtime.tv_sec, b->mtime.tv_nsec);
+			return buf;
+		}
+	}
+	if ((what & FSBT_TREE_CTIME) && !ts_eq(a->ctime, b->ctime)) {
+		snprintf(buf, size, "ctime was %lld.%09ld, is %lld.%09ld (its inode was changed)",
+			 (long long)a->ctime.tv_sec, a->ctime.tv_nsec, (long long)b->ctime.tv_sec,
+			 b->ctime.tv_nsec);
+		return buf;
+	}
+	if ((what & FSBT_TREE_NLINK) && !dir && a->nlink != b->nlink) {
+		snprintf(buf, size, "link count was %lu, is %lu", (unsigned long)a->nlink,
+			 (unsigned long)b->nlink);
+		return buf;
+	}
+	return NULL;
+}
+
+size_t fsbt_tree_diff(const struct fsbt_tree *before, const struct fsbt_tree *after,
+		      unsigned what, char *out, size_t size)
+{
+	size_t i = 0, j = 0, ndiff = 0, used = 0;
+
+	if (out != NULL && size > 0)
+		out[0] = '\0';
+	while (i < before->n || j < after->n) {
+		const struct fsbt_entry *a = i < before->n ? &before->e[i] : NULL;
+		const struct fsbt_entry *b = j < after->n ? &after->e[j] : NULL;
+		int cmp = a == NULL ? 1 : b == NULL ? -1 : strcmp(a->path, b->path);
+		char buf[PATH_MAX + 256];
+		const char *why = NULL, *path;
+
+		if (cmp < 0) {
+			snprintf(buf, sizeof(buf), "gone (was a %s)", type_name(a->mode));
+			why = buf;
+			path = a->path;
+			i++;
+		} else if (cmp > 0) {
+			snprintf(buf, sizeof(buf), "appeared (a %s)", type_name(b->mode));
+			why = buf;
+			path = b->path;
+			j++;
+		} else {
+			why = entry_diff(a, b, what, buf, sizeof(buf));
+			path = a->path;
+			i++;
+			j++;
+		}
+		if (why == NULL)
+			continue;
+		ndiff++;
+		if (out != NULL && used + 1 < size) {
+			int n = snprintf(out + used, size - used, "%s: %s\n",
+					 path[0] ? path : ".", why);
+
+			if (n > 0)
+				used = used + (size_t)n < size ? used + (size_t)n : size - 1;
+		}
+	}
+	return ndiff;
 }
 
 /* ------------------------------------------------------------------------ */

@@ -19,6 +19,7 @@
 #include <stdint.h>
 #include <limits.h>
 #include <sys/types.h>
+#include <time.h>
 
 #include <cmocka.h>
 #include <cJSON.h>
@@ -159,6 +160,16 @@ ssize_t fsbt_read_reply(int fd, char *reply, size_t size, int *fd_out);
 ssize_t fsbt_request(int fd, const char *line, char *reply, size_t size, int *fd_out);
 
 /**
+ * Send one JSON HostFileOperation line on a client connection and return
+ * its reply parsed (the caller frees it), or NULL when no reply line came or
+ * it was not JSON (with a diagnostic on stderr). Any thread may call it.
+ */
+cJSON *fsbt_hostop(int fd, const char *json);
+
+/** fsbt_hostop() with a printf format. */
+cJSON *fsbt_hostopf(int fd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/**
  * Build a text request "<class>\t<path>\t<session>\t<tool-call>[\t<spec>]"
  * into `out` (`spec` NULL: none). Returns `out`.
  */
@@ -180,6 +191,49 @@ char *fsbt_read_file(const char *path, size_t *len);
  * longer than 10 s (then it is killed).
  */
 int fsbt_run(char *const argv[], char **output);
+
+/*
+ * A snapshot of a tree, taken with lstat and never following a symlink:
+ * one entry per path, sorted by path, for comparing a tree before and after
+ * something that should have left it (or put it back) as it was.
+ */
+struct fsbt_entry {
+	char *path;		/* relative to the root; "" for the root itself */
+	mode_t mode;		/* st_mode: type and permission bits */
+	nlink_t nlink;
+	off_t size;
+	struct timespec mtime, ctime;
+	char sha[65];		/* SHA-256 of a regular file's content, else "" */
+	char *target;		/* a symlink's target, else NULL */
+};
+
+struct fsbt_tree {
+	struct fsbt_entry *e;
+	size_t n, cap;
+};
+
+/* What fsbt_tree_diff() compares besides the set of paths, the type, the
+ * permission bits, a file's size and content and a symlink's target. */
+#define FSBT_TREE_MTIME 0x1	/* mtime of everything but directories */
+#define FSBT_TREE_DIR_MTIME 0x2	/* mtime of directories */
+#define FSBT_TREE_CTIME 0x4	/* ctime of everything (nothing touched it at all) */
+#define FSBT_TREE_NLINK 0x8	/* link count of everything but directories */
+
+/**
+ * Snapshot the tree at `root` (the root included; a root that is a symlink
+ * is recorded as one). 0, or -errno when a path could not be read.
+ */
+int fsbt_tree_snap(const char *root, struct fsbt_tree *t);
+
+void fsbt_tree_free(struct fsbt_tree *t);
+
+/**
+ * Compare two snapshots: the number of paths that differ. The first
+ * differences, one line each ("<path>: <what>"), go into `out` (may be
+ * NULL).
+ */
+size_t fsbt_tree_diff(const struct fsbt_tree *before, const struct fsbt_tree *after,
+		      unsigned what, char *out, size_t size);
 
 /** Milliseconds of a monotonic clock. */
 uint64_t fsbt_now_ms(void);

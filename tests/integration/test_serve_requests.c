@@ -601,7 +601,7 @@ static void json_nul_escape_is_refused(void **state)
 	assert_int_equal(access(p, F_OK), 0);
 }
 
-static void json_host_delete_answers_enosys(void **state)
+static void json_host_delete_moves_the_file_to_the_trash(void **state)
 {
 	struct fsbt_core *c = *state;
 	char line[PATH_MAX + 256], p[PATH_MAX];
@@ -612,14 +612,15 @@ static void json_host_delete_answers_enosys(void **state)
 		 "\"operation\":\"delete\",\"path\":\"%s\",\"sessionId\":\"%s\","
 		 "\"toolCallId\":\"%s\"}", p, c->session, FSBT_TOOL_CALL);
 	r = json_request(c, line, strlen(line));
-	assert_false(fsbt_ok(r));
+	assert_true(fsbt_ok(r));
 	assert_string_equal(fsbt_str(r, "id"), "r3");
-	assert_string_equal(fsbt_str(r, "errno"), "ENOSYS");
 	assert_string_equal(fsbt_str(r, "operation"), "delete");
-	assert_true(strlen(fsbt_str(r, "error")) > 20);
+	assert_string_equal(fsbt_str(r, "decision"), "host-op");
+	/* Gone from the workspace, whole in the trash. */
+	assert_int_equal(access(p, F_OK), -1);
+	assert_true(fsbt_starts(fsbt_str(r, "trashedTo"), c->home));
+	assert_int_equal(access(fsbt_str(r, "trashedTo"), F_OK), 0);
 	cJSON_Delete(r);
-	/* Nothing was changed. */
-	assert_int_equal(access(p, F_OK), 0);
 }
 
 static void json_host_op_for_another_session_is_eacces(void **state)
@@ -966,7 +967,7 @@ int main(void)
 		T(read_class_with_write_flags_is_einval),
 		T(json_invalid_is_refused),
 		T(json_nul_escape_is_refused),
-		T(json_host_delete_answers_enosys),
+		T(json_host_delete_moves_the_file_to_the_trash),
 		T(json_host_op_for_another_session_is_eacces),
 		T(json_unknown_command_is_refused),
 		T(write_into_state_dir_is_denied_as_protected),

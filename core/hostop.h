@@ -1,0 +1,32 @@
+/*
+ * hostop.h — the seven JSON host operations, performed by the core itself
+ * (DESIGN §3.3, §5, §6.1; docs/protocol.md "What each operation does"):
+ * every path they touch judged by the policy, everything they change
+ * backed up, then the change made race-safe with *at() calls.
+ */
+#ifndef FSB_HOSTOP_H
+#define FSB_HOSTOP_H
+
+#include <cJSON.h>
+
+#include "broker.h"
+#include "proto_json.h"
+
+/** Who asks: the connection's session and process. */
+struct fsb_hostop_client {
+	const char *session;	/* the connection's scope */
+	const char *tool_call;	/* the request's, else the scope's; may be "" */
+	pid_t pid;
+	uid_t uid;
+};
+
+/**
+ * Perform `req` for `who` and return the reply object (docs/protocol.md
+ * "Replies of host operations"); it is audited (phase ipc-host-op) before
+ * the change, which does not happen when that line cannot be written.
+ * Never returns NULL.
+ */
+cJSON *fsb_hostop_run(struct fsb_broker *b, const struct fsb_hostop_client *who,
+		      const struct fsb_hostop_req *req);
+
+#endif
