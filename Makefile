@@ -6,7 +6,8 @@
 #   make bench           ratios against a bare Unix-socket round trip
 #   make deps            install missing Debian packages (root) or name them
 #   WERROR=1             warnings are errors
-#   SANITIZE=address,undefined   build into build/san with the sanitizers
+#   SANITIZE=address,undefined   build into build/san-address-undefined with the
+#                                sanitizers (SANITIZE=thread: build/san-thread)
 
 PREFIX   ?= /usr/local
 DESTDIR  ?=
@@ -28,7 +29,7 @@ WARN     := -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
 CFLAGS   ?= -O2 -g
 CFLAGS   += -std=gnu11 -D_GNU_SOURCE $(WARN) $(PKG_CFLAGS) -Icore
 LDLIBS   += $(PKG_LIBS) $(LPEG_LIB)
-# Binaries under build/san or build/bench do not sit next to lua/: name it.
+# Binaries under build/san-* or build/bench do not sit next to lua/: name it.
 export FSBROKER_LUA_DIR := $(CURDIR)/lua
 
 ifeq ($(WERROR),1)
@@ -37,7 +38,8 @@ endif
 
 BUILD    := build
 ifneq ($(SANITIZE),)
-BUILD    := build/san
+comma    := ,
+BUILD    := build/san-$(subst $(comma),-,$(SANITIZE))
 CFLAGS   += -fsanitize=$(SANITIZE) -fno-omit-frame-pointer -fno-sanitize-recover=all
 LDFLAGS  += -fsanitize=$(SANITIZE)
 endif

@@ -133,7 +133,14 @@ int fsb_broker_init(struct fsb_broker *b, uv_loop_t *loop,
 	char exe[PATH_MAX], audit_dir[PATH_MAX + 8];
 	int rc;
 
+	pthread_mutexattr_t attr;
+
 	memset(b, 0, sizeof(*b));
+	pthread_mutexattr_init(&attr);
+	pthread_mutexattr_settype(&attr, PTHREAD_MUTEX_RECURSIVE);
+	pthread_mutex_init(&b->lock, &attr);
+	pthread_mutexattr_destroy(&attr);
+	pthread_mutex_init(&b->hostop_lock, NULL);
 	b->loop = loop;
 	b->cfg = *cfg;
 	b->rootfd = -1;
@@ -180,6 +187,7 @@ void fsb_broker_free(struct fsb_broker *b)
 	for (int i = 0; i < b->nsessions; i++) {
 		fsb_audit_close(b->sessions[i].audit);
 		fsb_store_close(b->sessions[i].store);
+		pthread_mutex_destroy(&b->sessions[i].store_lock);
 	}
 	b->nsessions = 0;
 	fsb_policy_free(b->policy);
@@ -192,6 +200,18 @@ void fsb_broker_free(struct fsb_broker *b)
 	if (b->rootfd >= 0)
 		close(b->rootfd);
 	b->rootfd = -1;
+	pthread_mutex_destroy(&b->hostop_lock);
+	pthread_mutex_destroy(&b->lock);
+}
+
+void fsb_broker_lock(struct fsb_broker *b)
+{
+	pthread_mutex_lock(&b->lock);
+}
+
+void fsb_broker_unlock(struct fsb_broker *b)
+{
+	pthread_mutex_unlock(&b->lock);
 }
 
 int fsb_broker_reload(struct fsb_broker *b, const char *trigger, char *err, size_t errlen)
@@ -200,7 +220,10 @@ int fsb_broker_reload(struct fsb_broker *b, const char *trigger, char *err, size
 	cJSON *rec;
 	int rc;
 
+	/* Loading (and self-testing) the new pack takes the lock of no one:
+	 * the old pack serves meanwhile. */
 	rc = load_policy(b, &fresh, err, errlen);
+	fsb_broker_lock(b);
 	if (rc == 0 && fsb_policy_move_approvals(b->policy, fresh) < 0) {
 		snprintf(err, errlen, "the new pack refused the approvals of the old one");
 		fsb_policy_free(fresh);
@@ -216,8 +239,8 @@ int fsb_broker_reload(struct fsb_broker *b, const char *trigger, char *err, size
 		cJSON_AddStringToObject(rec, "error", err);
 		fsb_error("reload (%s) failed, the previous pack keeps serving: %s", trigger, err);
 	} else {
-		/* Decisions are synchronous on the loop: no request holds the old
-		 * state now, so it can go at once. */
+		/* Decisions hold the lock: none is using the old state now, so it
+		 * can go at once. */
 		fsb_policy_free(b->policy);
 		b->policy = fresh;
 		protect_pack_files(b);
@@ -229,6 +252,7 @@ int fsb_broker_reload(struct fsb_broker *b, const char *trigger, char *err, size
 	cJSON_Delete(rec);
 	if (rc == 0 && b->on_reloaded != NULL)
 		b->on_reloaded(b, b->on_reloaded_arg);
+	fsb_broker_unlock(b);
 	return rc;
 }
 
@@ -245,14 +269,24 @@ static void deny_protected(struct fsb_access *d, const struct fsb_protected_entr
 	d->errnum = EACCES;
 }
 
+static void decide(struct fsb_broker *b, struct fsb_access *d);
+
 void fsb_broker_decide(struct fsb_broker *b, struct fsb_access *d)
 {
+	fsb_broker_lock(b);
+	decide(b, d);
+	fsb_broker_unlock(b);
+}
+
+static void decide(struct fsb_broker *b, struct fsb_access *d)
+{
 	const struct fsb_protected_entry *prot;
+	const struct fsb_prompt *prompt;
 	struct fsb_policy_req req;
 	int rc;
 
 	memset(&d->verdict, 0, sizeof(d->verdict));
-	d->prompt = NULL;
+	d->block_id[0] = '\0';
 	d->errnum = 0;
 	d->resolve_err = 0;
 	if (!d->given_resolved) {
@@ -330,10 +364,12 @@ void fsb_broker_decide(struct fsb_broker *b, struct fsb_access *d)
 		break;
 	case FSB_ASK:
 		d->errnum = EACCES;
-		if (b->prompts != NULL)
-			d->prompt = fsb_prompts_record(b->prompts, d->op, req.path, d->requested,
-						       req.exists, req.dev, req.ino, d->verdict.rule,
-						       d->session, d->tool_call);
+		prompt = b->prompts == NULL ? NULL
+			 : fsb_prompts_record(b->prompts, d->op, req.path, d->requested,
+					      req.exists, req.dev, req.ino, d->verdict.rule,
+					      d->session, d->tool_call);
+		if (prompt != NULL)
+			snprintf(d->block_id, sizeof(d->block_id), "%s", prompt->id);
 		break;
 	default:
 		d->errnum = strcmp(d->verdict.rule, "path too long") == 0 ? ENAMETOOLONG : EACCES;
@@ -356,14 +392,26 @@ cJSON *fsb_access_audit_record(const struct fsb_access *d, const char *phase)
 	cJSON_AddStringToObject(o, "rule", d->verdict.rule);
 	if (d->verdict.reason[0])
 		cJSON_AddStringToObject(o, "reason", d->verdict.reason);
-	if (d->prompt != NULL)
-		cJSON_AddStringToObject(o, "blockId", d->prompt->id);
+	if (d->block_id[0])
+		cJSON_AddStringToObject(o, "blockId", d->block_id);
 	if (d->errnum != 0)
 		cJSON_AddStringToObject(o, "errno", fsb_errno_name(d->errnum));
 	return o;
 }
 
+static struct fsb_session *session_of(struct fsb_broker *b, const char *id);
+
 struct fsb_session *fsb_broker_session(struct fsb_broker *b, const char *id)
+{
+	struct fsb_session *s;
+
+	fsb_broker_lock(b);
+	s = session_of(b, id);
+	fsb_broker_unlock(b);
+	return s;
+}
+
+static struct fsb_session *session_of(struct fsb_broker *b, const char *id)
 {
 	char path[PATH_MAX + 200];
 	struct fsb_session *s;
@@ -388,14 +436,20 @@ struct fsb_session *fsb_broker_session(struct fsb_broker *b, const char *id)
 	}
 	snprintf(s->id, sizeof(s->id), "%s", id);
 	s->backup_enabled = true;
+	pthread_mutex_init(&s->store_lock, NULL);
 	b->nsessions++;
 	return s;
 }
 
 int fsb_broker_audit(struct fsb_broker *b, const char *session, cJSON *rec)
 {
-	struct fsb_session *s = fsb_broker_session(b, session);
-	int rc = s != NULL ? fsb_audit_write(s->audit, rec) : -EIO;
+	struct fsb_session *s;
+	int rc;
+
+	fsb_broker_lock(b);
+	s = session_of(b, session);
+	rc = s != NULL ? fsb_audit_write(s->audit, rec) : -EIO;
+	fsb_broker_unlock(b);
 
 	if (rc < 0)
 		fsb_error("audit line for session %s not written: %s", session, strerror(-rc));

@@ -8,6 +8,7 @@
 #define FSB_BROKER_H
 
 #include <limits.h>
+#include <pthread.h>
 #include <stdbool.h>
 
 #include <cJSON.h>
@@ -41,16 +42,21 @@ struct fsb_scope {
 	char tool_call[129];	/* "" = any tool call of the session */
 };
 
+/* Counted from the loop and from the thread pool alike. */
 struct fsb_stats {
-	unsigned long requests, allowed, denied, asked, errors;
-	unsigned long fds_granted, connections, connections_refused;
-	unsigned long reloads, reload_failures, policy_errors;
+	_Atomic unsigned long requests, allowed, denied, asked, errors;
+	_Atomic unsigned long fds_granted, connections, connections_refused;
+	_Atomic unsigned long reloads, reload_failures, policy_errors;
 };
 
 /** What the core keeps per session: its audit log and its backup store. */
 struct fsb_session {
 	char id[129];
 	struct fsb_audit *audit;
+	/* Held around every use of `store`, which only the thread pool makes
+	 * while serving (a copy can take seconds); never taken with the
+	 * broker's lock held (the order is store_lock, then lock). */
+	pthread_mutex_t store_lock;
 	struct fsb_store *store;	/* opened on first backup */
 	bool backup_enabled;		/* EnableModifyBackup; on unless turned off */
 	uint64_t max_bytes_override;	/* fileBackupMaxSizeMB for the turn, 0: the pack's */
@@ -58,7 +64,17 @@ struct fsb_session {
 
 #define FSB_MAX_SESSIONS 16
 
+/*
+ * Threads: the loop serves every request it can answer at once; requests
+ * that back up or change files run on libuv's thread pool (job.c). What they
+ * share is guarded by `lock` — the pack (its Lua state), the prompts, the
+ * sessions table, the audit logs — held only for a decision or an audit line.
+ * Host operations run one at a time (`hostop_lock`), so no two interleave a
+ * check of a directory and a change to it.
+ */
 struct fsb_broker {
+	pthread_mutex_t lock;		/* recursive */
+	pthread_mutex_t hostop_lock;
 	uv_loop_t *loop;
 	struct fsb_broker_config cfg;
 	struct fsb_policy *policy;
@@ -94,7 +110,9 @@ struct fsb_access {
 	struct fsb_resolved res;	/* valid when resolve_err == 0; in with given_resolved */
 	int resolve_err;		/* -errno from resolution, or 0 */
 	struct fsb_verdict verdict;
-	const struct fsb_prompt *prompt;	/* when verdict is ask */
+	/* The prompt block an ask recorded ("" otherwise), copied: the prompts
+	 * may change as soon as the broker's lock is let go. */
+	char block_id[sizeof(((struct fsb_prompt *)0)->id)];
 	int errnum;		/* errno to answer a deny with */
 };
 
@@ -118,6 +136,10 @@ void fsb_broker_free(struct fsb_broker *b);
  * and `err` says why (file and line or field). Audited either way.
  */
 int fsb_broker_reload(struct fsb_broker *b, const char *trigger, char *err, size_t errlen);
+
+/** Take and release the broker's lock (see struct fsb_broker). */
+void fsb_broker_lock(struct fsb_broker *b);
+void fsb_broker_unlock(struct fsb_broker *b);
 
 /** Decide one access (fills the out fields of `d`). Never fails open. */
 void fsb_broker_decide(struct fsb_broker *b, struct fsb_access *d);

@@ -104,7 +104,7 @@ static void poll_set(uv_poll_t *h, int *cur, int want)
 
 static void update_events(struct fsb_chan *c)
 {
-	int r = c->reading && !c->closing ? UV_READABLE : 0;
+	int r = c->reading && !c->held && !c->closing ? UV_READABLE : 0;
 	int w = c->head != NULL && !c->closing ? UV_WRITABLE : 0;
 
 	if (c->closing)
@@ -116,6 +116,8 @@ static void update_events(struct fsb_chan *c)
 		poll_set(&c->wpoll, &c->wev, w);
 	}
 }
+
+static void deliver_lines(struct fsb_chan *c);
 
 static void free_queue(struct fsb_chan *c)
 {
@@ -262,6 +264,27 @@ int fsb_chan_send(struct fsb_chan *c, const char *data, size_t len, int fd)
 	return 0;
 }
 
+void fsb_chan_hold(struct fsb_chan *c)
+{
+	c->held = true;
+	update_events(c);
+}
+
+void fsb_chan_resume(struct fsb_chan *c)
+{
+	if (c->closing)
+		return;
+	c->held = false;
+	/* Inside the line callback, its loop goes on by itself. */
+	if (c->in_callback)
+		return;
+	deliver_lines(c);
+	if (!c->closing && !c->held && c->eof && !c->close_after_flush)
+		fsb_chan_close_after_flush(c);
+	else if (!c->closing)
+		flush(c);
+}
+
 void fsb_chan_close_after_flush(struct fsb_chan *c)
 {
 	c->close_after_flush = true;
@@ -328,7 +351,7 @@ static void deliver_lines(struct fsb_chan *c)
 	char *nl;
 
 	c->in_callback = true;
-	while (!c->closing && !c->close_after_flush &&
+	while (!c->closing && !c->close_after_flush && !c->held &&
 	       (nl = memchr(c->buf + start, '\n', c->len - start)) != NULL) {
 		size_t len = (size_t)(nl - (c->buf + start));
 
@@ -351,7 +374,7 @@ static void deliver_lines(struct fsb_chan *c)
 		memmove(c->buf, c->buf + start, c->len - start);
 		c->len -= start;
 	}
-	if (!c->closing && !c->close_after_flush && c->len > c->max_line) {
+	if (!c->closing && !c->close_after_flush && !c->held && c->len > c->max_line) {
 		c->in_callback = true;
 		c->on_line(c, NULL, 0);
 		c->in_callback = false;
@@ -385,7 +408,8 @@ static void on_readable(struct fsb_chan *c)
 		c->eof = true;
 		c->reading = false;
 		deliver_lines(c);
-		if (!c->closing)
+		/* A request served off the loop answers first (fsb_chan_resume). */
+		if (!c->closing && !c->held)
 			fsb_chan_close_after_flush(c);
 		return;
 	}

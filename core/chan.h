@@ -37,6 +37,7 @@ struct fsb_chan {
 	struct fsb_chan_out *head, *tail;
 	size_t queued;		/* bytes waiting to be sent */
 	bool reading, closing, close_after_flush, in_callback, eof;
+	bool held;		/* a request is being served off the loop */
 	int handles_open;
 	unsigned long fds_dropped;	/* fds the peer sent unasked */
 	fsb_chan_line_cb on_line;
@@ -58,6 +59,16 @@ int fsb_chan_start(uv_loop_t *loop, struct fsb_chan *c, int rfd, int wfd,
  * channel closes). Returns 0 or -ECONNRESET when the channel is closing.
  */
 int fsb_chan_send(struct fsb_chan *c, const char *data, size_t len, int fd);
+
+/**
+ * Deliver no further line and read no more until fsb_chan_resume(): the
+ * line just delivered is being served off the loop, and replies must keep
+ * the order of the requests. An end of input meanwhile is kept for later.
+ */
+void fsb_chan_hold(struct fsb_chan *c);
+
+/** Go on after fsb_chan_hold(): the lines already read are delivered. */
+void fsb_chan_resume(struct fsb_chan *c);
 
 /** Close once every queued byte is sent (or the peer is gone). */
 void fsb_chan_close_after_flush(struct fsb_chan *c);

@@ -69,8 +69,8 @@ static void cmd_check_access(struct fsb_broker *b, const char *session,
 	fsb_json_add_path(reply, "path", path, false);
 	fsb_json_add_path(reply, "normalisedPath",
 			  acc.resolve_err == 0 ? acc.res.path : acc.normalised, false);
-	if (acc.prompt != NULL)
-		cJSON_AddStringToObject(reply, "blockId", acc.prompt->id);
+	if (acc.block_id[0])
+		cJSON_AddStringToObject(reply, "blockId", acc.block_id);
 	if (acc.errnum != 0)
 		cJSON_AddStringToObject(reply, "errno", fsb_errno_name(acc.errnum));
 }
@@ -80,16 +80,18 @@ static void cmd_prompt_blocks(struct fsb_broker *b, const cJSON *req, cJSON *rep
 	const char *tool_call = get_string(req, "toolCallId");
 	cJSON *list = cJSON_AddArrayToObject(reply, "blocks");
 
+	fsb_broker_lock(b);
 	for (size_t i = 0; i < b->prompts->n; i++) {
 		const struct fsb_prompt *p = &b->prompts->v[i];
 
 		if (tool_call == NULL || strcmp(tool_call, p->tool_call) == 0)
 			cJSON_AddItemToArray(list, fsb_prompt_to_json(p));
 	}
+	fsb_broker_unlock(b);
 }
 
-static void cmd_approve(struct fsb_broker *b, const char *session, const cJSON *req,
-			cJSON *reply, bool approve)
+static void approve_locked(struct fsb_broker *b, const char *session, const cJSON *req,
+			   cJSON *reply, bool approve)
 {
 	const char *id = get_string(req, "blockId");
 	const char *scope = get_string(req, "scope");
@@ -131,6 +133,15 @@ static void cmd_approve(struct fsb_broker *b, const char *session, const cJSON *
 	fsb_prompts_remove(b->prompts, id);
 }
 
+/* The prompt found stays where it is until it is removed: under the lock. */
+static void cmd_approve(struct fsb_broker *b, const char *session, const cJSON *req,
+			cJSON *reply, bool approve)
+{
+	fsb_broker_lock(b);
+	approve_locked(b, session, req, reply, approve);
+	fsb_broker_unlock(b);
+}
+
 static void cmd_enable_backup(struct fsb_broker *b, const char *sid, const cJSON *req,
 			      cJSON *reply)
 {
@@ -147,12 +158,14 @@ static void cmd_enable_backup(struct fsb_broker *b, const char *sid, const cJSON
 		fail(reply, "session %s has no state (no state dir, or too many sessions)", sid);
 		return;
 	}
+	fsb_broker_lock(b);
 	s->backup_enabled = cJSON_IsTrue(enabled);
 	s->max_bytes_override = mb != NULL ? fsb_clamp_backup_mb(mb->valuedouble) : 0;
 	cJSON_AddBoolToObject(reply, "enabled", s->backup_enabled);
 	cJSON_AddNumberToObject(reply, "fileBackupMaxSizeMB",
 				(double)((s->max_bytes_override ? s->max_bytes_override
 						: fsb_policy_backup(b->policy)->max_bytes) >> 20));
+	fsb_broker_unlock(b);
 }
 
 static void cmd_commit_backup(struct fsb_broker *b, const char *sid, const cJSON *req,
@@ -199,8 +212,8 @@ static void cmd_modify_backup(struct fsb_broker *b, const char *sid, const cJSON
 	if (acc.verdict.decision != FSB_ALLOW || acc.errnum != 0) {
 		rec = fsb_access_audit_record(&acc, "host-modify-backup");
 		fsb_broker_audit(b, sid, rec);
-		if (acc.prompt != NULL)
-			cJSON_AddStringToObject(reply, "blockId", acc.prompt->id);
+		if (acc.block_id[0])
+			cJSON_AddStringToObject(reply, "blockId", acc.block_id);
 		fail(reply, "%s", acc.verdict.decision != FSB_ALLOW
 				  ? "the pack does not allow this write: nothing was backed up"
 				  : strerror(acc.errnum));
@@ -254,6 +267,7 @@ static void cmd_stats(struct fsb_broker *b, cJSON *reply)
 {
 	const struct fsb_stats *s = &b->stats;
 
+	fsb_broker_lock(b);
 	cJSON_AddStringToObject(reply, "pack", fsb_policy_name(b->policy));
 	cJSON_AddNumberToObject(reply, "requests", (double)s->requests);
 	cJSON_AddNumberToObject(reply, "allowed", (double)s->allowed);
@@ -268,6 +282,7 @@ static void cmd_stats(struct fsb_broker *b, cJSON *reply)
 	cJSON_AddNumberToObject(reply, "reloadFailures", (double)s->reload_failures);
 	cJSON_AddNumberToObject(reply, "promptBlocks", (double)b->prompts->n);
 	cJSON_AddNumberToObject(reply, "policyMemoryBytes", (double)fsb_policy_memory(b->policy));
+	fsb_broker_unlock(b);
 	if (b->loop != NULL)
 		cJSON_AddNumberToObject(reply, "uptimeMs", (double)(uv_now(b->loop) - b->started_ms));
 }
@@ -351,6 +366,35 @@ void fsb_control_event(struct fsb_control *ctl, cJSON *ev)
 	send_json(ctl, ev);
 }
 
+/* The commands that wait for a session's backup store. */
+static bool served_off_loop(const cJSON *req)
+{
+	const char *command = get_string(req, "command");
+
+	return command != NULL && (strcmp(command, "CommitModifyBackup") == 0 ||
+				   strcmp(command, "ModifyBackup") == 0);
+}
+
+static void control_work(uv_work_t *w)
+{
+	struct fsb_control *ctl = w->data;
+	bool shutdown;
+
+	ctl->work_reply = fsb_control_handle(ctl->broker, ctl->session, ctl->work_req, &shutdown);
+}
+
+static void control_work_done(uv_work_t *w, int status)
+{
+	struct fsb_control *ctl = w->data;
+
+	(void)status;
+	cJSON_Delete(ctl->work_req);
+	ctl->work_req = NULL;
+	send_json(ctl, ctl->work_reply);
+	ctl->work_reply = NULL;
+	fsb_chan_resume(&ctl->chan);
+}
+
 static void on_control_line(struct fsb_chan *c, char *line, size_t len)
 {
 	struct fsb_control *ctl = container_of_ctl(c);
@@ -376,6 +420,14 @@ static void on_control_line(struct fsb_chan *c, char *line, size_t len)
 		send_json(ctl, reply);
 		return;
 	}
+	if (served_off_loop(req) && ctl->loop != NULL) {
+		ctl->work_req = req;
+		ctl->work.data = ctl;
+		fsb_chan_hold(c);
+		if (uv_queue_work(ctl->loop, &ctl->work, control_work, control_work_done) == 0)
+			return;
+		fsb_chan_resume(c);
+	}
 	reply = fsb_control_handle(ctl->broker, ctl->session, req, &shutdown);
 	cJSON_Delete(req);
 	send_json(ctl, reply);
@@ -397,6 +449,7 @@ int fsb_control_start(uv_loop_t *loop, struct fsb_control *ctl, struct fsb_broke
 		      const char *session, int rfd, int wfd)
 {
 	ctl->broker = b;
+	ctl->loop = loop;
 	snprintf(ctl->session, sizeof(ctl->session), "%s", session);
 	return fsb_chan_start(loop, &ctl->chan, rfd, wfd, false, false, 65536,
 			      on_control_line, on_control_closed);

@@ -14,6 +14,9 @@
 
 struct fsb_control {
 	struct fsb_chan chan;
+	uv_loop_t *loop;
+	uv_work_t work;		/* a request served on the thread pool */
+	cJSON *work_req, *work_reply;
 	struct fsb_broker *broker;
 	char session[129];	/* the default sessionId */
 	void (*on_shutdown)(struct fsb_control *ctl);	/* Shutdown, or EOF on stdin */
@@ -29,7 +32,10 @@ void fsb_control_event(struct fsb_control *ctl, cJSON *ev);
 
 /**
  * Handle one request object and return the reply object (the caller frees
- * both). *shutdown is set when the request asked the core to stop.
+ * both). *shutdown is set when the request asked the core to stop. Safe on
+ * any thread; CommitModifyBackup and ModifyBackup wait for the session's
+ * backup store, which a copy on the thread pool may hold for a while, so
+ * the channel serves those two off the loop.
  */
 cJSON *fsb_control_handle(struct fsb_broker *b, const char *default_session,
 			  const cJSON *req, bool *shutdown);

@@ -40,14 +40,26 @@
 struct inode_key {
 	dev_t dev;
 	ino_t ino;
+	bool skip_content;	/* the pack's backup.skip matched it */
 };
 
-/* The inodes judged and backed up beneath a directory: a delete or copy
- * acts on those only, never on an entry that appeared since. */
+/* Inodes met beneath a directory. `judged`: what the judging walk allowed;
+ * the walks after it act on those only, never on an entry that appeared
+ * since. `unsaved`: files whose content is not in the backup (backup.skip,
+ * or too large): a move of one is not undone by removing its new name. */
 struct inode_set {
 	struct inode_key *keys;
 	size_t n, cap;
 	bool sorted;
+};
+
+/* A path the policy allowed only through an approval: taken (used up) once
+ * every path of the operation is allowed, not before. */
+struct approved {
+	enum fsb_op op;
+	char *path;
+	bool exists;
+	struct stat st;
 };
 
 struct hostop {
@@ -65,7 +77,11 @@ struct hostop {
 	bool changed;
 	unsigned entries, backups;
 	char trashed[PATH_MAX], trash_info[PATH_MAX];
-	struct inode_set seen;
+	struct inode_set judged, unsaved;
+	bool src_unsaved;		/* the source's content is not in the backup */
+	bool last_unsaved;		/* the same, for the last path record()ed */
+	struct approved *approved;
+	size_t napproved;
 };
 
 /* ---- outcome ------------------------------------------------------------ */
@@ -106,10 +122,9 @@ static int key_cmp(const void *a, const void *b)
 	return x->ino < y->ino ? -1 : x->ino > y->ino;
 }
 
-static int inode_set_add(struct hostop *h, const struct stat *st)
+static int inode_set_add(struct hostop *h, struct inode_set *s, const struct stat *st,
+			 bool skip_content)
 {
-	struct inode_set *s = &h->seen;
-
 	if (s->n == s->cap) {
 		size_t cap = s->cap ? s->cap * 2 : 64;
 		struct inode_key *k = realloc(s->keys, cap * sizeof(*k));
@@ -119,20 +134,22 @@ static int inode_set_add(struct hostop *h, const struct stat *st)
 		s->keys = k;
 		s->cap = cap;
 	}
-	s->keys[s->n++] = (struct inode_key){ st->st_dev, st->st_ino };
+	s->keys[s->n++] = (struct inode_key){ st->st_dev, st->st_ino, skip_content };
 	s->sorted = false;
 	return 0;
 }
 
-static bool inode_set_has(struct inode_set *s, const struct stat *st)
+static const struct inode_key *inode_set_get(struct inode_set *s, const struct stat *st)
 {
-	struct inode_key k = { st->st_dev, st->st_ino };
+	struct inode_key k = { st->st_dev, st->st_ino, false };
 
-	if (!s->sorted && s->n > 0) {
+	if (s->n == 0)
+		return NULL;
+	if (!s->sorted) {
 		qsort(s->keys, s->n, sizeof(*s->keys), key_cmp);
 		s->sorted = true;
 	}
-	return s->n > 0 && bsearch(&k, s->keys, s->n, sizeof(*s->keys), key_cmp) != NULL;
+	return bsearch(&k, s->keys, s->n, sizeof(*s->keys), key_cmp);
 }
 
 /* ---- judging ------------------------------------------------------------ */
@@ -149,6 +166,29 @@ static void access_init(struct hostop *h, struct fsb_access *a, enum fsb_op op,
 	a->uid = h->who->uid;
 }
 
+/* Every path is judged as a question first (peek): an approval it rests
+ * on is used up only once the whole operation is allowed, so that a retry
+ * after approving one entry does not need the earlier ones approved again. */
+static int note_approval(struct hostop *h, const struct fsb_access *a)
+{
+	struct approved *v;
+
+	if (strncmp(a->verdict.rule, "approved:", 9) != 0)
+		return 0;
+	v = realloc(h->approved, (h->napproved + 1) * sizeof(*v));
+	if (v == NULL)
+		return fail(h, ENOMEM, "out of memory");
+	h->approved = v;
+	v = &v[h->napproved];
+	if ((v->path = strdup(a->res.path[0] ? a->res.path : a->normalised)) == NULL)
+		return fail(h, ENOMEM, "out of memory");
+	v->op = a->op;
+	v->exists = a->res.exists;
+	v->st = a->res.st;
+	h->napproved++;
+	return 0;
+}
+
 /*
  * Judge one requested path. Returns -1 when the policy refused it (deny,
  * or ask: the outcome names the rule and the prompt), else 0 — with
@@ -160,24 +200,24 @@ static int judge(struct hostop *h, struct fsb_access *a, enum fsb_op op, const c
 {
 	access_init(h, a, op, path);
 	a->strategy = strategy;
+	a->peek = true;
 	fsb_broker_decide(h->b, a);
 	if (a->verdict.decision != FSB_ALLOW) {
 		h->refused = a;
 		return fail(h, a->errnum ? a->errnum : EACCES, NULL);
 	}
-	return 0;
+	return note_approval(h, a);
 }
 
 /* Judge a real path met in a walk (`st` its lstat), or one the operation
- * will make (`st` NULL). `peek`: a second look, which uses up no approval. */
-static int judge_entry(struct hostop *h, enum fsb_op op, const char *real, const struct stat *st,
-		       bool peek)
+ * will make (`st` NULL). */
+static int judge_entry(struct hostop *h, enum fsb_op op, const char *real, const struct stat *st)
 {
 	struct fsb_access *a = &h->entry;
 
 	access_init(h, a, op, real);
 	a->given_resolved = true;
-	a->peek = peek;
+	a->peek = true;
 	snprintf(a->res.path, sizeof(a->res.path), "%s", real);
 	a->res.exists = st != NULL;
 	if (st != NULL)
@@ -187,6 +227,30 @@ static int judge_entry(struct hostop *h, enum fsb_op op, const char *real, const
 		h->refused = a;
 		snprintf(h->denied, sizeof(h->denied), "%s", real);
 		return fail(h, a->errnum ? a->errnum : EACCES, NULL);
+	}
+	return note_approval(h, a);
+}
+
+/* Everything is allowed: use up the approvals it rested on. One taken by
+ * another request meanwhile makes this one ask again. */
+static int take_approvals(struct hostop *h)
+{
+	struct fsb_access *a = &h->entry;
+
+	for (size_t i = 0; i < h->napproved; i++) {
+		struct approved *v = &h->approved[i];
+
+		access_init(h, a, v->op, v->path);
+		a->given_resolved = true;
+		snprintf(a->res.path, sizeof(a->res.path), "%s", v->path);
+		a->res.exists = v->exists;
+		a->res.st = v->st;
+		fsb_broker_decide(h->b, a);
+		if (a->verdict.decision != FSB_ALLOW) {
+			h->refused = a;
+			snprintf(h->denied, sizeof(h->denied), "%s", v->path);
+			return fail(h, a->errnum ? a->errnum : EACCES, NULL);
+		}
 	}
 	return 0;
 }
@@ -255,6 +319,9 @@ static int record(struct hostop *h, enum fsb_op op, const char *requested, const
 	}
 	if (res.object[0] != '\0')
 		h->backups++;
+	/* A file whose content the backup does not hold (backup.skip, too
+	 * large, backups off): a restore cannot bring it back. */
+	h->last_unsaved = st != NULL && S_ISREG(st->st_mode) && res.object[0] == '\0';
 	return 0;
 }
 
@@ -282,6 +349,10 @@ static int backup_at(struct hostop *h, enum fsb_op op, const char *requested, co
 		}
 	} else if (S_ISLNK(st->st_mode)) {
 		n = readlinkat(pfd, name, target, sizeof(target) - 1);
+		/* Not a symlink any more, or gone: it changed since the walk. */
+		if (n < 0 && (errno == EINVAL || errno == ENOENT))
+			return fail(h, EAGAIN, "%s changed since it was checked; nothing was "
+				    "changed; ask again", real);
 		if (n < 0)
 			return fail(h, errno, "cannot read the symlink %s: %s", real,
 				    strerror(errno));
@@ -336,6 +407,11 @@ static cJSON *audit_line(struct hostop *h)
 				     : h->src.requested ? &h->src : &h->dst;
 	cJSON *o = fsb_access_audit_record(a, "ipc-host-op");
 
+	/* The outcome's errno, not the access's (a mkdir -p resolves a missing
+	 * path), goes in the line after. */
+	cJSON_DeleteItemFromObjectCaseSensitive(o, "errno");
+	if (h->refused != NULL && h->err != 0)
+		cJSON_AddStringToObject(o, "errno", fsb_errno_name(h->err));
 	cJSON_AddStringToObject(o, "hostOp", fsb_hostop_name(h->req->op));
 	if (h->dst.requested != NULL && a != &h->dst) {
 		add_path(o, "to", h->dst.requested);
@@ -353,7 +429,11 @@ static cJSON *audit_line(struct hostop *h)
 /* The line before the change: no line, no change. */
 static int audit_before(struct hostop *h)
 {
-	cJSON *o = audit_line(h);
+	cJSON *o;
+
+	if (take_approvals(h) < 0)
+		return -1;
+	o = audit_line(h);
 
 	cJSON_AddStringToObject(o, "result", "planned");
 	cJSON_AddNumberToObject(o, "entries", h->entries);
@@ -371,8 +451,8 @@ static void audit_after(struct hostop *h)
 
 	cJSON_AddStringToObject(o, "result", h->err == 0 ? "done" : "failed");
 	if (h->err != 0) {
-		cJSON_DeleteItemFromObjectCaseSensitive(o, "errno");
-		cJSON_AddStringToObject(o, "errno", fsb_errno_name(h->err));
+		if (!cJSON_HasObjectItem(o, "errno"))
+			cJSON_AddStringToObject(o, "errno", fsb_errno_name(h->err));
 		if (h->why[0])
 			cJSON_AddStringToObject(o, "error", h->why);
 	}
@@ -447,7 +527,6 @@ struct tree_job {
 	const char *new_top;	/* its real path after the operation, or NULL */
 	enum fsb_op old_op, new_op;
 	bool backup_old;	/* back up the entries under the old name */
-	bool remember;		/* note their inodes (delete, copy) */
 	bool copy;		/* devices and sockets are refused */
 };
 
@@ -465,52 +544,62 @@ static int walk_failed(struct hostop *h, const char *top, int rc)
 	return fail(h, -rc, "cannot walk %s: %s", top, strerror(-rc));
 }
 
-/* Judge every entry beneath, under its old name and its new one. */
+/* Judge every entry beneath, under its old name and its new one, and note
+ * its inode: the walks after this one act on what was judged only. */
 static int check_entry(const struct fsb_tree_entry *e, bool post, void *arg)
 {
 	struct tree_job *j = arg;
 	struct hostop *h = j->h;
 	char path[PATH_MAX];
 	mode_t m = e->st->st_mode;
+	bool skip;
 
 	if (post)
 		return 0;
 	h->entries++;
+	if (e->mount_root) {
+		fail(h, EBUSY, "%s/%s is a mount point: fsbroker does not %s across mounts; "
+		     "nothing was changed", j->old_top, e->rel, fsb_hostop_name(h->req->op));
+		return STOPPED;
+	}
 	if (j->copy && (S_ISCHR(m) || S_ISBLK(m) || S_ISSOCK(m))) {
 		fail(h, EPERM, "%s/%s is a %s: copy makes no devices or sockets; nothing was "
 		     "copied", j->old_top, e->rel, fsb_file_type_name(m));
 		return STOPPED;
 	}
-	if (join(h, path, j->old_top, e->rel) < 0 || judge_entry(h, j->old_op, path, e->st, false) < 0)
+	if (join(h, path, j->old_top, e->rel) < 0 || judge_entry(h, j->old_op, path, e->st) < 0)
 		return STOPPED;
+	skip = !h->entry.verdict.backup;
 	if (j->new_top != NULL &&
-	    (join(h, path, j->new_top, e->rel) < 0 || judge_entry(h, j->new_op, path, NULL, false) < 0))
+	    (join(h, path, j->new_top, e->rel) < 0 || judge_entry(h, j->new_op, path, NULL) < 0))
 		return STOPPED;
-	return 0;
+	return inode_set_add(h, &h->judged, e->st, skip) < 0 ? STOPPED : 0;
 }
 
-/* Back up every entry beneath: its state under the old name, and its
- * absence under the new one. */
+/* Back up every entry judged: its state under the old name, and its
+ * absence under the new one — unless its content could not be saved, when
+ * a restore must leave it where it went rather than remove it there. */
 static int save_entry(const struct fsb_tree_entry *e, bool post, void *arg)
 {
 	struct tree_job *j = arg;
 	struct hostop *h = j->h;
+	const struct inode_key *k = inode_set_get(&h->judged, e->st);
 	char path[PATH_MAX];
+	bool unsaved;
 
-	if (post)
+	if (post || k == NULL)
 		return 0;
 	if (join(h, path, j->old_top, e->rel) < 0)
 		return STOPPED;
-	if (j->remember && inode_set_add(h, e->st) < 0)
-		return STOPPED;
 	if (j->backup_old) {
-		/* A second look for the pack's backup.skip; it uses up nothing. */
-		if (judge_entry(h, j->old_op, path, e->st, true) < 0 ||
-		    backup_at(h, j->old_op, path, path, e->dirfd, e->name, e->st,
-			      !h->entry.verdict.backup) < 0)
+		if (backup_at(h, j->old_op, path, path, e->dirfd, e->name, e->st,
+			      k->skip_content) < 0)
+			return STOPPED;
+		if (h->last_unsaved && inode_set_add(h, &h->unsaved, e->st, true) < 0)
 			return STOPPED;
 	}
-	if (j->new_top != NULL &&
+	unsaved = inode_set_get(&h->unsaved, e->st) != NULL;
+	if (j->new_top != NULL && !unsaved &&
 	    (join(h, path, j->new_top, e->rel) < 0 ||
 	     record(h, j->new_op, path, path, NULL, -1, NULL, false) < 0))
 		return STOPPED;
@@ -535,7 +624,7 @@ static int remove_entry(const struct fsb_tree_entry *e, bool post, void *arg)
 
 	if (dir && !post)
 		return 0;
-	if (!inode_set_has(&h->seen, e->st)) {
+	if (inode_set_get(&h->judged, e->st) == NULL) {
 		fail(h, EAGAIN, "%s/%s appeared after the check and was not backed up: it and "
 		     "the directories above it were left; everything removed before it is "
 		     "in the backup", j->old_top, e->rel);
@@ -590,10 +679,17 @@ static int before_trash(const char *trashed, const char *info, void *arg)
 		.new_op = FSB_OP_DELETE,
 	};
 
-	if (record(h, FSB_OP_DELETE, info, info, NULL, -1, NULL, false) < 0 ||
-	    record(h, FSB_OP_DELETE, trashed, trashed, NULL, -1, NULL, false) < 0 ||
-	    (S_ISDIR(t->st->st_mode) && walk(&j, t->pfd, t->name, t->st, save_entry) < 0) ||
-	    sync_backups(h) < 0 || (!h->audited && audit_before(h) < 0))
+	struct stat now;
+
+	/* A file whose content is not in the backup stays in the trash on a
+	 * restore (the trash is then the only copy). */
+	if (!h->src_unsaved &&
+	    (record(h, FSB_OP_DELETE, info, info, NULL, -1, NULL, false) < 0 ||
+	     record(h, FSB_OP_DELETE, trashed, trashed, NULL, -1, NULL, false) < 0))
+		return -h->err;
+	if ((S_ISDIR(t->st->st_mode) && walk(&j, t->pfd, t->name, t->st, save_entry) < 0) ||
+	    sync_backups(h) < 0 || (!h->audited && audit_before(h) < 0) ||
+	    still_there(h, t->pfd, t->name, &h->src, &now) < 0)
 		return -h->err;
 	return 0;
 }
@@ -650,7 +746,6 @@ static int op_delete(struct hostop *h)
 		goto out;
 	dir = S_ISDIR(st.st_mode);
 	j.old_top = a->res.path;
-	j.remember = !r->delete_trash;
 	if (dir && !r->recursive && !dir_is_empty(pfd, name, &st)) {
 		fail(h, ENOTEMPTY, "%s is a directory and not empty: delete it with "
 		     "\"recursive\": true", a->res.path);
@@ -659,8 +754,10 @@ static int op_delete(struct hostop *h)
 	if (dir && walk(&j, pfd, name, &st, check_entry) < 0)
 		goto out;
 	if (backup_at(h, FSB_OP_DELETE, r->path, a->res.path, pfd, name, &st,
-		      !a->verdict.backup) < 0 ||
-	    (dir && walk(&j, pfd, name, &st, save_entry) < 0))
+		      !a->verdict.backup) < 0)
+		goto out;
+	h->src_unsaved = h->last_unsaved;
+	if (dir && walk(&j, pfd, name, &st, save_entry) < 0)
 		goto out;
 	/* The trash journals its own names and audits just before its move. */
 	if (r->delete_trash) {
@@ -716,15 +813,31 @@ out:
 	return rc;
 }
 
+/* Each name of a path below `p`, in turn. */
+static const char *next_name(const char *p, char name[NAME_MAX + 1], bool *last)
+{
+	const char *end = strchrnul(p, '/');
+	size_t len = (size_t)(end - p);
+
+	if (len > NAME_MAX)
+		return NULL;
+	memcpy(name, p, len);
+	name[len] = '\0';
+	*last = *end == '\0';
+	return *last ? end : end + 1;
+}
+
 /* mkdir -p: the deepest directory that exists, then each missing one. */
 static int mkdir_parents(struct hostop *h)
 {
 	const struct fsb_hostop_req *r = h->req;
 	struct fsb_access *a = &h->src;
 	struct fsb_resolved base;
-	char prefix[PATH_MAX], real[PATH_MAX];
-	const char *missing;
-	int dfd, nfd, rc;
+	char prefix[PATH_MAX], real[PATH_MAX], name[NAME_MAX + 1];
+	const char *missing, *p;
+	struct stat st;
+	bool last;
+	int dfd = -1, nfd, rc = -1;
 
 	if (judge(h, a, FSB_OP_MKDIR, r->path, FSB_RESOLVE_THROUGH_PARENT) < 0)
 		return -1;
@@ -735,6 +848,7 @@ static int mkdir_parents(struct hostop *h)
 	}
 	if (a->errnum != 0 && a->errnum != ENOENT)
 		return fail(h, a->errnum, NULL);
+
 	/* Up from the path to the deepest directory that exists. */
 	snprintf(prefix, sizeof(prefix), "%s", a->normalised);
 	do {
@@ -748,58 +862,70 @@ static int mkdir_parents(struct hostop *h)
 	if (!S_ISDIR(base.st.st_mode))
 		return fail(h, ENOTDIR, "%s is not a directory", base.path);
 	missing = a->normalised + (strcmp(prefix, "/") == 0 ? 1 : strlen(prefix) + 1);
-
-	/* Judge and journal every directory to make, parents first. */
-	snprintf(real, sizeof(real), "%s", strcmp(base.path, "/") == 0 ? "" : base.path);
-	for (const char *p = missing; *p != '\0';) {
-		const char *end = strchrnul(p, '/');
-		size_t len = strlen(real);
-
-		if (len + 1 + (size_t)(end - p) >= sizeof(real))
-			return fail(h, ENAMETOOLONG, "%s is longer than PATH_MAX", r->path);
-		real[len] = '/';
-		memcpy(real + len + 1, p, (size_t)(end - p));
-		real[len + 1 + (end - p)] = '\0';
-		if (judge_entry(h, FSB_OP_MKDIR, real, NULL, false) < 0 ||
-		    record(h, FSB_OP_MKDIR, real, real, NULL, -1, NULL, false) < 0)
-			return -1;
-		p = *end ? end + 1 : end;
-	}
-	snprintf(h->src_real, sizeof(h->src_real), "%s", real);
-	if (sync_backups(h) < 0 || audit_before(h) < 0)
-		return -1;
-
+	rc = -1;
 	if ((dfd = fsb_at_open(h->b->rootfd, base.path, O_RDONLY | O_DIRECTORY, 0)) < 0)
 		return fail(h, dfd == -ELOOP ? EAGAIN : -dfd, "cannot open %s: %s", base.path,
 			    strerror(-dfd));
-	for (const char *p = missing; *p != '\0';) {
-		const char *end = strchrnul(p, '/');
-		char comp[NAME_MAX + 1];
-		bool last = *end == '\0';
-
-		if ((size_t)(end - p) > NAME_MAX) {
-			close(dfd);
-			return fail(h, ENAMETOOLONG, "a name in %s is longer than NAME_MAX", r->path);
-		}
-		memcpy(comp, p, (size_t)(end - p));
-		comp[end - p] = '\0';
-		if (mkdirat(dfd, comp, last && r->has_mode ? r->mode : 0777) == 0)
-			h->changed = true;
-		else if (errno != EEXIST) {
-			fail(h, errno, "cannot make %s: %s", comp, strerror(errno));
-			close(dfd);
-			return -1;
-		}
-		nfd = openat(dfd, comp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-		close(dfd);
-		if (nfd < 0)
-			return fail(h, errno == ELOOP ? EAGAIN : errno, "cannot open %s: %s", comp,
-				    strerror(errno));
-		dfd = nfd;
-		p = last ? end : end + 1;
+	/* The first missing name may be there all the same, as a symlink whose
+	 * target is missing (resolution found nothing behind it): never
+	 * journal it as absent, a restore would remove it. */
+	if (next_name(missing, name, &last) == NULL) {
+		fail(h, ENAMETOOLONG, "a name in %s is longer than NAME_MAX", r->path);
+		goto out;
 	}
-	close(dfd);
-	return 0;
+	if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0) {
+		fail(h, EEXIST, "%s/%s exists and is a %s, not a directory", base.path, name,
+		     fsb_file_type_name(st.st_mode));
+		goto out;
+	}
+
+	/* Judge and journal every directory to make, parents first. */
+	snprintf(real, sizeof(real), "%s", strcmp(base.path, "/") == 0 ? "" : base.path);
+	for (p = missing; *p != '\0';) {
+		size_t len = strlen(real);
+
+		if ((p = next_name(p, name, &last)) == NULL ||
+		    len + 1 + strlen(name) >= sizeof(real)) {
+			fail(h, ENAMETOOLONG, "%s is too long", r->path);
+			goto out;
+		}
+		snprintf(real + len, sizeof(real) - len, "/%s", name);
+		if (judge_entry(h, FSB_OP_MKDIR, real, NULL) < 0 ||
+		    record(h, FSB_OP_MKDIR, real, real, NULL, -1, NULL, false) < 0)
+			goto out;
+	}
+	snprintf(h->src_real, sizeof(h->src_real), "%s", real);
+	if (sync_backups(h) < 0 || audit_before(h) < 0)
+		goto out;
+
+	snprintf(real, sizeof(real), "%s", strcmp(base.path, "/") == 0 ? "" : base.path);
+	for (p = missing; *p != '\0';) {
+		size_t len = strlen(real);
+
+		p = next_name(p, name, &last);
+		snprintf(real + len, sizeof(real) - len, "/%s", name);
+		/* Journaled as absent: something there now appeared since. */
+		if (mkdirat(dfd, name, last && r->has_mode ? r->mode : 0777) < 0) {
+			fail(h, errno == EEXIST ? EAGAIN : errno, errno == EEXIST
+			     ? "%s appeared since it was checked; ask again" : "cannot make %s",
+			     real);
+			goto out;
+		}
+		h->changed = true;
+		nfd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (nfd < 0) {
+			fail(h, errno == ELOOP || errno == ENOTDIR ? EAGAIN : errno,
+			     "cannot open %s: %s", real, strerror(errno));
+			goto out;
+		}
+		close(dfd);
+		dfd = nfd;
+	}
+	rc = 0;
+out:
+	if (dfd >= 0)
+		close(dfd);
+	return rc;
 }
 
 /* ---- rename ------------------------------------------------------------- */
@@ -838,9 +964,32 @@ static int op_rename(struct hostop *h)
 	if (still_there(h, pfd, name, a, &st) < 0 ||
 	    (t->res.exists && still_there(h, tfd, tname, t, &tst) < 0))
 		goto out;
+	/* Two names of one inode: rename(2) leaves both as they are. */
+	if (t->res.exists && tst.st_dev == st.st_dev && tst.st_ino == st.st_ino) {
+		rc = 0;
+		goto out;
+	}
 	if (fstat(tfd, &pst) == 0 && pst.st_dev != st.st_dev) {
 		fail(h, EXDEV, "%s and %s are on different filesystems: rename cannot move it; "
 		     "copy and delete instead", a->res.path, t->res.path);
+		goto out;
+	}
+	/* What rename(2) would refuse is refused before anything is journaled:
+	 * a failed rename must leave no entries under a name that is not a
+	 * directory (a restore could not walk there). */
+	if (t->res.exists && dir && !S_ISDIR(tst.st_mode)) {
+		fail(h, ENOTDIR, "%s is a %s: a directory cannot replace it", t->res.path,
+		     fsb_file_type_name(tst.st_mode));
+		goto out;
+	}
+	if (t->res.exists && !dir && S_ISDIR(tst.st_mode)) {
+		fail(h, EISDIR, "%s is a directory: a %s cannot replace it", t->res.path,
+		     fsb_file_type_name(st.st_mode));
+		goto out;
+	}
+	if (t->res.exists && dir && !dir_is_empty(tfd, tname, &tst)) {
+		fail(h, ENOTEMPTY, "%s is a directory and not empty: rename replaces only an "
+		     "empty one", t->res.path);
 		goto out;
 	}
 	j.old_top = a->res.path;
@@ -848,12 +997,17 @@ static int op_rename(struct hostop *h)
 	if (dir && walk(&j, pfd, name, &st, check_entry) < 0)
 		goto out;
 	if (backup_at(h, FSB_OP_RENAME_FROM, r->from, a->res.path, pfd, name, &st,
-		      !a->verdict.backup) < 0 ||
-	    (dir && walk(&j, pfd, name, &st, save_entry) < 0) ||
+		      !a->verdict.backup) < 0)
+		goto out;
+	/* A file moved without its content in the backup stays where it went
+	 * on a restore: its new name is not journaled as one to remove. */
+	h->src_unsaved = h->last_unsaved;
+	if ((dir && walk(&j, pfd, name, &st, save_entry) < 0) ||
 	    (t->res.exists ? backup_at(h, FSB_OP_RENAME_TO, r->to, t->res.path, tfd, tname, &tst,
 				       !t->verdict.backup)
-			   : record(h, FSB_OP_RENAME_TO, r->to, t->res.path, NULL, -1, NULL,
-				    false)) < 0 ||
+	     : h->src_unsaved ? 0
+			      : record(h, FSB_OP_RENAME_TO, r->to, t->res.path, NULL, -1, NULL,
+				       false)) < 0 ||
 	    sync_backups(h) < 0 || audit_before(h) < 0)
 		goto out;
 	/* Last look before the change; a target judged absent must still be
@@ -895,7 +1049,7 @@ static int copy_file_at(int sdir, const char *sname, const struct stat *st,
 
 	in = openat(sdir, sname, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
 	if (in < 0)
-		return -errno;
+		return errno == ELOOP || errno == ENOENT ? -EAGAIN : -errno;
 	if (fstat(in, &now) < 0 || now.st_dev != st->st_dev || now.st_ino != st->st_ino) {
 		close(in);
 		return -EAGAIN;
@@ -935,7 +1089,7 @@ static int copy_entry(const struct fsb_tree_entry *e, bool post, void *arg)
 		goto done;
 	}
 	/* Only what was judged and journaled is copied. */
-	if (!inode_set_has(&h->seen, e->st)) {
+	if (inode_set_get(&h->judged, e->st) == NULL) {
 		if (S_ISDIR(m))
 			c->fds[e->depth] = -1;
 		return 0;
@@ -953,7 +1107,7 @@ static int copy_entry(const struct fsb_tree_entry *e, bool post, void *arg)
 	} else if (S_ISLNK(m)) {
 		n = readlinkat(e->dirfd, e->name, target, sizeof(target) - 1);
 		if (n < 0) {
-			rc = -errno;
+			rc = errno == EINVAL || errno == ENOENT ? -EAGAIN : -errno;
 		} else {
 			target[n] = '\0';
 			rc = symlinkat(target, dst, e->name) < 0 ? -errno : 0;
@@ -981,7 +1135,7 @@ static int copy_tree(struct hostop *h)
 	struct copier c = {
 		.job = {
 			.h = h, .old_op = FSB_OP_READ, .new_op = FSB_OP_CREATE,
-			.remember = true, .copy = true,
+			.copy = true,
 		},
 	};
 	const char *name, *tname;
@@ -1095,8 +1249,9 @@ static int op_copy(struct hostop *h)
 	out = fsb_grant_open(h->b->rootfd, &t->res, O_WRONLY | O_CREAT | O_TRUNC, 0600,
 			     backup_copy_target, h);
 	if (out < 0) {
-		rc = h->err != 0 ? -1 : fail(h, -out, "cannot open %s: %s", t->res.path,
-					     strerror(-out));
+		rc = h->err != 0 ? -1 : fail(h, out == -EEXIST ? EAGAIN : -out, "cannot open %s: %s",
+					     t->res.path, out == -EEXIST ? "it appeared since it "
+					     "was checked; ask again" : strerror(-out));
 		goto out_in;
 	}
 	h->changed = true;
@@ -1221,8 +1376,9 @@ static int op_touch(struct hostop *h)
 		fd = fsb_at_open(h->b->rootfd, a->res.path,
 				 O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_NOCTTY, 0666);
 		if (fd < 0)
-			return fail(h, fd == -ELOOP ? EAGAIN : -fd, "cannot create %s: %s",
-				    a->res.path, strerror(-fd));
+			return fail(h, fd == -ELOOP || fd == -EEXIST ? EAGAIN : -fd,
+				    "cannot create %s: %s", a->res.path, fd == -EEXIST
+				    ? "it appeared since it was checked; ask again" : strerror(-fd));
 		close(fd);
 		h->changed = true;
 		return 0;
@@ -1286,8 +1442,8 @@ static cJSON *reply_of(struct hostop *h)
 		cJSON_AddStringToObject(o, "error", x->verdict.reason[0] ? x->verdict.reason
 									 : x->verdict.rule);
 		cJSON_AddStringToObject(o, "rule", x->verdict.rule);
-		if (x->prompt != NULL)
-			cJSON_AddStringToObject(o, "blockId", x->prompt->id);
+		if (x->block_id[0])
+			cJSON_AddStringToObject(o, "blockId", x->block_id);
 		if (h->denied[0])
 			fsb_json_add_path(o, "deniedPath", h->denied, false);
 	} else {
@@ -1312,6 +1468,9 @@ cJSON *fsb_hostop_run(struct fsb_broker *b, const struct fsb_hostop_client *who,
 	h->b = b;
 	h->who = who;
 	h->req = req;
+	/* One at a time: no other operation comes between a check of a
+	 * directory and the change to it. */
+	pthread_mutex_lock(&b->hostop_lock);
 	switch (req->op) {
 	case FSB_HOSTOP_DELETE:
 		op_delete(h);
@@ -1339,6 +1498,7 @@ cJSON *fsb_hostop_run(struct fsb_broker *b, const struct fsb_hostop_client *who,
 		break;
 	}
 	audit_after(h);
+	pthread_mutex_unlock(&b->hostop_lock);
 	if (h->err == 0)
 		b->stats.allowed++;
 	else if (h->refused != NULL && h->refused->verdict.decision == FSB_ASK)
@@ -1346,7 +1506,11 @@ cJSON *fsb_hostop_run(struct fsb_broker *b, const struct fsb_hostop_client *who,
 	else
 		b->stats.denied++;
 	reply = reply_of(h);
-	free(h->seen.keys);
+	free(h->judged.keys);
+	free(h->unsaved.keys);
+	for (size_t i = 0; i < h->napproved; i++)
+		free(h->approved[i].path);
+	free(h->approved);
 	free(h);
 	return reply;
 }

@@ -2,6 +2,7 @@
  * log.c — diagnostics on stderr (see log.h).
  */
 #include <poll.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,6 +15,8 @@
 enum fsb_log_level fsb_log_threshold = FSB_LOG_INFO;
 
 static const char *const level_names[] = { "error", "warning", "info", "debug" };
+/* The loop and the thread pool both log: one line at a time. */
+static pthread_mutex_t log_lock = PTHREAD_MUTEX_INITIALIZER;
 static unsigned long dropped;		/* lines stderr could not take */
 static unsigned long suppressed;	/* limited lines over the rate */
 static time_t limit_second;
@@ -63,6 +66,16 @@ static void vlog(enum fsb_log_level level, const char *fmt, va_list ap)
 	emit(line, (size_t)n);
 }
 
+/* vlog() with its arguments; the caller holds log_lock. */
+static void say(enum fsb_log_level level, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vlog(level, fmt, ap);
+	va_end(ap);
+}
+
 void fsb_log(enum fsb_log_level level, const char *fmt, ...)
 {
 	va_list ap;
@@ -70,7 +83,9 @@ void fsb_log(enum fsb_log_level level, const char *fmt, ...)
 	if (level > fsb_log_threshold)
 		return;
 	va_start(ap, fmt);
+	pthread_mutex_lock(&log_lock);
 	vlog(level, fmt, ap);
+	pthread_mutex_unlock(&log_lock);
 	va_end(ap);
 }
 
@@ -81,19 +96,22 @@ void fsb_log_limited(enum fsb_log_level level, const char *fmt, ...)
 
 	if (level > fsb_log_threshold)
 		return;
+	pthread_mutex_lock(&log_lock);
 	if (now != limit_second) {
-		if (suppressed > 0)
-			fsb_log(level, "%lu similar line(s) suppressed in the last second(s)",
-				suppressed);
+		unsigned long n = suppressed;
+
 		limit_second = now;
 		limit_count = 0;
 		suppressed = 0;
+		if (n > 0)
+			say(level, "%lu similar line(s) suppressed in the last second(s)", n);
 	}
-	if (++limit_count > 10) {
+	if (++limit_count <= 10) {
+		va_start(ap, fmt);
+		vlog(level, fmt, ap);
+		va_end(ap);
+	} else {
 		suppressed++;
-		return;
 	}
-	va_start(ap, fmt);
-	vlog(level, fmt, ap);
-	va_end(ap);
+	pthread_mutex_unlock(&log_lock);
 }

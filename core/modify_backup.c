@@ -2,6 +2,10 @@
  * modify_backup.c — the broker's use of the backup store (see
  * modify_backup.h). Permission was checked before anything here runs:
  * nothing is backed up for a request that is denied or waits for approval.
+ *
+ * Every use of a session's store holds its store_lock; what the pack and
+ * the host set (the size limit, backups on or off) is copied under the
+ * broker's lock first, since a reload may replace the pack meanwhile.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -24,11 +28,30 @@ static struct fsb_store *store_of(struct fsb_broker *b, struct fsb_session *s,
 	return s->store;
 }
 
-/* Fill in the size limit of the turn or the pack and record `r`. */
-static int record(struct fsb_session *s, const struct fsb_backup_settings *set,
+/* What a backup in session `s` obeys, taken under the broker's lock. */
+struct settings {
+	bool enabled;
+	uint64_t max_bytes;
+	enum fsb_on_too_large on_too_large;
+};
+
+static void settings_of(struct fsb_broker *b, struct fsb_session *s, struct settings *out)
+{
+	const struct fsb_backup_settings *set;
+
+	fsb_broker_lock(b);
+	set = fsb_policy_backup(b->policy);
+	out->enabled = s->backup_enabled;
+	out->max_bytes = s->max_bytes_override ? s->max_bytes_override : set->max_bytes;
+	out->on_too_large = set->on_too_large;
+	fsb_broker_unlock(b);
+}
+
+/* Fill in the size limit and record `r`; the store lock is held. */
+static int record(struct fsb_session *s, const struct settings *set,
 		  struct fsb_backup_req *r, struct fsb_backup_result *res)
 {
-	r->max_bytes = s->max_bytes_override ? s->max_bytes_override : set->max_bytes;
+	r->max_bytes = set->max_bytes;
 	r->on_too_large = set->on_too_large == FSB_ON_TOO_LARGE_ALLOW ? FSB_TOO_LARGE_SKIP
 									: FSB_TOO_LARGE_FAIL;
 	return fsb_store_record(s->store, r, res);
@@ -36,7 +59,7 @@ static int record(struct fsb_session *s, const struct fsb_backup_settings *set,
 
 /* The sentence for a failed record; every error but the two a user can act
  * on becomes -EIO (the reason is in `why`; the client needs only "no"). */
-static int explain(int rc, const struct fsb_backup_req *r, const struct fsb_backup_settings *set,
+static int explain(int rc, const struct fsb_backup_req *r, const struct settings *set,
 		   char *why, size_t whylen)
 {
 	switch (rc) {
@@ -64,9 +87,10 @@ int fsb_backup_file(struct fsb_broker *b, const char *sid, const struct fsb_acce
 		    const char **skipped, char *why, size_t whylen)
 {
 	struct fsb_session *s = fsb_broker_session(b, sid);
-	const struct fsb_backup_settings *set = fsb_policy_backup(b->policy);
 	struct fsb_backup_result res;
 	struct fsb_backup_req r;
+	struct settings set;
+	unsigned cycle = 0;
 	cJSON *rec;
 	int rc;
 
@@ -76,14 +100,12 @@ int fsb_backup_file(struct fsb_broker *b, const char *sid, const struct fsb_acce
 	}
 	if (skipped != NULL)
 		*skipped = NULL;
-	if (!s->backup_enabled) {
+	settings_of(b, s, &set);
+	if (!set.enabled) {
 		if (skipped != NULL)
 			*skipped = "disabled";
 		return 0;
 	}
-	if (store_of(b, s, why, whylen) == NULL)
-		return -EIO;
-
 	memset(&r, 0, sizeof(r));
 	memset(&res, 0, sizeof(res));
 	r.tool_call = acc->tool_call;
@@ -94,10 +116,17 @@ int fsb_backup_file(struct fsb_broker *b, const char *sid, const struct fsb_acce
 	r.prior = st;
 	r.fd = rdfd;
 	r.skip_content = !acc->verdict.backup;
-	rc = record(s, set, &r, &res);
+	pthread_mutex_lock(&s->store_lock);
+	if (store_of(b, s, why, whylen) == NULL) {
+		pthread_mutex_unlock(&s->store_lock);
+		return -EIO;
+	}
+	rc = record(s, &set, &r, &res);
+	cycle = fsb_store_cycle(s->store);
+	pthread_mutex_unlock(&s->store_lock);
 
 	rec = fsb_access_audit_record(acc, phase);
-	cJSON_AddNumberToObject(rec, "cycle", fsb_store_cycle(s->store));
+	cJSON_AddNumberToObject(rec, "cycle", cycle);
 	if (res.object[0])
 		cJSON_AddStringToObject(rec, "backupObject", res.object);
 	if (res.reused)
@@ -113,27 +142,27 @@ int fsb_backup_file(struct fsb_broker *b, const char *sid, const struct fsb_acce
 	}
 	if (rc == 0 && skipped != NULL)
 		*skipped = res.skipped;
-	return explain(rc, &r, set, why, whylen);
+	return explain(rc, &r, &set, why, whylen);
 }
 
 int fsb_backup_entry(struct fsb_broker *b, const char *sid, const struct fsb_backup_entry *e,
 		     struct fsb_backup_result *res, char *why, size_t whylen)
 {
 	struct fsb_session *s = fsb_broker_session(b, sid);
-	const struct fsb_backup_settings *set = fsb_policy_backup(b->policy);
 	struct fsb_backup_req r;
+	struct settings set;
+	int rc;
 
 	memset(res, 0, sizeof(*res));
 	if (s == NULL) {
 		snprintf(why, whylen, "the session has no state to keep a backup in");
 		return -EIO;
 	}
-	if (!s->backup_enabled) {
+	settings_of(b, s, &set);
+	if (!set.enabled) {
 		res->skipped = "disabled";
 		return 0;
 	}
-	if (store_of(b, s, why, whylen) == NULL)
-		return -EIO;
 	memset(&r, 0, sizeof(r));
 	r.tool_call = e->tool_call;
 	r.trace = e->trace;
@@ -145,17 +174,27 @@ int fsb_backup_entry(struct fsb_broker *b, const char *sid, const struct fsb_bac
 	r.link_target = e->link_target;
 	r.skip_content = e->skip_content;
 	r.defer_sync = true;
-	return explain(record(s, set, &r, res), &r, set, why, whylen);
+	pthread_mutex_lock(&s->store_lock);
+	if (store_of(b, s, why, whylen) == NULL) {
+		pthread_mutex_unlock(&s->store_lock);
+		return -EIO;
+	}
+	rc = record(s, &set, &r, res);
+	pthread_mutex_unlock(&s->store_lock);
+	return explain(rc, &r, &set, why, whylen);
 }
 
 int fsb_backup_sync(struct fsb_broker *b, const char *sid, char *why, size_t whylen)
 {
 	struct fsb_session *s = fsb_broker_session(b, sid);
-	int rc;
+	int rc = 0;
 
-	if (s == NULL || !s->backup_enabled || s->store == NULL)
+	if (s == NULL)
 		return 0;
-	rc = fsb_store_sync(s->store);
+	pthread_mutex_lock(&s->store_lock);
+	if (s->store != NULL)
+		rc = fsb_store_sync(s->store);
+	pthread_mutex_unlock(&s->store_lock);
 	if (rc < 0)
 		snprintf(why, whylen, "the backup journal cannot be synced (%s); nothing was "
 			 "changed", strerror(-rc));
@@ -165,12 +204,16 @@ int fsb_backup_sync(struct fsb_broker *b, const char *sid, char *why, size_t why
 int fsb_backup_recover(struct fsb_broker *b, const char *sid, char *err, size_t errlen)
 {
 	struct fsb_session *s = fsb_broker_session(b, sid);
+	struct fsb_store *store;
 
 	if (s == NULL) {
 		snprintf(err, errlen, "the state of session %s could not be opened (see above)", sid);
 		return -EINVAL;
 	}
-	return store_of(b, s, err, errlen) != NULL ? 0 : -EIO;
+	pthread_mutex_lock(&s->store_lock);
+	store = store_of(b, s, err, errlen);
+	pthread_mutex_unlock(&s->store_lock);
+	return store != NULL ? 0 : -EIO;
 }
 
 int fsb_backup_note_created(struct fsb_broker *b, const char *sid, const struct fsb_access *acc,
@@ -179,10 +222,15 @@ int fsb_backup_note_created(struct fsb_broker *b, const char *sid, const struct 
 	struct fsb_session *s = fsb_broker_session(b, sid);
 	struct fsb_backup_result res;
 	struct fsb_backup_req r;
+	struct settings set;
 	char why[256];
+	int rc;
 
-	if (s == NULL || !s->backup_enabled || store_of(b, s, why, sizeof(why)) == NULL)
-		return s != NULL && !s->backup_enabled ? 0 : -EIO;
+	if (s == NULL)
+		return -EIO;
+	settings_of(b, s, &set);
+	if (!set.enabled)
+		return 0;
 	memset(&r, 0, sizeof(r));
 	r.tool_call = acc->tool_call;
 	r.op = fsb_op_name(acc->op);
@@ -190,22 +238,29 @@ int fsb_backup_note_created(struct fsb_broker *b, const char *sid, const struct 
 	r.path = acc->requested;
 	r.resolved = acc->res.path;
 	r.fd = -1;
-	return fsb_store_record(s->store, &r, &res);
+	pthread_mutex_lock(&s->store_lock);
+	rc = store_of(b, s, why, sizeof(why)) == NULL ? -EIO : fsb_store_record(s->store, &r, &res);
+	pthread_mutex_unlock(&s->store_lock);
+	return rc;
 }
 
 void fsb_backup_note_write_grant(struct fsb_broker *b, const char *sid, dev_t dev, ino_t ino)
 {
 	struct fsb_session *s = fsb_broker_session(b, sid);
 
-	if (s != NULL && s->store != NULL)
+	if (s == NULL)
+		return;
+	pthread_mutex_lock(&s->store_lock);
+	if (s->store != NULL)
 		fsb_store_note_write_grant(s->store, dev, ino);
+	pthread_mutex_unlock(&s->store_lock);
 }
 
 int fsb_backup_commit(struct fsb_broker *b, const char *sid, const char *message,
 		      char *err, size_t errlen)
 {
 	struct fsb_session *s = fsb_broker_session(b, sid);
-	struct fsb_store *store;
+	char head[FSB_SHA256_HEX_LEN + 1];
 	cJSON *rec;
 	int n, rc;
 
@@ -213,17 +268,29 @@ int fsb_backup_commit(struct fsb_broker *b, const char *sid, const char *message
 		snprintf(err, errlen, "session %s has no state (no state dir, or an invalid id)", sid);
 		return -EINVAL;
 	}
-	if ((store = store_of(b, s, err, errlen)) == NULL)
-		return -EIO;
-	if (fsb_store_cycle(store) == 0)
-		return 0;
+	pthread_mutex_lock(&s->store_lock);
+	if (store_of(b, s, err, errlen) == NULL) {
+		n = -EIO;
+		goto out;
+	}
+	if (fsb_store_cycle(s->store) == 0) {
+		n = 0;
+		goto out;
+	}
 	/* The sealed cycle names the audit chain's head: that line must be on
 	 * disk before the cycle that vouches for it. */
-	if ((rc = fsb_audit_sync(s->audit)) < 0) {
+	fsb_broker_lock(b);
+	rc = fsb_audit_sync(s->audit);
+	snprintf(head, sizeof(head), "%s", fsb_audit_head(s->audit));
+	fsb_broker_unlock(b);
+	if (rc < 0) {
 		snprintf(err, errlen, "cannot sync the audit log: %s", strerror(-rc));
-		return rc;
+		n = rc;
+		goto out;
 	}
-	n = fsb_store_seal(store, message, fsb_audit_head(s->audit), err, errlen);
+	n = fsb_store_seal(s->store, message, head, err, errlen);
+out:
+	pthread_mutex_unlock(&s->store_lock);
 	if (n <= 0)
 		return n;
 	rec = cJSON_CreateObject();
@@ -242,8 +309,12 @@ void fsb_backup_commit_all(struct fsb_broker *b, const char *message)
 	for (int i = 0; i < b->nsessions; i++) {
 		struct fsb_session *s = &b->sessions[i];
 
-		if (s->store != NULL && fsb_store_cycle(s->store) != 0 &&
-		    fsb_backup_commit(b, s->id, message, err, sizeof(err)) < 0)
+		bool open;
+
+		pthread_mutex_lock(&s->store_lock);
+		open = s->store != NULL && fsb_store_cycle(s->store) != 0;
+		pthread_mutex_unlock(&s->store_lock);
+		if (open && fsb_backup_commit(b, s->id, message, err, sizeof(err)) < 0)
 			fsb_error("session %s: the open cycle was not sealed: %s", s->id, err);
 	}
 }

@@ -58,8 +58,10 @@ static int walk_splice(struct walk *w, size_t parent, size_t after)
 		return -ELOOP;
 
 	n = readlinkat(w->rootfd, walk_rel(w), target, sizeof(target));
+	/* Not a symlink (EINVAL) or gone (ENOENT) since fstatat said it was:
+	 * the path is changing under us; the caller asks again. */
 	if (n < 0)
-		return -errno;
+		return errno == EINVAL || errno == ENOENT ? -EAGAIN : -errno;
 	if ((size_t)n == sizeof(target))
 		return -ENAMETOOLONG;
 	/* The kernel treats an empty target as a missing name. */

@@ -1,9 +1,11 @@
 /*
  * serve_json.c — one JSON request on a client socket (DESIGN §3.3): checked
  * raw for NULs and bad UTF-8, parsed, validated, bound to the connection's
- * scope, then performed by the host-operation layer (hostop.c).
+ * scope, then performed by the host-operation layer (hostop.c) on the
+ * thread pool.
  */
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "hostop.h"
@@ -40,11 +42,39 @@ static void audit_refusal(struct fsb_conn *conn, const char *rule, const char *r
 	fsb_broker_audit(conn->srv->broker, conn->scope.session, rec);
 }
 
+/* A host operation runs on the thread pool: a recursive copy or delete, or
+ * a large backup, must not hold up everyone else. */
+struct hostop_job {
+	struct fsb_job job;
+	struct fsb_hostop_req req;
+	struct fsb_hostop_client who;
+	cJSON *reply;
+};
+
+static void hostop_run(struct fsb_job *job)
+{
+	struct hostop_job *j = (struct hostop_job *)job;
+
+	j->reply = fsb_hostop_run(job->conn->srv->broker, &j->who, &j->req);
+}
+
+static void hostop_done(struct fsb_job *job)
+{
+	struct hostop_job *j = (struct hostop_job *)job;
+
+	if (job->conn != NULL)
+		fsb_conn_reply_json(job->conn, j->reply);
+	else
+		cJSON_Delete(j->reply);
+	fsb_hostop_free(&j->req);
+	free(j);
+}
+
 void fsb_serve_json(struct fsb_conn *conn, char *line, size_t len)
 {
 	struct fsb_broker *b = conn->srv->broker;
-	struct fsb_hostop_client who;
 	struct fsb_hostop_req req;
+	struct hostop_job *j;
 	const cJSON *cmd;
 	const char *why;
 	cJSON *obj, *r;
@@ -104,10 +134,19 @@ void fsb_serve_json(struct fsb_conn *conn, char *line, size_t len)
 		return;
 	}
 
-	who.session = conn->scope.session;
-	who.tool_call = req.tool_call != NULL ? req.tool_call : conn->scope.tool_call;
-	who.pid = conn->pid;
-	who.uid = conn->uid;
-	fsb_conn_reply_json(conn, fsb_hostop_run(b, &who, &req));
-	fsb_hostop_free(&req);
+	if ((j = calloc(1, sizeof(*j))) == NULL) {
+		b->stats.errors++;
+		fsb_conn_reply_json(conn, error_reply(req.id, ENOMEM, "out of memory; nothing "
+						      "was changed"));
+		fsb_hostop_free(&req);
+		return;
+	}
+	j->req = req;
+	j->who.session = conn->scope.session;
+	j->who.tool_call = req.tool_call != NULL ? req.tool_call : conn->scope.tool_call;
+	j->who.pid = conn->pid;
+	j->who.uid = conn->uid;
+	j->job.run = hostop_run;
+	j->job.done = hostop_done;
+	fsb_conn_offload(conn, &j->job);
 }

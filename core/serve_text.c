@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -56,183 +57,253 @@ static bool in_scope(struct fsb_conn *conn, const struct fsb_text_req *req)
 		strcmp(req->tool_call, conn->scope.tool_call) == 0);
 }
 
-/* What the backup hook of a grant needs, and what it says when it fails. */
-struct backup_ctx {
+/* One text request from its decision to its reply. A write runs on the
+ * thread pool (it may copy a large file into the backup store first); a read
+ * is answered on the loop. */
+struct text_job {
+	struct fsb_job job;
 	struct fsb_conn *conn;
-	const struct fsb_access *acc;
-	int flags;
-	char why[512];
+	char *line;			/* owned: req points into it */
+	struct fsb_text_req req;
+	struct fsb_access acc;
+	bool writes;
+	int fd;				/* the grant, or -1 */
+	bool audit_failed;		/* no line, no answer but a refusal */
+	char why[512];			/* a backup's or the journal's refusal */
 };
 
 /* Called by fsb_grant_open with a read-only fd on the inode it is about to
  * hand out for writing. */
 static int backup_granted_file(int rdfd, const struct stat *st, void *arg)
 {
-	struct backup_ctx *c = arg;
+	struct text_job *t = arg;
 
-	return fsb_backup_file(c->conn->srv->broker, c->conn->scope.session, c->acc, rdfd, st,
-			       c->flags, "ipc-token-backup", NULL, c->why, sizeof(c->why));
+	return fsb_backup_file(t->conn->srv->broker, t->conn->scope.session, &t->acc, rdfd, st,
+			       t->req.has_open ? t->req.open_flags : 0, "ipc-token-backup", NULL,
+			       t->why, sizeof(t->why));
 }
 
-static int backup_before_sandbox(struct fsb_conn *conn, struct backup_ctx *c)
+static int backup_before_sandbox(struct text_job *t)
 {
-	struct fsb_broker *b = conn->srv->broker;
+	struct fsb_broker *b = t->conn->srv->broker;
 	struct stat st;
 	int rdfd, rc;
 
-	rdfd = fsb_grant_open_for_backup(b->rootfd, &c->acc->res);
+	rdfd = fsb_grant_open_for_backup(b->rootfd, &t->acc.res);
 	if (rdfd < 0)
 		return -rdfd;
-	rc = fstat(rdfd, &st) < 0 ? -errno : backup_granted_file(rdfd, &st, c);
+	rc = fstat(rdfd, &st) < 0 ? -errno : backup_granted_file(rdfd, &st, t);
 	close(rdfd);
 	return -rc;
+}
+
+/* Decide, grant, back up, audit: everything but the reply. */
+static void serve(struct text_job *t)
+{
+	struct fsb_conn *conn = t->conn;
+	struct fsb_broker *b = conn->srv->broker;
+	const struct fsb_text_req *req = &t->req;
+	struct fsb_access *acc = &t->acc;
+	int flags = req->has_open ? req->open_flags : 0;
+	struct stat st;
+	cJSON *rec;
+
+	/* Twice at most: a file that appears between the check and an O_CREAT
+	 * open was judged as a create and must be judged again as a write. */
+	for (int attempt = 0; attempt < 2; attempt++) {
+		fsb_broker_decide(b, acc);
+		if (acc->verdict.decision != FSB_ALLOW || acc->errnum != 0 || !req->has_open)
+			break;
+		t->fd = fsb_grant_open(b->rootfd, &acc->res, req->open_flags, req->open_mode,
+				       backup_granted_file, t);
+		if (t->fd >= 0)
+			break;
+		acc->errnum = -t->fd;
+		t->fd = -1;
+		if (acc->errnum != EEXIST || (req->open_flags & O_EXCL) || attempt > 0)
+			break;
+		acc->errnum = 0;
+	}
+	/* The original design's clients open the file themselves after SANDBOX:
+	 * the backup is taken first (with the race docs/protocol.md states). */
+	if (!req->has_open && t->writes && acc->verdict.decision == FSB_ALLOW &&
+	    acc->errnum == 0 && acc->res.exists && S_ISREG(acc->res.st.st_mode))
+		acc->errnum = backup_before_sandbox(t);
+	/* A file this request creates (now, or by the client after SANDBOX):
+	 * the journal says it was absent, so a restore removes it. A create
+	 * the journal cannot record is undone and refused. */
+	if (t->writes && acc->verdict.decision == FSB_ALLOW && acc->errnum == 0 &&
+	    !acc->res.exists && fsb_backup_note_created(b, conn->scope.session, acc, flags) < 0) {
+		if (t->fd >= 0) {
+			fsb_grant_undo_create(b->rootfd, &acc->res, t->fd);
+			close(t->fd);
+			t->fd = -1;
+		}
+		acc->errnum = EIO;
+		snprintf(t->why, sizeof(t->why), "the backup journal cannot be written; "
+			 "nothing was created");
+	}
+
+	rec = fsb_access_audit_record(acc, "ipc-token");
+	cJSON_AddNumberToObject(rec, "pid", conn->pid);
+	if (req->has_open)
+		cJSON_AddNumberToObject(rec, "openFlags", req->open_flags);
+	if (t->fd >= 0)
+		cJSON_AddStringToObject(rec, "grant", "fd");
+	/* No reply goes out whose audit line is not written: fail closed. */
+	if (fsb_broker_audit(b, conn->scope.session, rec) < 0) {
+		if (t->fd >= 0)
+			close(t->fd);
+		t->fd = -1;
+		t->audit_failed = true;
+		return;
+	}
+	if (!t->writes || acc->verdict.decision != FSB_ALLOW || acc->errnum != 0)
+		return;
+	/* Its holder may change the file from now on: the next backup of it in
+	 * this cycle copies it again. */
+	if (t->fd >= 0 && fstat(t->fd, &st) == 0)
+		fsb_backup_note_write_grant(b, conn->scope.session, st.st_dev, st.st_ino);
+	else if (t->fd < 0 && acc->res.exists)
+		fsb_backup_note_write_grant(b, conn->scope.session, acc->res.st.st_dev,
+					    acc->res.st.st_ino);
+}
+
+static void answer(struct text_job *t)
+{
+	struct fsb_conn *conn = t->conn;
+	struct fsb_broker *b = conn->srv->broker;
+	struct fsb_access *acc = &t->acc;
+	char reason[1024];
+
+	if (t->audit_failed) {
+		b->stats.errors++;
+		reply_deny(conn, EIO, "the audit log cannot be written");
+		return;
+	}
+	switch (acc->verdict.decision) {
+	case FSB_ASK:
+		b->stats.asked++;
+		snprintf(reason, sizeof(reason), "ask %s %s",
+			 acc->block_id[0] ? acc->block_id : "-", acc->verdict.rule);
+		reply_deny(conn, EACCES, reason);
+		return;
+	case FSB_DENY:
+		b->stats.denied++;
+		reply_deny(conn, acc->errnum, acc->verdict.rule);
+		return;
+	case FSB_ALLOW:
+		break;
+	}
+	if (acc->errnum != 0) {
+		b->stats.denied++;
+		reply_deny(conn, acc->errnum, t->why[0] ? t->why : strerror(acc->errnum));
+		return;
+	}
+	b->stats.allowed++;
+	if (t->fd >= 0) {
+		b->stats.fds_granted++;
+		fsb_conn_reply(conn, "FD\n", t->fd);
+		t->fd = -1;
+		return;
+	}
+	/* The compatibility path of the original design: the client opens the
+	 * file itself. Our own clients always send an open-spec instead, since
+	 * a rename between this answer and their open could swap the inode. */
+	fsb_conn_reply(conn, "SANDBOX\n", -1);
+}
+
+static void text_job_free(struct text_job *t)
+{
+	if (t->fd >= 0)
+		close(t->fd);
+	free(t->line);
+	free(t);
+}
+
+static void job_run(struct fsb_job *job)
+{
+	serve((struct text_job *)job);
+}
+
+static void job_done(struct fsb_job *job)
+{
+	struct text_job *t = (struct text_job *)job;
+
+	/* The client went away meanwhile: a granted fd is closed unsent. */
+	if (job->conn != NULL)
+		answer(t);
+	text_job_free(t);
 }
 
 void fsb_serve_text(struct fsb_conn *conn, char *line, size_t len)
 {
 	struct fsb_broker *b = conn->srv->broker;
-	struct backup_ctx bctx;
-	struct fsb_text_req req;
-	struct fsb_access acc;
+	struct text_job *t;
 	const char *why;
-	char reason[1024];
-	bool writes;
-	int fd = -1;
-	cJSON *rec;
 
 	b->stats.requests++;
-	if (fsb_text_parse(line, len, &req, &why) < 0) {
+	t = calloc(1, sizeof(*t));
+	if (t == NULL || (t->line = malloc(len + 1)) == NULL) {
+		free(t);
+		b->stats.errors++;
+		reply_deny(conn, ENOMEM, "out of memory");
+		return;
+	}
+	memcpy(t->line, line, len + 1);
+	t->conn = conn;
+	t->fd = -1;
+	if (fsb_text_parse(t->line, len, &t->req, &why) < 0) {
 		b->stats.errors++;
 		conn->malformed++;
 		refuse(conn, EINVAL, "malformed request", why, NULL);
-		return;
+		goto done;
 	}
-	if (req.tool_call[0] != '\0' && !fsb_id_valid(req.tool_call)) {
+	if (t->req.tool_call[0] != '\0' && !fsb_id_valid(t->req.tool_call)) {
 		b->stats.errors++;
 		conn->malformed++;
 		refuse(conn, EINVAL, "malformed request",
 		       "the tool-call id must be 1-128 characters of A-Z a-z 0-9 . _ : -", NULL);
-		return;
+		goto done;
 	}
-	if (!in_scope(conn, &req)) {
+	if (!in_scope(conn, &t->req)) {
 		refuse(conn, EACCES, "foreign session",
 		       "the request names a session or tool call other than its connection's",
-		       req.session);
-		return;
+		       t->req.session);
+		goto done;
 	}
-	if (req.has_open && fsb_openflags_check(req.open_flags, req.write, &why) < 0) {
+	if (t->req.has_open && fsb_openflags_check(t->req.open_flags, t->req.write, &why) < 0) {
 		b->stats.errors++;
 		conn->malformed++;
 		refuse(conn, EINVAL, "open flags refused", why, NULL);
-		return;
+		goto done;
 	}
-	writes = req.has_open ? fsb_openflags_writes(req.open_flags) : req.write;
+	t->writes = t->req.has_open ? fsb_openflags_writes(t->req.open_flags) : t->req.write;
 
-	memset(&acc, 0, sizeof(acc));
-	acc.op = writes ? FSB_OP_WRITE : FSB_OP_READ;
-	acc.requested = req.path;
+	t->acc.op = t->writes ? FSB_OP_WRITE : FSB_OP_READ;
+	t->acc.requested = t->req.path;
 	/* With O_NOFOLLOW, or O_CREAT|O_EXCL, the final name itself is what
 	 * gets opened (or refused): a final symlink is not followed. */
-	acc.strategy = req.has_open && ((req.open_flags & O_NOFOLLOW) ||
-					(req.open_flags & (O_CREAT | O_EXCL)) == (O_CREAT | O_EXCL))
-			       ? FSB_RESOLVE_THROUGH_PARENT
-			       : FSB_RESOLVE_EXISTING_OR_CREATABLE;
-	acc.session = req.session;
-	acc.tool_call = req.tool_call;
-	acc.pid = conn->pid;
-	acc.uid = conn->uid;
+	t->acc.strategy = t->req.has_open && ((t->req.open_flags & O_NOFOLLOW) ||
+					      (t->req.open_flags & (O_CREAT | O_EXCL)) ==
+						      (O_CREAT | O_EXCL))
+				  ? FSB_RESOLVE_THROUGH_PARENT
+				  : FSB_RESOLVE_EXISTING_OR_CREATABLE;
+	t->acc.session = t->req.session;
+	t->acc.tool_call = t->req.tool_call;
+	t->acc.pid = conn->pid;
+	t->acc.uid = conn->uid;
 
-	bctx.conn = conn;
-	bctx.acc = &acc;
-	bctx.flags = req.has_open ? req.open_flags : 0;
-	bctx.why[0] = '\0';
-
-	/* Twice at most: a file that appears between the check and an O_CREAT
-	 * open was judged as a create and must be judged again as a write. */
-	for (int attempt = 0; attempt < 2; attempt++) {
-		fsb_broker_decide(b, &acc);
-		if (acc.verdict.decision != FSB_ALLOW || acc.errnum != 0 || !req.has_open)
-			break;
-		fd = fsb_grant_open(b->rootfd, &acc.res, req.open_flags, req.open_mode,
-				    backup_granted_file, &bctx);
-		if (fd >= 0)
-			break;
-		acc.errnum = -fd;
-		if (fd != -EEXIST || (req.open_flags & O_EXCL) || attempt > 0)
-			break;
-		acc.errnum = 0;
-	}
-	/* The original design's clients open the file themselves after SANDBOX:
-	 * the backup is taken first (with the race docs/protocol.md states). */
-	if (!req.has_open && writes && acc.verdict.decision == FSB_ALLOW && acc.errnum == 0 &&
-	    acc.res.exists && S_ISREG(acc.res.st.st_mode))
-		acc.errnum = backup_before_sandbox(conn, &bctx);
-	/* A file this request creates (now, or by the client after SANDBOX):
-	 * the journal says it was absent, so a restore removes it. A create
-	 * the journal cannot record is undone and refused. */
-	if (writes && acc.verdict.decision == FSB_ALLOW && acc.errnum == 0 && !acc.res.exists &&
-	    fsb_backup_note_created(b, conn->scope.session, &acc, bctx.flags) < 0) {
-		if (fd >= 0) {
-			fsb_grant_undo_create(b->rootfd, &acc.res, fd);
-			close(fd);
-			fd = -1;
-		}
-		acc.errnum = EIO;
-		snprintf(bctx.why, sizeof(bctx.why), "the backup journal cannot be written; "
-			 "nothing was created");
-	}
-
-	rec = fsb_access_audit_record(&acc, "ipc-token");
-	cJSON_AddNumberToObject(rec, "pid", conn->pid);
-	if (req.has_open)
-		cJSON_AddNumberToObject(rec, "openFlags", req.open_flags);
-	if (fd >= 0)
-		cJSON_AddStringToObject(rec, "grant", "fd");
-	/* No reply goes out whose audit line is not written: fail closed. */
-	if (fsb_broker_audit(b, conn->scope.session, rec) < 0) {
-		if (fd >= 0)
-			close(fd);
-		b->stats.errors++;
-		reply_deny(conn, EIO, "the audit log cannot be written");
+	/* A write may copy a large file into the backup store first: off the
+	 * loop, so everyone else is answered meanwhile. */
+	if (t->writes) {
+		t->job.run = job_run;
+		t->job.done = job_done;
+		fsb_conn_offload(conn, &t->job);
 		return;
 	}
-
-	switch (acc.verdict.decision) {
-	case FSB_ASK:
-		b->stats.asked++;
-		snprintf(reason, sizeof(reason), "ask %s %s",
-			 acc.prompt != NULL ? acc.prompt->id : "-", acc.verdict.rule);
-		reply_deny(conn, EACCES, reason);
-		return;
-	case FSB_DENY:
-		b->stats.denied++;
-		reply_deny(conn, acc.errnum, acc.verdict.rule);
-		return;
-	case FSB_ALLOW:
-		break;
-	}
-	if (acc.errnum != 0) {
-		b->stats.denied++;
-		reply_deny(conn, acc.errnum, bctx.why[0] ? bctx.why : strerror(acc.errnum));
-		return;
-	}
-	b->stats.allowed++;
-	if (fd >= 0) {
-		struct stat st;
-
-		/* Its holder may change the file from now on: the next backup of
-		 * it in this cycle copies it again. */
-		if (writes && fstat(fd, &st) == 0)
-			fsb_backup_note_write_grant(b, conn->scope.session, st.st_dev, st.st_ino);
-		b->stats.fds_granted++;
-		fsb_conn_reply(conn, "FD\n", fd);
-		return;
-	}
-	if (writes && acc.res.exists)
-		fsb_backup_note_write_grant(b, conn->scope.session, acc.res.st.st_dev,
-					    acc.res.st.st_ino);
-	/* The compatibility path of the original design: the client opens the
-	 * file itself. Our own clients always send an open-spec instead, since
-	 * a rename between this answer and their open could swap the inode. */
-	fsb_conn_reply(conn, "SANDBOX\n", -1);
+	serve(t);
+	answer(t);
+done:
+	text_job_free(t);
 }

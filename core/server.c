@@ -52,6 +52,17 @@ void fsb_conn_reply_json(struct fsb_conn *conn, cJSON *reply)
 	free(s);
 }
 
+static void conn_free(struct fsb_conn *conn)
+{
+	struct fsb_server *srv = conn->srv;
+
+	if (conn->pidfd >= 0)
+		close(conn->pidfd);
+	free(conn);
+	if (--srv->pending_closes == 0 && srv->listeners == NULL && srv->on_closed != NULL)
+		srv->on_closed(srv);
+}
+
 static void on_conn_closed(struct fsb_chan *c)
 {
 	struct fsb_conn *conn = conn_of(c);
@@ -64,11 +75,49 @@ static void on_conn_closed(struct fsb_chan *c)
 	if (conn->next != NULL)
 		conn->next->prev = conn->prev;
 	srv->nconns--;
-	if (conn->pidfd >= 0)
-		close(conn->pidfd);
-	free(conn);
-	if (--srv->pending_closes == 0 && srv->listeners == NULL && srv->on_closed != NULL)
-		srv->on_closed(srv);
+	/* A job on the thread pool still uses it: freed when the job ends. */
+	if (conn->job != NULL) {
+		conn->gone = true;
+		return;
+	}
+	conn_free(conn);
+}
+
+static void job_run(uv_work_t *w)
+{
+	struct fsb_job *job = w->data;
+
+	job->run(job);
+}
+
+static void job_done(uv_work_t *w, int status)
+{
+	struct fsb_job *job = w->data;
+	struct fsb_conn *conn = job->conn;
+
+	(void)status;	/* a job is never cancelled */
+	conn->job = NULL;
+	if (conn->gone) {
+		job->conn = NULL;
+		job->done(job);
+		conn_free(conn);
+		return;
+	}
+	job->done(job);
+	fsb_chan_resume(&conn->chan);
+}
+
+void fsb_conn_offload(struct fsb_conn *conn, struct fsb_job *job)
+{
+	job->conn = conn;
+	job->work.data = job;
+	conn->job = job;
+	fsb_chan_hold(&conn->chan);
+	if (uv_queue_work(conn->srv->loop, &job->work, job_run, job_done) < 0) {
+		/* libuv refuses only a missing callback; serve it here all the same. */
+		job_run(&job->work);
+		job_done(&job->work, 0);
+	}
 }
 
 static void on_conn_line(struct fsb_chan *c, char *line, size_t len)

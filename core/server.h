@@ -7,6 +7,7 @@
 #define FSB_SERVER_H
 
 #include <limits.h>
+#include <stdbool.h>
 #include <sys/types.h>
 #include <sys/un.h>
 
@@ -22,6 +23,7 @@
 #define FSB_MAX_MALFORMED 64
 
 struct fsb_server;
+struct fsb_job;
 
 /** One client connection. */
 struct fsb_conn {
@@ -31,6 +33,8 @@ struct fsb_conn {
 	uid_t uid;
 	int pidfd;		/* SO_PEERPIDFD where the kernel has it, else -1 */
 	unsigned malformed;	/* malformed requests so far */
+	struct fsb_job *job;	/* the request being served off the loop */
+	bool gone;		/* closed while a job ran: freed when it ends */
 	struct fsb_server *srv;
 	struct fsb_conn *prev, *next;
 };
@@ -73,6 +77,23 @@ void fsb_server_close(struct fsb_server *srv);
 /** Request handlers, one per wire format (serve_text.c, serve_json.c). */
 void fsb_serve_text(struct fsb_conn *conn, char *line, size_t len);
 void fsb_serve_json(struct fsb_conn *conn, char *line, size_t len);
+
+/**
+ * A request served off the loop: `run` on a thread of libuv's pool, then
+ * `done` on the loop, which replies and frees the job. Meanwhile the
+ * connection delivers no further request, so replies keep their order.
+ * In `done`, `conn` is NULL when the client went away: nothing to reply to
+ * (an fd made for it must be closed).
+ */
+struct fsb_job {
+	uv_work_t work;
+	struct fsb_conn *conn;
+	void (*run)(struct fsb_job *job);
+	void (*done)(struct fsb_job *job);
+};
+
+/** Start `job` for the request `conn` just delivered. */
+void fsb_conn_offload(struct fsb_conn *conn, struct fsb_job *job);
 
 /** Queue a reply on a connection (a NUL-terminated line with its '\n'). */
 void fsb_conn_reply(struct fsb_conn *conn, const char *line, int fd);

@@ -438,6 +438,10 @@ int fsb_trash_move(const struct fsb_trash_place *t, int dirfd, const char *dir_p
 		strcat(trashed, cand);
 		strcat(info, iname);
 
+		/* A name taken in files/ (an entry left without its info file)
+		 * is passed over before anything is written or journaled. */
+		if (fstatat(filesfd, cand, &tst, AT_SYMLINK_NOFOLLOW) == 0)
+			continue;
 		/* The info file first: a crash after the rename leaves the entry
 		 * restorable, one before it only a stray info file. */
 		err = write_info(infofd, iname, text);

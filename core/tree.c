@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "tree.h"
@@ -12,6 +13,7 @@
 struct walk {
 	fsb_tree_fn fn;
 	void *arg;
+	dev_t dev;		/* the top's filesystem */
 	char rel[PATH_MAX];
 };
 
@@ -28,6 +30,17 @@ int fsb_tree_open_dir(int dirfd, const char *name, const struct stat *st)
 		return -EAGAIN;
 	}
 	return fd;
+}
+
+/* A bind mount of the same filesystem keeps st_dev: ask statx. */
+static bool is_mount_root(int dirfd, const char *name)
+{
+	struct statx stx;
+
+	if (statx(dirfd, name, AT_SYMLINK_NOFOLLOW | AT_NO_AUTOMOUNT, 0, &stx) < 0)
+		return false;
+	return (stx.stx_attributes_mask & STATX_ATTR_MOUNT_ROOT) &&
+	       (stx.stx_attributes & STATX_ATTR_MOUNT_ROOT);
 }
 
 /* Everything in the open directory `fd`, whose path below the top is
@@ -83,7 +96,14 @@ static int walk_dir(struct walk *w, int fd, size_t len, int depth)
 		e.st = &st;
 		e.depth = depth;
 		e.fd = -1;
+		e.mount_root = false;
 		if (!S_ISDIR(st.st_mode)) {
+			if ((rc = w->fn(&e, false, w->arg)) != 0)
+				break;
+			continue;
+		}
+		e.mount_root = st.st_dev != w->dev || is_mount_root(dirfd(d), de->d_name);
+		if (e.mount_root) {
 			if ((rc = w->fn(&e, false, w->arg)) != 0)
 				break;
 			continue;
@@ -118,6 +138,7 @@ int fsb_tree_walk(int dirfd, const char *name, const struct stat *top, fsb_tree_
 	int fd;
 
 	w.rel[0] = '\0';
+	w.dev = top->st_dev;
 	fd = fsb_tree_open_dir(dirfd, name, top);
 	if (fd < 0)
 		return fd;

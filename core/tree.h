@@ -21,6 +21,7 @@ struct fsb_tree_entry {
 	const struct stat *st;	/* its lstat */
 	int depth;		/* 1 for an entry directly in the top directory */
 	int fd;			/* a directory's own fd (O_RDONLY), else -1 */
+	bool mount_root;	/* a directory something is mounted on */
 };
 
 /*
@@ -32,7 +33,9 @@ typedef int (*fsb_tree_fn)(const struct fsb_tree_entry *e, bool post, void *arg)
 
 /**
  * Walk everything beneath the directory `name` in `dirfd` (not the
- * directory itself, whose stat is `top`). A directory is descended into
+ * directory itself, whose stat is `top`). A directory another filesystem
+ * (or a bind mount) is mounted on is reported with mount_root set and not
+ * descended into: the callback decides. A directory is descended into
  * only when the fd opened on it is the inode its lstat named: a swap in
  * between stops the walk with -EAGAIN. Returns 0, the callback's non-zero
  * result, -ELOOP beyond FSB_TREE_MAX_DEPTH, -ENAMETOOLONG for a relative

@@ -8,6 +8,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -381,6 +382,77 @@ static void second_core_on_the_same_session_refuses_to_start(void **state)
 	cJSON_Delete(r);
 }
 
+/*
+ * A backup runs on the thread pool: while one client's grant waits for its
+ * backup, another client's read, a control request and a third client's
+ * small write are all answered. The backup is held up for certain, not by
+ * size: the test holds a write lease on the file, so the core's open of it
+ * for the copy waits until the lease is let go (the kernel tells the holder
+ * with SIGIO, ignored here). A core that backed up on its loop would answer
+ * nobody meanwhile, and the read below would time out.
+ */
+static void a_backup_in_progress_does_not_hold_up_other_clients(void **state)
+{
+	struct fsbt_core *c = *state;
+	char big[PATH_MAX + 16], small[PATH_MAX + 16], line[PATH_MAX + 256], reply[REPLY];
+	int a = fsbt_connect(c), b = fsbt_connect(c), w = fsbt_connect(c), got = -1;
+	struct pollfd p = { .fd = a, .events = POLLIN };
+	void (*old)(int) = signal(SIGIO, SIG_IGN);
+	int lease;
+	cJSON *r;
+
+	snprintf(big, sizeof(big), "%s/big.txt", c->ws);
+	snprintf(small, sizeof(small), "%s/small.txt", c->ws);
+	fsbt_write_file(big, "the file whose backup waits\n");
+	fsbt_write_file(small, "small\n");
+	lease = open(big, O_RDONLY | O_CLOEXEC);
+	assert_true(lease >= 0);
+	if (fcntl(lease, F_SETLEASE, F_WRLCK) < 0) {
+		fsbt_skip("cannot take a write lease on %s: %s", big, strerror(errno));
+		close(lease);
+		signal(SIGIO, old);
+		return;
+	}
+
+	fsbt_text_req(line, sizeof(line), FSBT_WRITE, big, c->session, FSBT_OPEN_WRITE);
+	assert_int_equal(fsbt_send(a, line, strlen(line), -1), 0);
+	fsbt_text_req(line, sizeof(line), FSBT_READ, small, c->session, NULL);
+	assert_true(fsbt_request(b, line, reply, REPLY, NULL) > 0);
+	assert_string_equal(reply, "SANDBOX");
+	r = fsbt_control_cmd(c, "Stats", NULL);
+	assert_true(fsbt_ok(r));
+	cJSON_Delete(r);
+	fsbt_text_req(line, sizeof(line), FSBT_WRITE, small, c->session, FSBT_OPEN_WRITE);
+	assert_true(fsbt_request(w, line, reply, REPLY, &got) > 0);
+	assert_string_equal(reply, "FD");
+	close(got);
+	got = -1;
+	/* The big grant is still waiting for its backup. */
+	assert_int_equal(poll(&p, 1, 0), 0);
+
+	/* Let go of the lease: the backup is taken, then the grant comes. */
+	assert_int_equal(fcntl(lease, F_SETLEASE, F_UNLCK), 0);
+	close(lease);
+	assert_true(fsbt_read_reply(a, reply, REPLY, &got) > 0);
+	assert_string_equal(reply, "FD");
+	assert_true(got >= 0);
+	close(got);
+	/* The small write was journaled first: it did not wait. */
+	r = journal_line(c, 1, 1);
+	assert_non_null(r);
+	assert_string_equal(fsbt_str(r, "resolved"), small);
+	cJSON_Delete(r);
+	r = journal_line(c, 1, 2);
+	assert_non_null(r);
+	assert_string_equal(fsbt_str(r, "resolved"), big);
+	assert_int_equal(strlen(fsbt_str(cJSON_GetObjectItem(r, "prior"), "object")), 64);
+	cJSON_Delete(r);
+	signal(SIGIO, old);
+	fsbt_close(a);
+	fsbt_close(b);
+	fsbt_close(w);
+}
+
 int main(void)
 {
 #define T(fn) cmocka_unit_test_setup_teardown(fn, fsbt_setup_core, fsbt_teardown_core)
@@ -395,6 +467,7 @@ int main(void)
 		T(restore_after_a_turn_puts_the_workspace_back),
 		T(files_created_outside_a_grant_are_journaled_as_absent),
 		T(second_core_on_the_same_session_refuses_to_start),
+		T(a_backup_in_progress_does_not_hold_up_other_clients),
 	};
 
 	return fsbt_run_group(tests, NULL, NULL);

@@ -79,6 +79,28 @@ hostop(const struct fsbt_core *c, const char *fields, ...)
 	return r;
 }
 
+/* hostop() under another tool call of the same session. */
+static cJSON *__attribute__((format(printf, 3, 4)))
+hostop_tc(const struct fsbt_core *c, const char *tool_call, const char *fields, ...)
+{
+	char *inner = NULL, *line = NULL;
+	va_list ap;
+	cJSON *r;
+
+	va_start(ap, fields);
+	assert_true(vasprintf(&inner, fields, ap) > 0);
+	va_end(ap);
+	assert_true(asprintf(&line, "{\"command\":\"HostFileOperation\",\"sessionId\":\"%s\","
+				    "\"toolCallId\":\"%s\",%s}",
+			     c->session, tool_call, inner) > 0);
+	free(inner);
+	r = fsbt_hostop(conn(c), line);
+	if (r == NULL)
+		fail_msg("no reply to %s", line);
+	free(line);
+	return r;
+}
+
 static void expect_ok_at(cJSON *r, bool changed, int line)
 {
 	const cJSON *ch = cJSON_GetObjectItemCaseSensitive(r, "changed");
@@ -321,6 +343,90 @@ static void delete_trash_moves_the_file_to_the_home_trash_with_its_trashinfo(voi
 	cJSON_Delete(r);
 }
 
+/* files/<name> taken by an entry that has no .trashinfo (left by another
+ * program): never replaced; the next number is used and no .trashinfo is
+ * left that would describe the entry that was there. */
+static void delete_trash_never_replaces_an_orphan_in_the_trash(void **state)
+{
+	struct fsbt_core *c = *state;
+	char p[PATH_MAX], dir[PATH_MAX], orphan[PATH_MAX], info[PATH_MAX], want[PATH_MAX + 8];
+	cJSON *r;
+
+	trash_dir(c, dir, sizeof(dir), "");
+	path_in(p, sizeof(p), c->home, ".local");
+	mkdir_ok(p);
+	path_in(p, sizeof(p), c->home, ".local/share");
+	mkdir_ok(p);
+	mkdir_ok(dir);
+	trash_dir(c, p, sizeof(p), "files");
+	mkdir_ok(p);
+	trash_dir(c, orphan, sizeof(orphan), "files/doc.txt");
+	fsbt_write_file(orphan, "an orphan\n");
+	fsbt_write_file(path_in(p, sizeof(p), c->ws, "doc.txt"), "mine\n");
+	r = hostop(c, "\"operation\":\"delete\",\"path\":\"%s\"", p);
+	expect_ok(r, true);
+	snprintf(want, sizeof(want), "%s.2", orphan);
+	assert_string_equal(fsbt_str(r, "trashedTo"), want);
+	cJSON_Delete(r);
+	assert_content(orphan, "an orphan\n");
+	assert_content(want, "mine\n");
+	trash_dir(c, info, sizeof(info), "info/doc.txt.trashinfo");
+	assert_absent(info);
+	trash_dir(c, info, sizeof(info), "info/doc.txt.2.trashinfo");
+	assert_trashinfo(info, p);
+}
+
+/* The trash, or its files/, replaced by a symlink to elsewhere: not used. */
+static void trash_never_goes_through_a_symlink(void **state)
+{
+	struct fsbt_core *c = *state;
+	char p[PATH_MAX], else_dir[PATH_MAX], trash[PATH_MAX], q[PATH_MAX + 16], buf[2048];
+	struct fsbt_tree before, after;
+
+	path_in(p, sizeof(p), c->home, ".local");
+	mkdir_ok(p);
+	path_in(p, sizeof(p), c->home, ".local/share");
+	mkdir_ok(p);
+	mkdir_ok(path_in(else_dir, sizeof(else_dir), c->dir, "elsewhere"));
+	mkdir_ok(path_in(q, sizeof(q), else_dir, "files"));
+	mkdir_ok(path_in(q, sizeof(q), else_dir, "info"));
+	assert_int_equal(fsbt_tree_snap(else_dir, &before), 0);
+	trash_dir(c, trash, sizeof(trash), "");
+	trash[strlen(trash) - 1] = '\0';	/* no trailing slash */
+	assert_int_equal(symlink(else_dir, trash), 0);
+	fsbt_write_file(path_in(p, sizeof(p), c->ws, "doc.txt"), "mine\n");
+	{
+		cJSON *r = hostop(c, "\"operation\":\"delete\",\"path\":\"%s\"", p);
+
+		assert_false(fsbt_ok(r));
+		cJSON_Delete(r);
+	}
+	assert_content(p, "mine\n");
+
+	/* The trash a directory, but files/ and info/ symlinks. */
+	assert_int_equal(unlink(trash), 0);
+	mkdir_ok(trash);
+	path_in(q, sizeof(q), else_dir, "files");
+	trash_dir(c, buf, sizeof(buf), "files");
+	assert_int_equal(symlink(q, buf), 0);
+	path_in(q, sizeof(q), else_dir, "info");
+	trash_dir(c, buf, sizeof(buf), "info");
+	assert_int_equal(symlink(q, buf), 0);
+	{
+		cJSON *r = hostop(c, "\"operation\":\"delete\",\"path\":\"%s\"", p);
+
+		assert_false(fsbt_ok(r));
+		cJSON_Delete(r);
+	}
+	assert_content(p, "mine\n");
+	assert_int_equal(fsbt_tree_snap(else_dir, &after), 0);
+	if (fsbt_tree_diff(&before, &after, FSBT_TREE_MTIME | FSBT_TREE_DIR_MTIME, buf,
+			   sizeof(buf)))
+		fail_msg("the trash was reached through a symlink:\n%s", buf);
+	fsbt_tree_free(&before);
+	fsbt_tree_free(&after);
+}
+
 static void delete_unlink_removes_the_file_and_trashes_nothing(void **state)
 {
 	struct fsbt_core *c = *state;
@@ -468,6 +574,43 @@ static void delete_final_symlink_removes_the_link_not_its_target(void **state)
 	   dlink);
 	assert_absent(dlink);
 	assert_content(in, "f\n");
+}
+
+/* c->dir/outside/{keep.txt}: a directory no pack lets a command change. */
+static void make_outside(const struct fsbt_core *c, char *out, size_t size)
+{
+	char p[PATH_MAX + 16];
+
+	path_in(out, size, c->dir, "outside");
+	mkdir_ok(out);
+	fsbt_write_file(path_in(p, sizeof(p), out, "keep.txt"), "outside\n");
+}
+
+static void delete_recursive_does_not_follow_symlinks_inside_the_tree(void **state)
+{
+	struct fsbt_core *c = *state;
+	char out[PATH_MAX], t[PATH_MAX], p[PATH_MAX + 32], buf[4096];
+	struct fsbt_tree before, after;
+
+	make_outside(c, out, sizeof(out));
+	assert_int_equal(fsbt_tree_snap(out, &before), 0);
+	for (int trash = 0; trash < 2; trash++) {
+		make_tree(path_in(t, sizeof(t), c->ws, trash ? "ttree" : "utree"));
+		assert_int_equal(symlink(out, path_in(p, sizeof(p), t, "sub/to-outside")), 0);
+		assert_int_equal(symlink("../../outside/keep.txt",
+					 path_in(p, sizeof(p), t, "keep-link")), 0);
+		OK(c, "\"operation\":\"delete\",\"path\":\"%s\",\"recursive\":true,"
+		      "\"deleteMode\":\"%s\"",
+		   t, trash ? "trash" : "unlink");
+		assert_absent(t);
+	}
+	assert_int_equal(fsbt_tree_snap(out, &after), 0);
+	if (fsbt_tree_diff(&before, &after, FSBT_TREE_MTIME | FSBT_TREE_DIR_MTIME |
+						    FSBT_TREE_CTIME | FSBT_TREE_NLINK,
+			   buf, sizeof(buf)))
+		fail_msg("a recursive delete reached through a symlink:\n%s", buf);
+	fsbt_tree_free(&before);
+	fsbt_tree_free(&after);
 }
 
 static void delete_directory_holding_a_denied_entry_is_refused_whole(void **state)
@@ -799,6 +942,51 @@ static void rename_directory_with_an_entry_denied_under_its_new_name_is_refused(
 	assert_content(denied, "K=1\n");
 }
 
+/* rename(2) replaces a symlink at `to`, never what it points to. */
+static void rename_onto_a_symlink_replaces_the_link_not_its_target(void **state)
+{
+	struct fsbt_core *c = *state;
+	char out[PATH_MAX], keep[PATH_MAX + 16], a[PATH_MAX], l[PATH_MAX];
+
+	make_outside(c, out, sizeof(out));
+	path_in(keep, sizeof(keep), out, "keep.txt");
+	fsbt_write_file(path_in(a, sizeof(a), c->ws, "mine.txt"), "mine\n");
+	assert_int_equal(symlink(keep, path_in(l, sizeof(l), c->ws, "l")), 0);
+	OK(c, "\"operation\":\"rename\",\"from\":\"%s\",\"to\":\"%s\"", a, l);
+	assert_true(S_ISREG(lmode(l)));
+	assert_content(l, "mine\n");
+	assert_content(keep, "outside\n");
+	assert_absent(a);
+}
+
+/*
+ * rename(2) of a directory onto a symlink fails (ENOTDIR), and nothing
+ * changes: the cycle must not hold paths that restore cannot handle. It
+ * used to journal the directory's entries under the symlink's name
+ * (t/x), which restore then skipped ("a directory on the way to it is a
+ * symlink now") and exited 1 for a turn that changed nothing.
+ */
+static void rename_of_a_directory_onto_a_symlink_fails_and_leaves_a_clean_cycle(void **state)
+{
+	struct fsbt_core *c = *state;
+	char d[PATH_MAX], t[PATH_MAX], x[PATH_MAX + 16], f[PATH_MAX];
+
+	fsbt_write_file(path_in(f, sizeof(f), c->ws, "tt"), "tt\n");
+	assert_int_equal(symlink("tt", path_in(t, sizeof(t), c->ws, "t")), 0);
+	mkdir_ok(path_in(d, sizeof(d), c->ws, "D"));
+	fsbt_write_file(path_in(x, sizeof(x), d, "x"), "x\n");
+	FAILS(c, "ENOTDIR", "\"operation\":\"rename\",\"from\":\"%s\",\"to\":\"%s\"", d, t);
+	assert_true(S_ISLNK(lmode(t)));
+	assert_content(x, "x\n");
+	/* A change elsewhere, so that the turn has a cycle to restore. */
+	OK(c, "\"operation\":\"chmod\",\"path\":\"%s\",\"mode\":\"0600\"", f);
+	commit(c);
+	assert_int_equal(restore_last(c), 0);
+	assert_int_equal(lmode(f) & 07777, 0644);
+	assert_true(S_ISLNK(lmode(t)));
+	assert_content(x, "x\n");
+}
+
 static void rename_missing_source_is_enoent(void **state)
 {
 	struct fsbt_core *c = *state;
@@ -841,12 +1029,12 @@ static int teardown_mount(void **state)
 	return teardown(state);
 }
 
-/* A tmpfs at ws/mnt, or a skip. */
-static void mount_tmpfs(const struct fsbt_core *c)
+/* A tmpfs at ws/<rel> (ws/mnt when NULL), or a skip. */
+static void mount_tmpfs_at(const struct fsbt_core *c, const char *rel)
 {
 	struct stat a, b;
 
-	mkdir_ok(path_in(mnt_path, sizeof(mnt_path), c->ws, "mnt"));
+	mkdir_ok(path_in(mnt_path, sizeof(mnt_path), c->ws, rel != NULL ? rel : "mnt"));
 	if (mount("fsbt", mnt_path, "tmpfs", 0, "size=4m,mode=0755") < 0) {
 		int err = errno;
 
@@ -858,6 +1046,55 @@ static void mount_tmpfs(const struct fsbt_core *c)
 	assert_int_equal(stat(c->ws, &a), 0);
 	assert_int_equal(stat(mnt_path, &b), 0);
 	assert_true(a.st_dev != b.st_dev);
+}
+
+static void mount_tmpfs(const struct fsbt_core *c)
+{
+	mount_tmpfs_at(c, NULL);
+}
+
+/* A tree with another filesystem mounted inside: a recursive operation
+ * does not reach into it, and refuses before changing anything. */
+static void recursive_ops_stop_at_a_mount_inside_the_tree(void **state)
+{
+	struct fsbt_core *c = *state;
+	char t[PATH_MAX], p[PATH_MAX + 32], to[PATH_MAX], buf[4096];
+	struct fsbt_tree before, after;
+	cJSON *r;
+
+	make_tree(path_in(t, sizeof(t), c->ws, "tree"));
+	mount_tmpfs_at(c, "tree/sub/mnt");
+	fsbt_write_file(path_in(p, sizeof(p), mnt_path, "on-the-mount"), "mounted\n");
+	assert_int_equal(fsbt_tree_snap(t, &before), 0);
+	/* (A rename is left out: the mount would move with the directory,
+	 * which the kernel allows and which destroys nothing.) */
+	for (int i = 0; i < 3; i++) {
+		static const char *const ops[] = {
+			"\"operation\":\"delete\",\"path\":\"%s\",\"recursive\":true,"
+			"\"deleteMode\":\"unlink\"",
+			"\"operation\":\"delete\",\"path\":\"%s\",\"recursive\":true",
+			"\"operation\":\"copy\",\"from\":\"%s\",\"to\":\"%s\",\"recursive\":true",
+		};
+		char fields[512];
+
+		path_in(to, sizeof(to), c->ws, "elsewhere");
+		snprintf(fields, sizeof(fields), ops[i], t, to);
+		r = hostop(c, "%s", fields);
+		if (fsbt_ok(r)) {
+			char *s = cJSON_PrintUnformatted(r);
+
+			fail_msg("a recursive operation on a tree holding a mount succeeded: %s", s);
+		}
+		cJSON_Delete(r);
+		assert_absent(to);
+		assert_int_equal(fsbt_tree_snap(t, &after), 0);
+		if (fsbt_tree_diff(&before, &after, FSBT_TREE_MTIME | FSBT_TREE_DIR_MTIME, buf,
+				   sizeof(buf)))
+			fail_msg("a refused operation changed the tree:\n%s", buf);
+		fsbt_tree_free(&after);
+	}
+	fsbt_tree_free(&before);
+	assert_content(p, "mounted\n");
 }
 
 static void rename_across_filesystems_is_exdev(void **state)
@@ -902,6 +1139,51 @@ static void delete_trash_on_another_filesystem_uses_its_top_directory(void **sta
 	assert_trashinfo(info, "away.txt");
 	trash_dir(c, home, sizeof(home), "files/away.txt");
 	assert_absent(home);
+
+	/* A sticky $topdir/.Trash: the user's directory in it. */
+	snprintf(info, sizeof(info), "%s/.Trash", mnt_path);
+	assert_int_equal(mkdir(info, 01777), 0);
+	assert_int_equal(chmod(info, 01777), 0);
+	fsbt_write_file(f, "away again\n");
+	r = hostop(c, "\"operation\":\"delete\",\"path\":\"%s\"", f);
+	expect_ok(r, true);
+	snprintf(files, sizeof(files), "%s/.Trash/%u/files/away.txt", mnt_path,
+		 (unsigned)getuid());
+	assert_string_equal(fsbt_str(r, "trashedTo"), files);
+	cJSON_Delete(r);
+	assert_content(files, "away again\n");
+	snprintf(info, sizeof(info), "%s/.Trash/%u/info/away.txt.trashinfo", mnt_path,
+		 (unsigned)getuid());
+	assert_trashinfo(info, "away.txt");
+
+	/* Not sticky, or a symlink: not used; $topdir/.Trash-$uid is. */
+	snprintf(info, sizeof(info), "%s/.Trash", mnt_path);
+	assert_int_equal(chmod(info, 0777), 0);
+	fsbt_write_file(f, "third time\n");
+	r = hostop(c, "\"operation\":\"delete\",\"path\":\"%s\"", f);
+	expect_ok(r, true);
+	snprintf(files, sizeof(files), "%s/.Trash-%u/files/away.txt.2", mnt_path,
+		 (unsigned)getuid());
+	assert_string_equal(fsbt_str(r, "trashedTo"), files);
+	cJSON_Delete(r);
+	snprintf(files, sizeof(files), "%s/.Trash/%u/files/away.txt.2", mnt_path,
+		 (unsigned)getuid());
+	assert_absent(files);
+	/* A symlink to a sticky directory. */
+	assert_int_equal(rename(info, path_in(home, sizeof(home), mnt_path, "old-trash")), 0);
+	assert_int_equal(mkdir(path_in(home, sizeof(home), mnt_path, "sticky"), 01777), 0);
+	assert_int_equal(chmod(home, 01777), 0);
+	assert_int_equal(symlink("sticky", info), 0);
+	fsbt_write_file(f, "fourth time\n");
+	r = hostop(c, "\"operation\":\"delete\",\"path\":\"%s\"", f);
+	expect_ok(r, true);
+	snprintf(files, sizeof(files), "%s/.Trash-%u/files/away.txt.3", mnt_path,
+		 (unsigned)getuid());
+	assert_string_equal(fsbt_str(r, "trashedTo"), files);
+	cJSON_Delete(r);
+	assert_content(files, "fourth time\n");
+	snprintf(files, sizeof(files), "%s/sticky/%u", mnt_path, (unsigned)getuid());
+	assert_absent(files);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -1041,6 +1323,57 @@ static void copy_onto_an_existing_directory_is_eexist_and_a_file_onto_one_is_eis
 	fsbt_write_file(path_in(f, sizeof(f), c->ws, "plain.txt"), "plain\n");
 	FAILS(c, "EISDIR", "\"operation\":\"copy\",\"from\":\"%s\",\"to\":\"%s\"", f, b);
 	assert_absent(path_in(p, sizeof(p), b, "plain.txt"));
+}
+
+/* `to` is its parent's real path and the final name: a symlink there is
+ * not written through to a file no pack lets a command change. */
+static void copy_onto_a_symlink_never_writes_its_target(void **state)
+{
+	struct fsbt_core *c = *state;
+	char out[PATH_MAX], keep[PATH_MAX + 16], a[PATH_MAX], l[PATH_MAX];
+	struct stat before, after;
+	cJSON *r;
+
+	make_outside(c, out, sizeof(out));
+	path_in(keep, sizeof(keep), out, "keep.txt");
+	assert_int_equal(lstat(keep, &before), 0);
+	fsbt_write_file(path_in(a, sizeof(a), c->ws, "mine.txt"), "mine\n");
+	assert_int_equal(symlink(keep, path_in(l, sizeof(l), c->ws, "l")), 0);
+	r = hostop(c, "\"operation\":\"copy\",\"from\":\"%s\",\"to\":\"%s\"", a, l);
+	if (fsbt_ok(r)) {
+		/* Done on the name: the link is replaced by the copy. */
+		expect_ok(r, true);
+		assert_true(S_ISREG(lmode(l)));
+		assert_content(l, "mine\n");
+	} else {
+		assert_true(S_ISLNK(lmode(l)));
+	}
+	cJSON_Delete(r);
+	assert_content(keep, "outside\n");
+	assert_int_equal(lstat(keep, &after), 0);
+	assert_true(before.st_ctim.tv_sec == after.st_ctim.tv_sec &&
+		    before.st_ctim.tv_nsec == after.st_ctim.tv_nsec);
+}
+
+/* cp refuses to copy a file onto itself: truncating the target would
+ * empty the source. */
+static void copy_of_a_file_onto_itself_keeps_its_content(void **state)
+{
+	struct fsbt_core *c = *state;
+	char a[PATH_MAX], l[PATH_MAX];
+	cJSON *r;
+
+	fsbt_write_file(path_in(a, sizeof(a), c->ws, "same.txt"), "keep this\n");
+	assert_int_equal(symlink("same.txt", path_in(l, sizeof(l), c->ws, "same-link")), 0);
+	r = hostop(c, "\"operation\":\"copy\",\"from\":\"%s\",\"to\":\"%s\"", a, a);
+	assert_false(fsbt_ok(r));
+	cJSON_Delete(r);
+	assert_content(a, "keep this\n");
+	/* The same file through a symlink. */
+	r = hostop(c, "\"operation\":\"copy\",\"from\":\"%s\",\"to\":\"%s\"", l, a);
+	assert_false(fsbt_ok(r));
+	cJSON_Delete(r);
+	assert_content(a, "keep this\n");
 }
 
 static void copy_missing_source_is_enoent(void **state)
@@ -1318,6 +1651,155 @@ static void non_utf8_name_is_deleted_through_path_bytes(void **state)
 	assert_int_equal(lmode(raw) & 07777, 0600);
 }
 
+/* Percent-decode `s` into `out` (as the trash specification encodes). */
+static void percent_decode(const char *s, char *out, size_t size)
+{
+	size_t n = 0;
+
+	for (; *s != '\0' && n + 1 < size; s++) {
+		unsigned v;
+
+		if (*s == '%' && sscanf(s + 1, "%2x", &v) == 1) {
+			out[n++] = (char)v;
+			s += 2;
+		} else {
+			out[n++] = *s;
+		}
+	}
+	out[n] = '\0';
+}
+
+static void trash_of_a_non_utf8_name_encodes_its_trashinfo_path(void **state)
+{
+	struct fsbt_core *c = *state;
+	char raw[PATH_MAX], enc[PATH_MAX], files[PATH_MAX], info[PATH_MAX], got[PATH_MAX];
+	char *text, *line;
+	cJSON *r;
+
+	snprintf(raw, sizeof(raw), "%s/caf\xe9 100%%", c->ws);
+	fsbt_write_file(raw, "latin-1\n");
+	snprintf(enc, sizeof(enc), "%s/caf%%E9%%20100%%25", c->ws);
+	r = hostop(c, "\"operation\":\"delete\",\"pathBytes\":\"%s\"", enc);
+	expect_ok(r, true);
+	assert_absent(raw);
+	/* The reply names the trashed path in its …Bytes form too. */
+	trash_dir(c, files, sizeof(files), "files/caf\xe9 100%");
+	percent_decode(fsbt_str(r, "trashedToBytes"), got, sizeof(got));
+	if (strcmp(got, files) != 0) {
+		char *s = cJSON_PrintUnformatted(r);
+
+		fail_msg("trashedToBytes should decode to the trashed path: %s", s);
+	}
+	cJSON_Delete(r);
+	assert_content(files, "latin-1\n");
+	/* Path= is percent-encoded: no raw byte above 0x7f, no space, and it
+	 * decodes to the path deleted. */
+	trash_dir(c, info, sizeof(info), "info/caf\xe9 100%.trashinfo");
+	text = fsbt_read_file(info, NULL);
+	assert_non_null(text);
+	line = strstr(text, "\nPath=");
+	assert_non_null(line);
+	line += 6;
+	line[strcspn(line, "\n")] = '\0';
+	for (const char *q = line; *q; q++)
+		if ((unsigned char)*q > 0x7e || *q == ' ')
+			fail_msg("Path=%s holds a byte that is not percent-encoded", line);
+	percent_decode(line, got, sizeof(got));
+	assert_string_equal(got, raw);
+	free(text);
+}
+
+/* A name holding a newline cannot add a line to its .trashinfo. */
+static void trash_of_a_name_with_a_newline_keeps_its_trashinfo_one_path(void **state)
+{
+	struct fsbt_core *c = *state;
+	char raw[PATH_MAX], info[PATH_MAX], got[PATH_MAX];
+	char *text, *save = NULL;
+	int paths = 0;
+
+	snprintf(raw, sizeof(raw), "%s/evil\nPath=injected", c->ws);
+	fsbt_write_file(raw, "x\n");
+	OK(c, "\"operation\":\"delete\",\"path\":\"%s/evil\\nPath=injected\"", c->ws);
+	assert_absent(raw);
+	trash_dir(c, info, sizeof(info), "info/evil\nPath=injected.trashinfo");
+	text = fsbt_read_file(info, NULL);
+	assert_non_null(text);
+	for (char *line = strtok_r(text, "\n", &save); line != NULL;
+	     line = strtok_r(NULL, "\n", &save)) {
+		if (!fsbt_starts(line, "Path="))
+			continue;
+		paths++;
+		percent_decode(line + 5, got, sizeof(got));
+		assert_string_equal(got, raw);
+	}
+	assert_int_equal(paths, 1);
+	free(text);
+}
+
+/* A change elsewhere in home waits for the user (the default pack's
+ * ask.modify): refused with a prompt block, done once approved. */
+static void touch_in_home_waits_for_approval_and_runs_once_approved(void **state)
+{
+	struct fsbt_core *c = *state;
+	char f[PATH_MAX], blk[64];
+	cJSON *r;
+
+	path_in(f, sizeof(f), c->home, "notes.txt");
+	r = hostop(c, "\"operation\":\"touch\",\"path\":\"%s\"", f);
+	expect_denied(r);
+	assert_string_equal(fsbt_str(r, "rule"), "ask.modify ~/**");
+	snprintf(blk, sizeof(blk), "%s", fsbt_str(r, "blockId"));
+	assert_true(blk[0] != '\0');
+	cJSON_Delete(r);
+	assert_absent(f);
+	r = fsbt_control_cmd(c, "Approve", "\"blockId\":\"%s\",\"scope\":\"once\"", blk);
+	assert_true(fsbt_ok(r));
+	cJSON_Delete(r);
+	OK(c, "\"operation\":\"touch\",\"path\":\"%s\"", f);
+	assert_true(S_ISREG(lmode(f)));
+}
+
+/* The backup of what an operation destroys is over the size limit, and the
+ * default pack says ask (treated as deny): the operation does not happen. */
+static void operation_whose_backup_fails_does_not_happen(void **state)
+{
+	struct fsbt_core *c = *state;
+	size_t big = 2u << 20, len = 0;
+	char *data = malloc(big + 1), *after;
+	char bigp[PATH_MAX], small[PATH_MAX], files[PATH_MAX];
+	cJSON *r;
+
+	assert_non_null(data);
+	memset(data, 'z', big);
+	data[big] = '\0';
+	fsbt_write_file(path_in(bigp, sizeof(bigp), c->ws, "big.bin"), data);
+	fsbt_write_file(path_in(small, sizeof(small), c->ws, "small.txt"), "small\n");
+	r = fsbt_control_cmd(c, "EnableModifyBackup", "\"enabled\":true,\"fileBackupMaxSizeMB\":1");
+	assert_true(fsbt_ok(r));
+	cJSON_Delete(r);
+
+	r = hostop(c, "\"operation\":\"delete\",\"path\":\"%s\",\"deleteMode\":\"unlink\"", bigp);
+	if (fsbt_ok(r)) {
+		cJSON_Delete(r);
+		free(data);
+		/* A reflink costs no space, so no limit applies. */
+		fsbt_skip("the workspace's filesystem makes reflinks: the size limit does not apply");
+	}
+	expect_errno(r, "EFBIG");
+	cJSON_Delete(r);
+	FAILS(c, "EFBIG", "\"operation\":\"delete\",\"path\":\"%s\"", bigp);
+	FAILS(c, "EFBIG", "\"operation\":\"rename\",\"from\":\"%s\",\"to\":\"%s\"", small, bigp);
+	FAILS(c, "EFBIG", "\"operation\":\"copy\",\"from\":\"%s\",\"to\":\"%s\"", small, bigp);
+	assert_content(small, "small\n");
+	after = fsbt_read_file(bigp, &len);
+	assert_int_equal(len, big);
+	assert_memory_equal(after, data, big);
+	free(after);
+	free(data);
+	trash_dir(c, files, sizeof(files), "files/big.bin");
+	assert_absent(files);
+}
+
 /* ------------------------------------------------------------------------ */
 /* Restore */
 
@@ -1389,12 +1871,77 @@ static void restore_after_a_series_of_host_ops_puts_everything_back(void **state
 	fsbt_tree_free(&after);
 }
 
+/* restore --tool-call undoes what one tool call's host operations did and
+ * leaves the others' alone. */
+static void restore_of_one_tool_call_undoes_only_its_host_ops(void **state)
+{
+	struct fsbt_core *c = *state;
+	char a[PATH_MAX], b[PATH_MAX], n[PATH_MAX], *out = NULL;
+	int status;
+	cJSON *r;
+
+	write_mode(path_in(a, sizeof(a), c->ws, "a.txt"), "a before\n", 0644);
+	write_mode(path_in(b, sizeof(b), c->ws, "b.txt"), "b before\n", 0644);
+	r = hostop_tc(c, "tc-A", "\"operation\":\"chmod\",\"path\":\"%s\",\"mode\":\"0600\"", a);
+	expect_ok(r, true);
+	cJSON_Delete(r);
+	r = hostop_tc(c, "tc-A", "\"operation\":\"touch\",\"path\":\"%s\"",
+		      path_in(n, sizeof(n), c->ws, "made-by-A"));
+	expect_ok(r, true);
+	cJSON_Delete(r);
+	r = hostop_tc(c, "tc-B", "\"operation\":\"delete\",\"path\":\"%s\",\"deleteMode\":\"unlink\"",
+		      b);
+	expect_ok(r, true);
+	cJSON_Delete(r);
+	commit(c);
+	status = fsbt_run((char *[]){ (char *)fsbt_binary(), "backup", "restore", "--last",
+				      "--tool-call", "tc-A", "--state-dir", c->state, "--session",
+				      c->session, NULL },
+			  &out);
+	if (status != 0)
+		fprintf(stderr, "# restore --tool-call tc-A said:\n%s", out);
+	free(out);
+	assert_int_equal(status, 0);
+	assert_int_equal(lmode(a) & 07777, 0644);
+	assert_absent(n);
+	/* tc-B's delete stays. */
+	assert_absent(b);
+}
+
+/* Host operations are audited in the session's hash-chained log, and the
+ * chain still verifies after them. */
+static void host_ops_keep_the_audit_chain_verifiable(void **state)
+{
+	struct fsbt_core *c = *state;
+	char p[PATH_MAX], q[PATH_MAX], audit[PATH_MAX + 160], *log, *out = NULL;
+	int status;
+
+	fsbt_write_file(path_in(p, sizeof(p), c->ws, "x.txt"), "x\n");
+	OK(c, "\"operation\":\"rename\",\"from\":\"%s\",\"to\":\"%s\"", p,
+	   path_in(q, sizeof(q), c->ws, "y.txt"));
+	DENIED(c, "\"operation\":\"delete\",\"path\":\"%s/.ssh/id_ed25519\"", c->home);
+	FAILS(c, "ENOENT", "\"operation\":\"chmod\",\"path\":\"%s\",\"mode\":\"0600\"", p);
+	snprintf(audit, sizeof(audit), "%s/audit/%s.jsonl", c->state, c->session);
+	log = fsbt_read_file(audit, NULL);
+	assert_non_null(log);
+	assert_non_null(strstr(log, "y.txt"));
+	assert_non_null(strstr(log, "id_ed25519"));
+	free(log);
+	status = fsbt_run((char *[]){ (char *)fsbt_binary(), "audit", "verify", audit, NULL }, &out);
+	if (status != 0)
+		fprintf(stderr, "# audit verify said:\n%s", out);
+	free(out);
+	assert_int_equal(status, 0);
+}
+
 int main(void)
 {
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
 #define TM(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown_mount)
 	const struct CMUnitTest tests[] = {
 		T(delete_trash_moves_the_file_to_the_home_trash_with_its_trashinfo),
+		T(delete_trash_never_replaces_an_orphan_in_the_trash),
+		T(trash_never_goes_through_a_symlink),
 		T(delete_unlink_removes_the_file_and_trashes_nothing),
 		T(delete_empty_directory_needs_no_recursive),
 		T(delete_nonempty_directory_without_recursive_is_enotempty_and_untouched),
@@ -1402,6 +1949,7 @@ int main(void)
 		T(delete_recursive_trash_moves_the_whole_tree),
 		T(delete_missing_is_enoent_and_force_makes_it_a_no_change_success),
 		T(delete_final_symlink_removes_the_link_not_its_target),
+		T(delete_recursive_does_not_follow_symlinks_inside_the_tree),
 		T(delete_directory_holding_a_denied_entry_is_refused_whole),
 		T(delete_outside_policy_is_refused_and_the_file_stays),
 		TM(delete_trash_on_another_filesystem_uses_its_top_directory),
@@ -1415,8 +1963,11 @@ int main(void)
 		T(rename_moves_a_directory_with_its_content),
 		T(rename_of_git_dir_either_way_is_refused),
 		T(rename_directory_with_an_entry_denied_under_its_new_name_is_refused),
+		T(rename_onto_a_symlink_replaces_the_link_not_its_target),
+		T(rename_of_a_directory_onto_a_symlink_fails_and_leaves_a_clean_cycle),
 		T(rename_missing_source_is_enoent),
 		TM(rename_across_filesystems_is_exdev),
+		TM(recursive_ops_stop_at_a_mount_inside_the_tree),
 		T(rename_of_a_symlink_moves_the_link),
 		T(copy_file_copies_content_and_mode),
 		T(copy_over_a_file_backs_it_up_first),
@@ -1424,6 +1975,8 @@ int main(void)
 		T(copy_recursive_copies_symlinks_and_fifos_as_such),
 		T(copy_tree_with_a_denied_entry_is_refused_and_copies_nothing),
 		T(copy_onto_an_existing_directory_is_eexist_and_a_file_onto_one_is_eisdir),
+		T(copy_onto_a_symlink_never_writes_its_target),
+		T(copy_of_a_file_onto_itself_keeps_its_content),
 		T(copy_missing_source_is_enoent),
 		T(copy_tree_with_a_socket_is_eperm_and_copies_nothing),
 		T(chmod_sets_the_permission_bits),
@@ -1437,7 +1990,13 @@ int main(void)
 		T(touch_existing_sets_the_times_and_keeps_the_content),
 		T(touch_new_creates_an_empty_file),
 		T(non_utf8_name_is_deleted_through_path_bytes),
+		T(trash_of_a_non_utf8_name_encodes_its_trashinfo_path),
+		T(trash_of_a_name_with_a_newline_keeps_its_trashinfo_one_path),
+		T(touch_in_home_waits_for_approval_and_runs_once_approved),
+		T(operation_whose_backup_fails_does_not_happen),
 		T(restore_after_a_series_of_host_ops_puts_everything_back),
+		T(restore_of_one_tool_call_undoes_only_its_host_ops),
+		T(host_ops_keep_the_audit_chain_verifiable),
 	};
 
 	/* The core inherits the umask; mkdir and touch results depend on it. */

@@ -1,0 +1,296 @@
+/*
+ * test_hostop_regressions.c — host operations, one test per defect a
+ * review found: each failed before its fix.
+ */
+#include "harness.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static void path_in(char *out, size_t size, const char *dir, const char *name)
+{
+	snprintf(out, size, "%s/%s", dir, name);
+}
+
+/* One host operation on a fresh connection; the reply (never NULL). */
+static cJSON *__attribute__((format(printf, 2, 3)))
+op(const struct fsbt_core *c, const char *fmt, ...)
+{
+	char *inner = NULL, *line = NULL;
+	int fd = fsbt_connect(c);
+	va_list ap;
+	cJSON *r;
+
+	assert_true(fd >= 0);
+	va_start(ap, fmt);
+	assert_true(vasprintf(&inner, fmt, ap) > 0);
+	va_end(ap);
+	assert_true(asprintf(&line, "{\"command\":\"HostFileOperation\",\"sessionId\":\"%s\",%s}",
+			     c->session, inner) > 0);
+	r = fsbt_hostop(fd, line);
+	if (r == NULL)
+		fail_msg("no reply to %s", line);
+	free(inner);
+	free(line);
+	fsbt_close(fd);
+	return r;
+}
+
+static void commit_and_restore(struct fsbt_core *c, int want_status)
+{
+	char *out = NULL;
+	cJSON *r = fsbt_control_cmd(c, "CommitModifyBackup", "\"commitMsg\":\"turn\"");
+	int status;
+
+	assert_true(fsbt_ok(r));
+	cJSON_Delete(r);
+	status = fsbt_run((char *[]){ (char *)fsbt_binary(), "backup", "restore", "--last",
+				      "--state-dir", c->state, "--session", c->session, NULL },
+			  &out);
+	if (status != want_status)
+		fail_msg("restore exited 0x%x, expected %d:\n%s", (unsigned)status, want_status,
+			 out ? out : "");
+	free(out);
+}
+
+static bool exists(const char *path)
+{
+	struct stat st;
+
+	return lstat(path, &st) == 0;
+}
+
+/*
+ * A file under the pack's backup.skip (${tmp}) trashed, then the turn
+ * restored: restore cannot bring it back from the store, so it must not
+ * take it out of the trash either — the trash holds the only copy.
+ */
+static void restore_keeps_the_only_copy_of_a_trashed_file_without_backup(void **state)
+{
+	struct fsbt_core *c = *state;
+	char f[PATH_MAX + 16], trashed[PATH_MAX];
+	cJSON *r;
+
+	path_in(f, sizeof(f), c->tmp, "keep.txt");
+	fsbt_write_file(f, "only copy\n");
+	r = op(c, "\"operation\":\"delete\",\"path\":\"%s\"", f);
+	assert_true(fsbt_ok(r));
+	snprintf(trashed, sizeof(trashed), "%s", fsbt_str(r, "trashedTo"));
+	cJSON_Delete(r);
+	assert_true(exists(trashed));
+	/* Nothing it can restore: it says so (exit 1), and removes nothing. */
+	commit_and_restore(c, 1 << 8);
+	assert_true(exists(trashed));
+}
+
+/* The same for a directory renamed under ${tmp}: its file stays at the new name. */
+static void restore_keeps_a_moved_file_without_backup_where_it_went(void **state)
+{
+	struct fsbt_core *c = *state;
+	char d[PATH_MAX + 16], e[PATH_MAX + 16], f[PATH_MAX + 32], moved[PATH_MAX + 32];
+	cJSON *r;
+
+	path_in(d, sizeof(d), c->tmp, "d");
+	path_in(e, sizeof(e), c->tmp, "e");
+	assert_int_equal(mkdir(d, 0755), 0);
+	path_in(f, sizeof(f), d, "data");
+	fsbt_write_file(f, "data\n");
+	r = op(c, "\"operation\":\"rename\",\"from\":\"%s\",\"to\":\"%s\"", d, e);
+	assert_true(fsbt_ok(r));
+	cJSON_Delete(r);
+	commit_and_restore(c, 1 << 8);
+	path_in(moved, sizeof(moved), e, "data");
+	assert_true(exists(moved) || exists(f));
+}
+
+/*
+ * Entries that each need approval: approving each block once in turn and
+ * sending the same request again gets through. Each retry used to use up
+ * the earlier approvals and ask again, for ever.
+ */
+static void approving_each_entry_once_lets_a_recursive_delete_through(void **state)
+{
+	struct fsbt_core *c = *state;
+	char d[PATH_MAX + 16], f[PATH_MAX + 32];
+	int rounds = 0;
+	cJSON *r;
+
+	path_in(d, sizeof(d), c->home, "proj");
+	assert_int_equal(mkdir(d, 0755), 0);
+	path_in(f, sizeof(f), d, "s");
+	fsbt_write_file(f, "s\n");
+	path_in(f, sizeof(f), d, "t");
+	fsbt_write_file(f, "t\n");
+	for (;;) {
+		r = op(c, "\"operation\":\"delete\",\"path\":\"%s\",\"recursive\":true,"
+		       "\"deleteMode\":\"unlink\"", d);
+		if (fsbt_ok(r)) {
+			cJSON_Delete(r);
+			break;
+		}
+		assert_string_equal(fsbt_str(r, "errno"), "EACCES");
+		assert_true(fsbt_str(r, "blockId")[0] != '\0');
+		if (++rounds > 3)
+			fail_msg("still asking after approving %d blocks (three paths)", rounds);
+		cJSON_Delete(fsbt_control_cmd(c, "Approve", "\"blockId\":\"%s\",\"scope\":\"once\"",
+					      fsbt_str(r, "blockId")));
+		cJSON_Delete(r);
+	}
+	assert_int_equal(rounds, 3);
+	assert_false(exists(d));
+}
+
+/* mkdir -p through a symlink whose target is missing: refused, and the
+ * symlink survives a restore (it was journaled as absent, and removed). */
+static void mkdir_parents_through_a_dangling_symlink_leaves_it_alone(void **state)
+{
+	struct fsbt_core *c = *state;
+	char l[PATH_MAX + 16], x[PATH_MAX + 32], other[PATH_MAX + 16];
+	cJSON *r;
+
+	path_in(l, sizeof(l), c->ws, "dang");
+	assert_int_equal(symlink("missing-target", l), 0);
+	snprintf(x, sizeof(x), "%s/x", l);
+	r = op(c, "\"operation\":\"mkdir\",\"path\":\"%s\",\"recursive\":true", x);
+	assert_false(fsbt_ok(r));
+	assert_string_equal(fsbt_str(r, "errno"), "EEXIST");
+	cJSON_Delete(r);
+	/* Something else, so that the turn has a cycle. */
+	path_in(other, sizeof(other), c->ws, "other");
+	r = op(c, "\"operation\":\"touch\",\"path\":\"%s\"", other);
+	assert_true(fsbt_ok(r));
+	cJSON_Delete(r);
+	commit_and_restore(c, 0);
+	assert_true(exists(l));
+	assert_false(exists(other));
+}
+
+/* A recursive delete of a tree with a mount inside: refused before
+ * anything is removed, the mounted files untouched. */
+static void recursive_delete_does_not_cross_a_mount_point(void **state)
+{
+	struct fsbt_core *c = *state;
+	char d[PATH_MAX + 16], m[PATH_MAX + 32], keep[PATH_MAX + 48], mine[PATH_MAX + 32];
+	cJSON *r;
+
+	path_in(d, sizeof(d), c->ws, "d");
+	assert_int_equal(mkdir(d, 0755), 0);
+	path_in(mine, sizeof(mine), d, "mine");
+	fsbt_write_file(mine, "mine\n");
+	path_in(m, sizeof(m), d, "m");
+	assert_int_equal(mkdir(m, 0755), 0);
+	if (mount("fsbt", m, "tmpfs", 0, "size=64k") < 0) {
+		fsbt_skip("cannot mount a tmpfs on %s: %s", m, strerror(errno));
+		return;
+	}
+	path_in(keep, sizeof(keep), m, "keep");
+	fsbt_write_file(keep, "keep\n");
+	r = op(c, "\"operation\":\"delete\",\"path\":\"%s\",\"recursive\":true,"
+	       "\"deleteMode\":\"unlink\"", d);
+	assert_false(fsbt_ok(r));
+	assert_string_equal(fsbt_str(r, "errno"), "EBUSY");
+	cJSON_Delete(r);
+	assert_true(exists(keep));
+	assert_true(exists(mine));
+	assert_int_equal(umount2(m, MNT_DETACH), 0);
+}
+
+/* An entry in Trash/files without its .trashinfo, of the name a delete
+ * would take: passed over, and a restore does not remove it. */
+static void restore_leaves_an_older_trash_entry_of_the_same_name(void **state)
+{
+	struct fsbt_core *c = *state;
+	char files[PATH_MAX + 64], orphan[PATH_MAX + 80], f[PATH_MAX + 16];
+	cJSON *r;
+
+	static const char *const levels[] = { ".local", ".local/share", ".local/share/Trash",
+					      ".local/share/Trash/files" };
+
+	for (size_t i = 0; i < sizeof(levels) / sizeof(levels[0]); i++) {
+		snprintf(files, sizeof(files), "%s/%s", c->home, levels[i]);
+		assert_true(mkdir(files, 0700) == 0 || errno == EEXIST);
+	}
+	path_in(orphan, sizeof(orphan), files, "a");
+	fsbt_write_file(orphan, "older\n");
+	path_in(f, sizeof(f), c->ws, "a");
+	fsbt_write_file(f, "mine\n");
+	r = op(c, "\"operation\":\"delete\",\"path\":\"%s\"", f);
+	assert_true(fsbt_ok(r));
+	assert_string_not_equal(fsbt_str(r, "trashedTo"), orphan);
+	cJSON_Delete(r);
+	commit_and_restore(c, 0);
+	assert_true(exists(orphan));
+	assert_true(exists(f));
+}
+
+/* The audit lines of a successful mkdir -p carry no errno. */
+static void successful_mkdir_parents_is_audited_without_an_errno(void **state)
+{
+	struct fsbt_core *c = *state;
+	char p[PATH_MAX + 16], log[PATH_MAX + 64];
+	char *text, *line, *save = NULL;
+	int seen = 0;
+	cJSON *r;
+
+	snprintf(p, sizeof(p), "%s/p/q/r", c->ws);
+	r = op(c, "\"operation\":\"mkdir\",\"path\":\"%s\",\"recursive\":true", p);
+	assert_true(fsbt_ok(r));
+	cJSON_Delete(r);
+	snprintf(log, sizeof(log), "%s/audit/%s.jsonl", c->state, c->session);
+	text = fsbt_read_file(log, NULL);
+	assert_non_null(text);
+	for (line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		cJSON *o = cJSON_Parse(line);
+
+		if (o != NULL && strcmp(fsbt_str(o, "hostOp"), "mkdir") == 0) {
+			seen++;
+			if (cJSON_HasObjectItem(o, "errno"))
+				fail_msg("audit line of a successful mkdir has an errno: %s", line);
+		}
+		cJSON_Delete(o);
+	}
+	free(text);
+	assert_int_equal(seen, 2);	/* planned, done */
+}
+
+/* Two names of one inode: rename(2) changes nothing, and says so. */
+static void rename_between_two_names_of_one_file_changes_nothing(void **state)
+{
+	struct fsbt_core *c = *state;
+	char a[PATH_MAX + 16], b[PATH_MAX + 16];
+	cJSON *r;
+
+	path_in(a, sizeof(a), c->ws, "a");
+	path_in(b, sizeof(b), c->ws, "b");
+	fsbt_write_file(a, "one\n");
+	assert_int_equal(link(a, b), 0);
+	r = op(c, "\"operation\":\"rename\",\"from\":\"%s\",\"to\":\"%s\"", a, b);
+	assert_true(fsbt_ok(r));
+	assert_true(cJSON_IsFalse(cJSON_GetObjectItem(r, "changed")));
+	cJSON_Delete(r);
+	assert_true(exists(a));
+	assert_true(exists(b));
+}
+
+int main(void)
+{
+#define T(fn) cmocka_unit_test_setup_teardown(fn, fsbt_setup_core, fsbt_teardown_core)
+	const struct CMUnitTest tests[] = {
+		T(restore_keeps_the_only_copy_of_a_trashed_file_without_backup),
+		T(restore_keeps_a_moved_file_without_backup_where_it_went),
+		T(approving_each_entry_once_lets_a_recursive_delete_through),
+		T(mkdir_parents_through_a_dangling_symlink_leaves_it_alone),
+		T(recursive_delete_does_not_cross_a_mount_point),
+		T(restore_leaves_an_older_trash_entry_of_the_same_name),
+		T(successful_mkdir_parents_is_audited_without_an_errno),
+		T(rename_between_two_names_of_one_file_changes_nothing),
+	};
+
+	return fsbt_run_group(tests, NULL, NULL);
+}
