@@ -24,6 +24,7 @@
 #include "op.h"
 #include "backup_object.h"
 #include "proto_json.h"
+#include "xattr.h"
 
 #define RECOVERED_MSG "recovered after an unclean stop"
 
@@ -224,6 +225,70 @@ static bool add_bytes(cJSON *o, const char *name, const char *s)
 	       cJSON_GetObjectItemCaseSensitive(o, alt) != NULL;
 }
 
+/*
+ * The prior state's xattrs (docs/backup-store.md): `xattrs` maps each name
+ * to its value in base64; a name that is not UTF-8 goes, percent-encoded,
+ * into `xattrsBytes` instead. A regular file's are read from the fd being
+ * backed up, the very inode whose content is taken. Anything else is read
+ * by its path, without following a symlink there: a rename racing with it
+ * can pair the path with another file's xattrs, as it can its mode, but
+ * never with another file's content. Nothing is recorded where the
+ * filesystem has no xattrs or they cannot be read: restore then leaves
+ * them as they are. -ENOMEM, or 0.
+ */
+static int add_xattrs(cJSON *p, const struct fsb_backup_req *r)
+{
+	const struct stat *st = r->prior;
+	struct fsb_xattr *v;
+	struct stat fst;
+	cJSON *o, *ob = NULL, *tmp = NULL;
+	bool truncated;
+	size_t n;
+	int fd = -1, rc;
+
+	if (S_ISREG(st->st_mode) && r->fd >= 0 && fstat(r->fd, &fst) == 0 &&
+	    fst.st_dev == st->st_dev && fst.st_ino == st->st_ino)
+		fd = r->fd;
+	rc = fsb_xattr_read(fd, r->resolved, FSB_XATTR_CAP, &v, &n, &truncated);
+	if (rc < 0)
+		return rc == -ENOMEM ? rc : 0;
+	rc = -ENOMEM;
+	o = cJSON_AddObjectToObject(p, "xattrs");
+	if (o == NULL)
+		goto out;
+	for (size_t i = 0; i < n; i++) {
+		char *enc = fsb_base64_encode(v[i].value, v[i].len);
+		const cJSON *key;
+		bool ok;
+
+		if (enc == NULL)
+			goto out;
+		if (fsb_utf8_valid(v[i].name, strlen(v[i].name))) {
+			ok = cJSON_AddStringToObject(o, v[i].name, enc) != NULL;
+		} else {
+			if (ob == NULL)
+				ob = cJSON_AddObjectToObject(p, "xattrsBytes");
+			cJSON_Delete(tmp);
+			tmp = cJSON_CreateObject();
+			if (tmp != NULL)
+				fsb_json_add_path(tmp, "name", v[i].name, true);
+			key = cJSON_GetObjectItemCaseSensitive(tmp, "nameBytes");
+			ok = ob != NULL && key != NULL &&
+			     cJSON_AddStringToObject(ob, key->valuestring, enc) != NULL;
+		}
+		free(enc);
+		if (!ok)
+			goto out;
+	}
+	if (truncated && cJSON_AddTrueToObject(p, "xattrsTruncated") == NULL)
+		goto out;
+	rc = 0;
+out:
+	cJSON_Delete(tmp);
+	fsb_xattr_free(v, n);
+	return rc;
+}
+
 /* The `prior` object of a journal line (docs/backup-store.md). */
 static cJSON *prior_json(const struct fsb_backup_req *r, const struct fsb_backup_result *res)
 {
@@ -265,7 +330,7 @@ static cJSON *prior_json(const struct fsb_backup_req *r, const struct fsb_backup
 		if (t != NULL)
 			ok = add_bytes(p, "target", t);
 	}
-	if (!ok)
+	if (!ok || add_xattrs(p, r) < 0)
 		goto fail;
 	return p;
 
@@ -636,13 +701,21 @@ out:
 int fsb_store_open(const char *state_dir, const char *session, struct fsb_store **out,
 		   char *err, size_t errlen)
 {
+	return fsb_store_open_at(state_dir, session, "modify_backup", out, err, errlen);
+}
+
+int fsb_store_open_at(const char *state_dir, const char *session, const char *name,
+		      struct fsb_store **out, char *err, size_t errlen)
+{
 	struct fsb_store *s;
 	int fd = -1, sess = -1, rc;
 	size_t len;
 
 	if (state_dir == NULL || state_dir[0] == '\0' || session == NULL ||
 	    session[0] == '\0' || strchr(session, '/') != NULL ||
-	    strcmp(session, ".") == 0 || strcmp(session, "..") == 0) {
+	    strcmp(session, ".") == 0 || strcmp(session, "..") == 0 ||
+	    name == NULL || name[0] == '\0' || strchr(name, '/') != NULL ||
+	    strcmp(name, ".") == 0 || strcmp(name, "..") == 0) {
 		snprintf(err, errlen, "invalid state dir or session id for the backup store");
 		return -EINVAL;
 	}
@@ -654,13 +727,13 @@ int fsb_store_open(const char *state_dir, const char *session, struct fsb_store 
 	s->rootfd = s->objfd = s->cycfd = -1;
 	s->c.dirfd = s->c.journal = -1;
 	s->tmpfile_ok = true;
-	len = strlen(state_dir) + strlen(session) + sizeof("/sessions//modify_backup");
+	len = strlen(state_dir) + strlen(session) + strlen(name) + sizeof("/sessions//");
 	s->dir = malloc(len);
 	if (s->dir == NULL) {
 		rc = -ENOMEM;
 		goto fail;
 	}
-	snprintf(s->dir, len, "%s/sessions/%s/modify_backup", state_dir, session);
+	snprintf(s->dir, len, "%s/sessions/%s/%s", state_dir, session, name);
 
 	rc = mkdir_p(state_dir);
 	if (rc < 0)
@@ -679,7 +752,7 @@ int fsb_store_open(const char *state_dir, const char *session, struct fsb_store 
 	if ((rc = open_subdir(fd, session, true)) < 0)
 		goto fail;
 	sess = rc;
-	if ((rc = open_subdir(sess, "modify_backup", true)) < 0)
+	if ((rc = open_subdir(sess, name, true)) < 0)
 		goto fail;
 	s->rootfd = rc;
 	/* One core per store: a second one would seal the first one's live
@@ -688,8 +761,12 @@ int fsb_store_open(const char *state_dir, const char *session, struct fsb_store 
 	if (flock(s->rootfd, LOCK_EX | LOCK_NB) < 0) {
 		rc = errno == EWOULDBLOCK ? -EBUSY : -errno;
 		if (rc == -EBUSY) {
-			snprintf(err, errlen, "the backup store of session %s is in use by "
-				 "another fsbroker core", session);
+			if (strcmp(name, "modify_backup") == 0)
+				snprintf(err, errlen, "the backup store of session %s is in use "
+					 "by another fsbroker core", session);
+			else
+				snprintf(err, errlen, "the %s store of session %s is in use by "
+					 "another fsbroker process", name, session);
 			close(fd);
 			close(sess);
 			fsb_store_close(s);

@@ -24,6 +24,14 @@ struct fsb_store;
 int fsb_store_open(const char *state_dir, const char *session, struct fsb_store **out,
 		   char *err, size_t errlen);
 
+/**
+ * fsb_store_open of the store <state_dir>/sessions/<session>/<name> (one
+ * path component): a restore keeps what it changes in "restore_backup",
+ * beside the core's "modify_backup", whose lock a running core holds.
+ */
+int fsb_store_open_at(const char *state_dir, const char *session, const char *name,
+		      struct fsb_store **out, char *err, size_t errlen);
+
 void fsb_store_close(struct fsb_store *s);
 
 /** Open a new cycle unless one is open. Returns its number (> 0) or -errno. */

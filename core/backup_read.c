@@ -301,6 +301,66 @@ static bool is_type(const char *t)
 	return false;
 }
 
+/*
+ * `xattrs` (name → base64 value) and `xattrsBytes` (the same with each name
+ * percent-encoded, for names that are not UTF-8). Either one there means
+ * the xattrs are known, so restore may remove those the path has beyond
+ * them; `xattrsTruncated` says some were left out.
+ */
+static int get_xattrs(const cJSON *o, struct fsb_prior *p, struct why *w)
+{
+	static const char *const field[2] = { "xattrs", "xattrsBytes" };
+	const cJSON *obj[2], *e, *it;
+	size_t alloc = 0;
+	int err;
+
+	for (int k = 0; k < 2; k++) {
+		obj[k] = cJSON_GetObjectItemCaseSensitive(o, field[k]);
+		if (obj[k] == NULL)
+			continue;
+		if (!cJSON_IsObject(obj[k]))
+			return bad(w, "prior.%s is not an object", field[k]);
+		p->has_xattrs = true;
+		alloc += (size_t)cJSON_GetArraySize(obj[k]);
+	}
+	it = cJSON_GetObjectItemCaseSensitive(o, "xattrsTruncated");
+	if (it != NULL && !cJSON_IsBool(it))
+		return bad(w, "%s is not true/false", "prior.xattrsTruncated");
+	p->xattrs_truncated = cJSON_IsTrue(it);
+	if (alloc == 0)
+		return 0;
+	p->xattrs = calloc(alloc, sizeof(*p->xattrs));
+	if (p->xattrs == NULL)
+		return -ENOMEM;
+	for (int k = 0; k < 2; k++) {
+		cJSON_ArrayForEach(e, obj[k]) {
+			struct fsb_xattr *x = &p->xattrs[p->nxattrs];
+
+			if (p->nxattrs == alloc)
+				break;
+			x->name = k == 0 ? strdup(e->string) : fsb_percent_decode(e->string);
+			if (x->name == NULL)
+				return k == 0 ? -ENOMEM
+				       : bad(w, "prior.%s holds a name that is not valid "
+					     "percent-encoding", field[k]);
+			p->nxattrs++;
+			/* XATTR_NAME_MAX */
+			if (x->name[0] == '\0' || strlen(x->name) > 255)
+				return bad(w, "prior.%s holds a name that is empty or longer than "
+					   "255 bytes", field[k]);
+			if (!cJSON_IsString(e))
+				return bad(w, "prior.%s holds a value that is not a string",
+					   field[k]);
+			err = fsb_base64_decode(e->valuestring, &x->value, &x->len);
+			if (err == -EINVAL)
+				return bad(w, "prior.%s holds a value that is not base64", field[k]);
+			if (err < 0)
+				return err;
+		}
+	}
+	return 0;
+}
+
 static int parse_prior(const cJSON *o, struct fsb_prior *p, struct why *w)
 {
 	const cJSON *it;
@@ -360,6 +420,8 @@ static int parse_prior(const cJSON *o, struct fsb_prior *p, struct why *w)
 			return bad(w, "%s is not a short string", "prior.skipped");
 		strcpy(p->skipped, it->valuestring);
 	}
+	if ((err = get_xattrs(o, p, w)) < 0)
+		return err;
 	return get_path(o, "target", "prior.target", &p->target, w);
 }
 
@@ -372,6 +434,7 @@ static void rec_free(struct fsb_journal_rec *r)
 	free(r->path);
 	free(r->resolved);
 	free(r->prior.target);
+	fsb_xattr_free(r->prior.xattrs, r->prior.nxattrs);
 	memset(r, 0, sizeof(*r));
 }
 

@@ -15,6 +15,7 @@
 #include <time.h>
 
 #include "audit.h"
+#include "xattr.h"
 
 /** The state of a path before a change: a journal record's `prior`. */
 struct fsb_prior {
@@ -30,6 +31,10 @@ struct fsb_prior {
 	char object[FSB_SHA256_HEX_LEN + 1];	/* "" when no content was taken */
 	char skipped[24];	/* "too-large", "skip-rule", or "" */
 	char *target;		/* a symlink's target, else NULL */
+	bool has_xattrs;	/* the journal recorded the xattrs (else unknown) */
+	bool xattrs_truncated;	/* some were left out: over FSB_XATTR_CAP */
+	struct fsb_xattr *xattrs;	/* the kept ones, in journal order */
+	size_t nxattrs;
 };
 
 /** One line of cycles/<n>/journal.jsonl. Strings are owned; never NULL. */

@@ -187,9 +187,16 @@ void fsb_broker_free(struct fsb_broker *b)
 	for (int i = 0; i < b->nsessions; i++) {
 		fsb_audit_close(b->sessions[i].audit);
 		fsb_store_close(b->sessions[i].store);
+		for (size_t j = 0; j < b->sessions[i].nheld; j++)
+			close(b->sessions[i].held[j]);
 		pthread_mutex_destroy(&b->sessions[i].store_lock);
 	}
 	b->nsessions = 0;
+	for (size_t i = 0; i < b->nskips; i++)
+		free(b->skips[i].path);
+	free(b->skips);
+	b->skips = NULL;
+	b->nskips = 0;
 	fsb_policy_free(b->policy);
 	b->policy = NULL;
 	fsb_protected_free(&b->protected);

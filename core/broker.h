@@ -49,6 +49,18 @@ struct fsb_stats {
 	_Atomic unsigned long reloads, reload_failures, policy_errors;
 };
 
+#define FSB_MAX_HELD 64
+
+/* The host approved changing this file without a backup (its pack says
+ * backup.onTooLarge = "ask" and it is over the limit; modify_backup.c). */
+struct fsb_skip_approval {
+	char session[129];
+	char *path;
+	dev_t dev;
+	ino_t ino;
+	bool once;
+};
+
 /** What the core keeps per session: its audit log and its backup store. */
 struct fsb_session {
 	char id[129];
@@ -58,6 +70,11 @@ struct fsb_session {
 	 * broker's lock held (the order is store_lock, then lock). */
 	pthread_mutex_t store_lock;
 	struct fsb_store *store;	/* opened on first backup */
+	/* Files granted for writing (O_PATH fds, guarded by store_lock): at a
+	 * commit, those some process still holds open for writing are backed
+	 * up again into the next cycle (modify_backup.c). */
+	int held[FSB_MAX_HELD];
+	size_t nheld;
 	bool backup_enabled;		/* EnableModifyBackup; on unless turned off */
 	uint64_t max_bytes_override;	/* fileBackupMaxSizeMB for the turn, 0: the pack's */
 };
@@ -80,6 +97,8 @@ struct fsb_broker {
 	struct fsb_policy *policy;
 	struct fsb_protected protected;
 	struct fsb_prompts *prompts;
+	struct fsb_skip_approval *skips;	/* under lock */
+	size_t nskips;
 	struct fsb_session sessions[FSB_MAX_SESSIONS];
 	int nsessions;
 	int rootfd;		/* "/" of the core's own view */

@@ -1,8 +1,10 @@
 /*
- * cli_backup.c — `fsbroker backup list|show|restore|diff|prune` (DESIGN
+ * cli_backup.c — `fsbroker backup list|show|restore|undo|diff|prune` (DESIGN
  * §6.3, docs/restore.md): read a session's backup store, put the paths a
- * cycle or a tool call touched back to their state at its start, show what
- * a cycle changed, and remove old sealed cycles with their objects.
+ * cycle or a tool call touched back to their state at its start (keeping
+ * what the restore changes in restore_backup, so that `undo` can put it
+ * back), show what a cycle changed, and remove old sealed cycles with their
+ * objects.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -23,22 +25,28 @@
 #include <cJSON.h>
 
 #include "at.h"
+#include "backup_prune.h"
 #include "backup_read.h"
 #include "cli.h"
 #include "config.h"
 #include "op.h"
 #include "proto_json.h"
 #include "resolve.h"
+#include "restore_undo.h"
 
 static const char usage[] =
 	"usage: fsbroker backup list [--json]\n"
 	"       fsbroker backup show CYCLE|--last [--json]\n"
 	"       fsbroker backup restore CYCLE|--last [PATH...] [--tool-call ID] [--dry-run]\n"
-	"                               [--force] [--json]\n"
+	"                               [--force] [--no-undo] [--json]\n"
+	"       fsbroker backup undo [CYCLE|--last] [PATH...] [--dry-run] [--force] [--no-undo]\n"
+	"                            [--json]\n"
 	"       fsbroker backup diff CYCLE|--last [PATH...] [--json]\n"
-	"       fsbroker backup prune (--keep N | --older-than DAYS) [--dry-run]\n"
+	"       fsbroker backup prune (--keep N | --older-than DAYS | --max-size SIZE)\n"
+	"                             [--dry-run]\n"
 	"options that locate the store: --state-dir DIR (default $XDG_STATE_HOME/fsbroker),\n"
-	"  --session ID (needed when the state dir holds more than one session)\n"
+	"  --session ID (needed when the state dir holds more than one session);\n"
+	"  list, show, diff and prune take --undo for the store of the restores\n"
 	"exit: 0 done, 1 something was skipped or failed, 2 usage error or no such\n"
 	"  session, cycle or tool call; diff: 0 no differences, 1 differences, 2 trouble\n"
 	"docs: docs/restore.md\n";
@@ -52,8 +60,12 @@ struct cli {
 	int npaths;
 	const char *tool_call;
 	bool json, last, dry_run, force;
+	bool no_undo;		/* restore, undo: keep no copy of what they change */
+	bool undo_cmd;		/* `undo`: restore the last cycle of restore_backup */
+	bool undo_store;	/* --undo: `store` is restore_backup */
 	long keep;		/* prune --keep N, else -1 */
 	long older_than;	/* prune --older-than DAYS, else -1 */
+	uint64_t max_size;	/* prune --max-size SIZE, else FSB_PRUNE_NO_LIMIT */
 };
 
 /* ---- output helpers ----------------------------------------------------- */
@@ -781,6 +793,32 @@ static void times_of(const struct fsb_prior *p, struct timespec ts[2])
 		ts[1].tv_nsec = UTIME_OMIT;
 }
 
+/*
+ * Give the restored object the prior state's xattrs: through `fd`, else
+ * `path` without following it. Kept names it has beyond them are removed
+ * (a new file's inherited default ACL, a name added to a directory kept in
+ * place), unless the journal left some out. What could not be done goes
+ * into the note. True when any was set or removed. A journal without
+ * xattrs (an older core, a filesystem without them) changes none.
+ */
+static bool put_xattrs(struct item *it, int fd, const char *path)
+{
+	const struct fsb_prior *p = &it->pick->rec->prior;
+	struct fsb_xattr_outcome o;
+	char buf[sizeof(o.failures) + 32];
+
+	if (!p->has_xattrs)
+		return false;
+	fsb_xattr_apply(fd, path, p->xattrs, p->nxattrs, !p->xattrs_truncated, &o);
+	if (o.failed > 0) {
+		snprintf(buf, sizeof(buf), "; xattrs not restored: %s", o.failures);
+		append(it, buf);
+	}
+	if (p->xattrs_truncated)
+		append(it, "; xattrs beyond what the journal kept (64 KiB) were left as they are");
+	return o.set + o.removed > 0;
+}
+
 static void do_file(const struct cli *c, struct item *it, int pfd, const char *name)
 {
 	const struct fsb_prior *p = &it->pick->rec->prior;
@@ -789,6 +827,7 @@ static void do_file(const struct cli *c, struct item *it, int pfd, const char *n
 	struct stat st;
 	int fd = -1, obj = -1, rc, tries = 0;
 	const char *what;
+	bool xattrs;
 
 	if (!same_as_planned(it, pfd, name, &st)) {
 		settle(it, RES_FAILED, "failed", false, "it changed while restoring; not touched");
@@ -823,6 +862,10 @@ static void do_file(const struct cli *c, struct item *it, int pfd, const char *n
 		goto fail;
 	/* Owner before mode: chown clears the set-id bits. */
 	set_owner_fd(it, fd, p);
+	/* After the content and the owner (a write or a chown drops
+	 * security.capability), before the mode (an ACL sets the group bits,
+	 * the mode then its mask). */
+	xattrs = put_xattrs(it, fd, NULL);
 	if (p->has_mode && fchmod(fd, p->mode) < 0)
 		goto fail;
 	times_of(p, ts);
@@ -840,8 +883,8 @@ static void do_file(const struct cli *c, struct item *it, int pfd, const char *n
 	if (renameat(pfd, tmp, pfd, name) < 0)
 		goto fail;
 	fsync(pfd);
-	settle(it, RES_OK, "restored", true, "content, mode, times%s%s",
-	       it->owner_set ? ", owner" : "", it->note);
+	settle(it, RES_OK, "restored", true, "content, mode, times%s%s%s",
+	       it->owner_set ? ", owner" : "", xattrs ? ", xattrs" : "", it->note);
 	return;
 
 fail:
@@ -859,8 +902,9 @@ static void do_special(struct item *it, int pfd, const char *name)
 	const struct fsb_prior *p = &it->pick->rec->prior;
 	struct timespec ts[2];
 	struct stat st, st2;
-	char tmp[64];
+	char tmp[64], at[128];
 	int rc, tries = 0, saved;
+	bool xattrs;
 
 	if (!same_as_planned(it, pfd, name, &st)) {
 		settle(it, RES_FAILED, "failed", false, "it changed while restoring; not touched");
@@ -880,6 +924,10 @@ static void do_special(struct item *it, int pfd, const char *name)
 	    (st2.st_uid != p->uid || st2.st_gid != p->gid) &&
 	    fchownat(pfd, tmp, p->uid, p->gid, AT_SYMLINK_NOFOLLOW) == 0)
 		it->owner_set = true;
+	/* There is no *xattrat(): the parent is named through its fd, so
+	 * the walk is not repeated, and the new name is not followed. */
+	snprintf(at, sizeof(at), "/proc/self/fd/%d/%s", pfd, tmp);
+	xattrs = put_xattrs(it, -1, at);
 	if (it->act == ACT_FIFO && p->has_mode &&
 	    fchmodat(pfd, tmp, p->mode, AT_SYMLINK_NOFOLLOW) < 0)
 		goto fail;
@@ -894,11 +942,11 @@ static void do_special(struct item *it, int pfd, const char *name)
 		goto fail;
 	fsync(pfd);
 	if (it->act == ACT_SYMLINK) {
-		settle(it, RES_OK, "restored", true, "symlink, target, times%s%s",
-		       it->owner_set ? ", owner" : "", it->note);
+		settle(it, RES_OK, "restored", true, "symlink, target, times%s%s%s",
+		       it->owner_set ? ", owner" : "", xattrs ? ", xattrs" : "", it->note);
 	} else {
-		settle(it, RES_OK, "restored", true, "fifo, mode, times%s%s",
-		       it->owner_set ? ", owner" : "", it->note);
+		settle(it, RES_OK, "restored", true, "fifo, mode, times%s%s%s",
+		       it->owner_set ? ", owner" : "", xattrs ? ", xattrs" : "", it->note);
 	}
 	return;
 
@@ -944,6 +992,8 @@ static void finish_dir(struct item *it, int pfd, const char *name)
 {
 	const struct fsb_prior *p = &it->pick->rec->prior;
 	struct timespec ts[2];
+	struct stat st;
+	bool xattrs;
 	int fd;
 
 	fd = openat(pfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
@@ -952,6 +1002,13 @@ static void finish_dir(struct item *it, int pfd, const char *name)
 		       strerror(errno));
 		return;
 	}
+	/* Setting a user.* xattr takes write permission; the mode set
+	 * right after takes it away again when the prior state had none. */
+	if (p->has_xattrs && p->has_mode && fstat(fd, &st) == 0 && !(st.st_mode & S_IWUSR))
+		fchmod(fd, (st.st_mode & 07777) | S_IWUSR);
+	/* Before the mode: a default or access ACL set here, the mode then
+	 * sets the access ACL's mask. */
+	xattrs = put_xattrs(it, fd, NULL);
 	times_of(p, ts);
 	if ((p->has_mode && fchmod(fd, p->mode) < 0) || futimens(fd, ts) < 0) {
 		settle(it, RES_FAILED, "failed", false, "cannot set its mode and times: %s",
@@ -960,8 +1017,8 @@ static void finish_dir(struct item *it, int pfd, const char *name)
 		return;
 	}
 	close(fd);
-	settle(it, RES_OK, "restored", true, "directory, mode, times%s%s",
-	       it->owner_set ? ", owner" : "", it->note);
+	settle(it, RES_OK, "restored", true, "directory, mode, times%s%s%s",
+	       it->owner_set ? ", owner" : "", xattrs ? ", xattrs" : "", it->note);
 }
 
 static void execute(const struct cli *c, struct item *it, bool finish)
@@ -1064,10 +1121,87 @@ static void print_item(const struct item *it)
 		printf(": %s\n", it->detail);
 }
 
+/* ---- restore: keeping a way back ----------------------------------------- */
+
+/*
+ * Before a restore changes anything, the state and content of every path it
+ * is about to change go into the session's restore_backup store, so that
+ * `fsbroker backup undo` can put them back. When that copy cannot be made
+ * (a full disk, another restore holding the store), the restore changes
+ * nothing: it fails closed, unless --no-undo says to go on without a way
+ * back. Returns 0 with *out set (NULL when nothing is going to change), or
+ * -1 after saying why.
+ */
+static int keep_undo(const struct cli *c, const struct item *items, size_t n,
+		     struct fsb_undo **out)
+{
+	char err[PATH_MAX * 2 + 256];
+	struct fsb_undo *u = NULL;
+	bool any = false;
+	int rc;
+
+	*out = NULL;
+	for (size_t i = 0; i < n && !any; i++)
+		any = items[i].res == RES_PENDING;
+	if (!any)
+		return 0;
+	rc = fsb_undo_open(c->state, c->session, &u, err, sizeof(err));
+	for (size_t i = 0; rc == 0 && i < n; i++)
+		if (items[i].res == RES_PENDING)
+			rc = fsb_undo_record(u, root_fd, items[i].path,
+					     c->undo_cmd ? "undo" : "restore", err, sizeof(err));
+	/* Durable before the first change, as the core's journal is. */
+	if (rc == 0)
+		rc = fsb_undo_sync(u, err, sizeof(err));
+	if (rc == 0) {
+		*out = u;
+		return 0;
+	}
+	if (u != NULL)
+		fsb_undo_abort(u);
+	fflush(stdout);
+	fputs("fsbroker backup: ", stderr);
+	put_safe(stderr, err);
+	fprintf(stderr, "\nNothing was %s: without that copy it could not be undone. Free some "
+		"space, or go on without a way back with --no-undo.\n",
+		c->undo_cmd ? "undone" : "restored");
+	return -1;
+}
+
+/* Seal the copy keep_undo made, now that the paths are as the restore left
+ * them: those are its end states, which an undo checks. 0 or -1. */
+static int seal_undo(const struct cli *c, unsigned cycle, struct fsb_undo *u)
+{
+	char msg[512], err[PATH_MAX + 256];
+	int n;
+
+	if (c->undo_cmd)
+		snprintf(msg, sizeof(msg), "undo of cycle %u", cycle);
+	else if (c->tool_call != NULL)
+		snprintf(msg, sizeof(msg), "restore --tool-call %s of cycle %u", c->tool_call,
+			 cycle);
+	else
+		snprintf(msg, sizeof(msg), "restore of cycle %u", cycle);
+	n = fsb_undo_seal(u, msg, err, sizeof(err));
+	fflush(stdout);
+	if (n <= 0) {
+		fprintf(stderr, "fsbroker backup: the %s is done, but the copy that undoes it "
+			"could not be sealed (%s): `fsbroker backup undo` will find it open and "
+			"need --force\n", c->undo_cmd ? "undo" : "restore", err);
+		return -1;
+	}
+	/* With --json, stdout holds only the JSON. */
+	fprintf(c->json ? stderr : stdout, "%s can be undone with `fsbroker backup undo` "
+		"(cycle %d of %s).\n", c->undo_cmd ? "This undo" : "This restore", n,
+		FSB_RESTORE_BACKUP);
+	return 0;
+}
+
 static int cmd_restore(const struct cli *c)
 {
 	struct fsb_cycle cy;
 	struct fsb_picks picks = { 0 };
+	struct fsb_undo *undo = NULL;
 	struct item *items = NULL;
 	char **args = NULL;
 	bool *arg_used = NULL;
@@ -1168,6 +1302,10 @@ static int cmd_restore(const struct cli *c)
 			append(&items[i], "; later tool calls changed it too, and that is undone as "
 			       "well");
 	}
+	if (!c->dry_run && !c->no_undo && keep_undo(c, items, n, &undo) < 0) {
+		status = 1;
+		goto out;
+	}
 	for (size_t i = 0; i < n; i++) {
 		struct item *it = &items[i];
 
@@ -1211,6 +1349,8 @@ static int cmd_restore(const struct cli *c)
 		if (items[i].res != RES_OK)
 			status = 1;
 	}
+	if (undo != NULL && seal_undo(c, cy.number, undo) < 0)
+		status = 1;
 	goto out;
 
 nomem:
@@ -1557,433 +1697,119 @@ out:
 
 /* ---- prune --------------------------------------------------------------- */
 
-/* Bytes of the regular files in the tree `name` under `dfd`; with `remove`
- * the tree is deleted too. Returns 0 or -errno (the first failure). */
-static int tree_walk(int dfd, const char *name, bool remove, unsigned long long *bytes)
+/* What backup_prune.c says, as prune prints it: removals on stdout, the rest
+ * on stderr. A sealing time comes from cycle.json: shown escaped. */
+static void prune_say(void *arg, enum fsb_prune_msg kind, const char *msg)
 {
-	struct stat st;
-	struct dirent *de;
-	DIR *d;
-	int fd, rc = 0;
-
-	if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
-		return -errno;
-	if (!S_ISDIR(st.st_mode)) {
-		if (S_ISREG(st.st_mode))
-			*bytes += (unsigned long long)st.st_size;
-		if (remove && unlinkat(dfd, name, 0) < 0)
-			return -errno;
-		return 0;
+	(void)arg;
+	if (kind == FSB_PRUNE_REMOVED) {
+		put_safe(stdout, msg);
+		putchar('\n');
+		return;
 	}
-	fd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	d = fdopendir(fd);
-	if (d == NULL) {
-		rc = -errno;
-		close(fd);
-		return rc;
-	}
-	while ((de = readdir(d)) != NULL) {
-		int r;
-
-		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
-			continue;
-		r = tree_walk(fd, de->d_name, remove, bytes);
-		if (r < 0 && rc == 0)
-			rc = r;
-	}
-	closedir(d);
-	if (remove && rc == 0 && unlinkat(dfd, name, AT_REMOVEDIR) < 0)
-		rc = -errno;
-	return rc;
-}
-
-struct hexset {
-	char (*v)[FSB_SHA256_HEX_LEN + 1];
-	size_t n, cap;
-};
-
-static bool is_lhex(char ch)
-{
-	return (ch >= '0' && ch <= '9') || (ch >= 'a' && ch <= 'f');
-}
-
-/*
- * Every run of exactly 64 lowercase hex digits in `text`: a superset of the
- * objects the journal names, so that even a line that cannot be parsed
- * keeps its object.
- */
-static int hexset_scan(struct hexset *h, const char *text, size_t len)
-{
-	size_t i = 0;
-
-	while (i < len) {
-		size_t j = i;
-
-		while (j < len && is_lhex(text[j]))
-			j++;
-		if (j - i == FSB_SHA256_HEX_LEN) {
-			if (h->n == h->cap) {
-				size_t cap = h->cap ? h->cap * 2 : 64;
-				void *v = realloc(h->v, cap * sizeof(*h->v));
-
-				if (v == NULL)
-					return -ENOMEM;
-				h->v = v;
-				h->cap = cap;
-			}
-			memcpy(h->v[h->n], text + i, FSB_SHA256_HEX_LEN);
-			h->v[h->n++][FSB_SHA256_HEX_LEN] = '\0';
-		}
-		i = j > i ? j : i + 1;
-	}
-	return 0;
-}
-
-static int hex_cmp(const void *a, const void *b)
-{
-	return strcmp(a, b);
-}
-
-/* The objects the journal of cycle `num` names, added to `h`. A cycle
- * without a journal names none. Returns 0 or -errno. */
-static int cycle_refs(int cycfd, unsigned num, struct hexset *h)
-{
-	char name[32];
-	struct stat st;
-	char *buf;
-	size_t len = 0;
-	int fd, rc = 0;
-
-	snprintf(name, sizeof(name), "%u/journal.jsonl", num);
-	fd = openat(cycfd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
-	if (fd < 0)
-		return errno == ENOENT ? 0 : -errno;
-	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
-		rc = S_ISREG(st.st_mode) ? -errno : -ENXIO;
-		close(fd);
-		return rc;
-	}
-	buf = malloc((size_t)st.st_size + 1);
-	if (buf == NULL) {
-		close(fd);
-		return -ENOMEM;
-	}
-	for (;;) {
-		ssize_t n = read(fd, buf + len, (size_t)st.st_size - len);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0) {
-			rc = -errno;
-			break;
-		}
-		if (n == 0 || (len += (size_t)n) == (size_t)st.st_size)
-			break;
-	}
-	close(fd);
-	if (rc == 0)
-		rc = hexset_scan(h, buf, len);
-	free(buf);
-	return rc;
-}
-
-/* RFC 3339 UTC ("2026-11-29T20:03:04.005Z") to seconds, or -1. */
-static time_t parse_utc(const char *s)
-{
-	struct tm tm;
-	const char *end;
-
-	memset(&tm, 0, sizeof(tm));
-	end = strptime(s, "%Y-%m-%dT%H:%M:%S", &tm);
-	if (end == NULL)
-		return -1;
-	if (*end == '.')
-		for (end++; *end >= '0' && *end <= '9'; end++)
-			;
-	if (strcmp(end, "Z") != 0)
-		return -1;
-	return timegm(&tm);
-}
-
-/* Remove (or only count) the objects no entry of `refs` names. */
-static int prune_objects(const struct cli *c, int rootfd, const struct hexset *refs,
-			 size_t *nobj, unsigned long long *bytes)
-{
-	int objfd, rc = 0;
-	struct dirent *de;
-	DIR *d;
-
-	objfd = openat(rootfd, "objects", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (objfd < 0)
-		return errno == ENOENT ? 0 : -errno;
-	d = fdopendir(objfd);
-	if (d == NULL) {
-		rc = -errno;
-		close(objfd);
-		return rc;
-	}
-	while ((de = readdir(d)) != NULL) {
-		struct dirent *oe;
-		DIR *sd;
-		int hfd;
-		bool removed = false;
-
-		if (strlen(de->d_name) != 2 || !is_lhex(de->d_name[0]) || !is_lhex(de->d_name[1]))
-			continue;
-		hfd = openat(objfd, de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-		if (hfd < 0)
-			continue;
-		sd = fdopendir(hfd);
-		if (sd == NULL) {
-			close(hfd);
-			continue;
-		}
-		while ((oe = readdir(sd)) != NULL) {
-			struct stat st;
-
-			/* Only objects: a `.tmp-*` is the core's to clean. */
-			if (!fsb_backup_object_name_ok(oe->d_name) ||
-			    strncmp(oe->d_name, de->d_name, 2) != 0 ||
-			    bsearch(oe->d_name, refs->v, refs->n, sizeof(*refs->v), hex_cmp) != NULL)
-				continue;
-			if (fstatat(hfd, oe->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
-				continue;
-			if (!c->dry_run && unlinkat(hfd, oe->d_name, 0) < 0) {
-				if (rc == 0)
-					rc = -errno;
-				continue;
-			}
-			removed = true;
-			(*nobj)++;
-			if (S_ISREG(st.st_mode))
-				*bytes += (unsigned long long)st.st_size;
-		}
-		if (removed && !c->dry_run) {
-			fsync(hfd);
-			/* Fails, harmlessly, while objects are left in it. */
-			unlinkat(objfd, de->d_name, AT_REMOVEDIR);
-		}
-		closedir(sd);
-	}
-	if (!c->dry_run)
-		fsync(objfd);
-	closedir(d);
-	return rc;
+	fflush(stdout);
+	fputs("fsbroker backup prune: ", stderr);
+	put_safe(stderr, msg);
+	fputc('\n', stderr);
 }
 
 static int cmd_prune(const struct cli *c)
 {
-	struct hexset refs = { 0 };
-	struct fsb_cycle cy;
-	unsigned *nums = NULL;
-	bool *drop = NULL, *sealed = NULL;
-	char **sealed_at = NULL;
-	size_t n = 0, nsealed = 0, ndrop = 0, nobj = 0;
-	unsigned long long cyc_bytes = 0, obj_bytes = 0;
-	const char *would = c->dry_run ? "would remove" : "removed";
-	int rootfd, cycfd = -1, rc, status = 0;
-	time_t cutoff = 0;
-	struct dirent *de;
-	DIR *d;
+	struct fsb_prune_opts o = {
+		.keep = c->keep, .older_than = c->older_than, .max_bytes = c->max_size,
+		.dry_run = c->dry_run, .report = prune_say,
+	};
+	struct fsb_prune_result res;
+	int rootfd, rc, status;
 
 	rootfd = open(c->store, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (rootfd < 0) {
 		if (errno == ENOENT) {
-			printf("Session %s has no backup store: there is nothing to prune.\n",
-			       c->session);
+			printf("Session %s has no %s: there is nothing to prune.\n", c->session,
+			       c->undo_store ? "restore_backup store" : "backup store");
 			return 0;
 		}
 		fprintf(stderr, "fsbroker backup prune: cannot open %s: %s\n", c->store,
 			strerror(errno));
 		return 1;
 	}
-	/* The lock a core holds while it runs (docs/backup-store.md): pruning
-	 * under a live core would delete its open cycle's objects in flight. */
+	/* The lock a core holds while it runs (docs/backup-store.md), or a
+	 * restore while it writes restore_backup: pruning under either would
+	 * delete an open cycle's objects in flight. backup_prune.c takes no
+	 * lock of its own; this one is held until rootfd is closed. */
 	if (flock(rootfd, LOCK_EX | LOCK_NB) < 0) {
 		if (errno == EWOULDBLOCK)
 			fprintf(stderr, "fsbroker backup prune: the store is in use by a running "
-				"fsbroker core; stop it or prune later\n");
+				"%s; %s\n", c->undo_store ? "restore" : "fsbroker core",
+				c->undo_store ? "prune it once that is done"
+				: "stop it or prune later");
 		else
 			fprintf(stderr, "fsbroker backup prune: cannot lock %s: %s\n", c->store,
 				strerror(errno));
 		close(rootfd);
 		return 1;
 	}
-	cycfd = openat(rootfd, "cycles", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (cycfd < 0 && errno != ENOENT) {
-		fprintf(stderr, "fsbroker backup prune: cannot open %s/cycles: %s\n", c->store,
-			strerror(errno));
-		status = 1;
-		goto out;
-	}
-	/* A prune that was interrupted: finish removing what it renamed. */
-	if (cycfd >= 0 && !c->dry_run) {
-		int dfd = dup(cycfd);
-
-		d = dfd >= 0 ? fdopendir(dfd) : NULL;
-		while (d != NULL && (de = readdir(d)) != NULL) {
-			unsigned long long b = 0;
-
-			if (strncmp(de->d_name, ".pruning-", 9) != 0)
-				continue;
-			rc = tree_walk(cycfd, de->d_name, true, &b);
-			if (rc < 0) {
-				fprintf(stderr, "fsbroker backup prune: cannot remove cycles/%s: %s\n",
-					de->d_name, strerror(-rc));
-				status = 1;
-				continue;
-			}
-			printf("removed cycles/%s, left by an interrupted prune (%llu bytes)\n",
-			       de->d_name, b);
-			cyc_bytes += b;
-		}
-		if (d != NULL)
-			closedir(d);
-		else if (dfd >= 0)
-			close(dfd);
-	}
-	rc = fsb_cycles_list(c->store, &nums, &n);
-	if (rc < 0) {
-		fprintf(stderr, "fsbroker backup prune: cannot read %s/cycles: %s\n", c->store,
-			strerror(-rc));
-		status = 1;
-		goto out;
-	}
-	drop = calloc(n + 1, sizeof(*drop));
-	sealed = calloc(n + 1, sizeof(*sealed));
-	sealed_at = calloc(n + 1, sizeof(*sealed_at));
-	if (drop == NULL || sealed == NULL || sealed_at == NULL)
-		goto nomem;
-	for (size_t i = 0; i < n; i++) {
-		/* A cycle that cannot be loaded is kept: it is not known to be sealed. */
-		if (load(c, nums[i], &cy) < 0) {
-			status = 1;
-			continue;
-		}
-		if (cy.state != FSB_CYCLE_OPEN) {
-			sealed[i] = true;
-			nsealed++;
-			if ((sealed_at[i] = strdup(cy.sealed)) == NULL) {
-				fsb_cycle_free(&cy);
-				goto nomem;
-			}
-		}
-		fsb_cycle_free(&cy);
-	}
-	if (c->keep >= 0) {
-		size_t over = nsealed > (size_t)c->keep ? nsealed - (size_t)c->keep : 0;
-
-		for (size_t i = 0; i < n && ndrop < over; i++)
-			if (sealed[i]) {
-				drop[i] = true;
-				ndrop++;
-			}
-	} else {
-		cutoff = time(NULL) - (time_t)c->older_than * 86400;
-		for (size_t i = 0; i < n; i++) {
-			time_t t;
-
-			if (!sealed[i])
-				continue;
-			t = parse_utc(sealed_at[i]);
-			if (t < 0) {
-				fprintf(stderr, "fsbroker backup prune: cycle %u has no readable "
-					"sealing time ('%s'); kept\n", nums[i], sealed_at[i]);
-				continue;
-			}
-			if (t < cutoff) {
-				drop[i] = true;
-				ndrop++;
-			}
-		}
-	}
-
-	for (size_t i = 0; i < n; i++) {
-		char name[32], tmp[48];
-		unsigned long long b = 0;
-
-		if (!drop[i])
-			continue;
-		snprintf(name, sizeof(name), "%u", nums[i]);
-		snprintf(tmp, sizeof(tmp), ".pruning-%u", nums[i]);
-		if (c->dry_run) {
-			rc = tree_walk(cycfd, name, false, &b);
-		} else if (renameat(cycfd, name, cycfd, tmp) < 0) {
-			rc = -errno;
-		} else {
-			/* From here on the cycle is gone: a crash leaves a
-			 * `.pruning-<n>` that the next prune removes, never a half
-			 * cycle that still looks sealed. */
-			fsync(cycfd);
-			rc = tree_walk(cycfd, tmp, true, &b);
-			fsync(cycfd);
-		}
-		if (rc < 0) {
-			fprintf(stderr, "fsbroker backup prune: cannot remove cycle %u: %s\n", nums[i],
-				strerror(-rc));
-			status = 1;
-			/* Renamed or not, its objects are kept this time. */
-			if (!c->dry_run && faccessat(cycfd, name, F_OK, AT_SYMLINK_NOFOLLOW) == 0)
-				drop[i] = false;
-			if (!drop[i])
-				continue;
-		}
-		printf("%s cycle %u (sealed %s, %llu bytes)\n", would, nums[i], sealed_at[i], b);
-		cyc_bytes += b;
-	}
-
-	/* The objects the cycles that stay still need. */
-	for (size_t i = 0; i < n; i++) {
-		if (drop[i])
-			continue;
-		rc = cycle_refs(cycfd, nums[i], &refs);
-		if (rc < 0) {
-			fprintf(stderr, "fsbroker backup prune: cannot read the journal of cycle %u "
-				"(%s): no object is removed, as the ones it needs are not known\n",
-				nums[i], strerror(-rc));
-			status = 1;
-			goto summary;
-		}
-	}
-	if (refs.n > 0)
-		qsort(refs.v, refs.n, sizeof(*refs.v), hex_cmp);
-	rc = prune_objects(c, rootfd, &refs, &nobj, &obj_bytes);
-	if (rc < 0) {
-		fprintf(stderr, "fsbroker backup prune: cannot remove some objects: %s\n",
-			strerror(-rc));
-		status = 1;
-	}
-summary:
-	if (ndrop == 0 && nobj == 0 && cyc_bytes == 0)
+	rc = fsb_backup_prune(c->store, &o, &res);
+	status = rc < 0 ? 1 : 0;
+	if (res.cycles == 0 && res.objects == 0 && res.bytes == 0)
 		printf("Nothing to prune: %zu sealed cycle%s, none beyond what is kept, and no "
-		       "object unreferenced.\n", nsealed, nsealed == 1 ? "" : "s");
+		       "object unreferenced.\n", res.sealed, res.sealed == 1 ? "" : "s");
 	else
 		printf("%s %zu cycle%s and %zu object%s that no remaining cycle names: %llu "
-		       "bytes %s.\n", c->dry_run ? "Would remove" : "Removed", ndrop, ndrop == 1 ? "" : "s",
-		       nobj, nobj == 1 ? "" : "s", cyc_bytes + obj_bytes,
-		       c->dry_run ? "would be freed" : "freed");
-	goto out;
-
-nomem:
-	fprintf(stderr, "fsbroker backup prune: out of memory\n");
-	status = 1;
-out:
-	for (size_t i = 0; sealed_at != NULL && i < n; i++)
-		free(sealed_at[i]);
-	free(sealed_at);
-	free(sealed);
-	free(drop);
-	free(nums);
-	free(refs.v);
-	if (cycfd >= 0)
-		close(cycfd);
+		       "bytes %s.\n", c->dry_run ? "Would remove" : "Removed", res.cycles,
+		       res.cycles == 1 ? "" : "s", res.objects, res.objects == 1 ? "" : "s",
+		       (unsigned long long)res.bytes, c->dry_run ? "would be freed" : "freed");
+	if (c->max_size != FSB_PRUNE_NO_LIMIT && res.sized) {
+		if (res.size_after > c->max_size) {
+			fflush(stdout);
+			fprintf(stderr, "fsbroker backup prune: the store %s %llu bytes, more than "
+				"%llu: what is left is the open cycle and cycles that cannot be "
+				"removed\n", c->dry_run ? "would still hold" : "still holds",
+				(unsigned long long)res.size_after,
+				(unsigned long long)c->max_size);
+			status = 1;
+		} else {
+			printf("The store %s %llu bytes (at most %llu asked).\n",
+			       c->dry_run ? "would hold" : "holds",
+			       (unsigned long long)res.size_after, (unsigned long long)c->max_size);
+		}
+	}
 	close(rootfd);	/* and with it the lock */
 	return status;
 }
 
+/* ---- undo ---------------------------------------------------------------- */
+
+/* `undo`: restore the last cycle of restore_backup, which holds what the
+ * last restore (or undo) changed, as it was just before. */
+static int cmd_undo(const struct cli *c)
+{
+	unsigned *nums;
+	size_t n;
+	int rc;
+
+	rc = fsb_cycles_list(c->store, &nums, &n);
+	if (rc < 0) {
+		fprintf(stderr, "fsbroker backup undo: cannot read %s/cycles: %s\n", c->store,
+			strerror(-rc));
+		return 1;
+	}
+	free(nums);
+	if (n == 0) {
+		fprintf(stderr, "fsbroker backup undo: session %s has no restore to undo (a restore "
+			"keeps what it changes in %s, unless it ran with --no-undo or --dry-run)\n",
+			c->session, c->store);
+		return 2;
+	}
+	return cmd_restore(c);
+}
+
 /* ---- the command --------------------------------------------------------- */
+
+static bool is(const char *sub, const char *name)
+{
+	return strcmp(sub, name) == 0;
+}
 
 int fsb_cli_backup(int argc, char **argv)
 {
@@ -1995,33 +1821,39 @@ int fsb_cli_backup(int argc, char **argv)
 		{ "tool-call", required_argument, NULL, 't' },
 		{ "dry-run", no_argument, NULL, 'n' },
 		{ "force", no_argument, NULL, 'f' },
+		{ "no-undo", no_argument, NULL, 'N' },
+		{ "undo", no_argument, NULL, 'u' },
 		{ "keep", required_argument, NULL, 'k' },
 		{ "older-than", required_argument, NULL, 'o' },
+		{ "max-size", required_argument, NULL, 'm' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct cli c;
 	const char *sub;
+	bool restoring;
 	int opt, rc, pos;
 
 	memset(&c, 0, sizeof(c));
 	c.keep = c.older_than = -1;
+	c.max_size = FSB_PRUNE_NO_LIMIT;
 	if (argc < 2) {
 		fputs(usage, stderr);
 		return 2;
 	}
 	sub = argv[1];
-	if (strcmp(sub, "-h") == 0 || strcmp(sub, "--help") == 0) {
+	if (is(sub, "-h") || is(sub, "--help")) {
 		fputs(usage, stdout);
 		return 0;
 	}
-	if (strcmp(sub, "list") != 0 && strcmp(sub, "show") != 0 && strcmp(sub, "restore") != 0 &&
-	    strcmp(sub, "diff") != 0 && strcmp(sub, "prune") != 0) {
-		fprintf(stderr, "fsbroker backup: unknown subcommand '%s' (list, show, restore, diff, "
-			"prune)\n%s",
+	if (!is(sub, "list") && !is(sub, "show") && !is(sub, "restore") && !is(sub, "undo") &&
+	    !is(sub, "diff") && !is(sub, "prune")) {
+		fprintf(stderr, "fsbroker backup: unknown subcommand '%s' (list, show, restore, undo, "
+			"diff, prune)\n%s",
 			sub, usage);
 		return 2;
 	}
+	restoring = is(sub, "restore") || is(sub, "undo");
 	argc--;
 	argv++;
 	optind = 1;
@@ -2053,6 +1885,12 @@ int fsb_cli_backup(int argc, char **argv)
 		case 'f':
 			c.force = true;
 			break;
+		case 'N':
+			c.no_undo = true;
+			break;
+		case 'u':
+			c.undo_store = true;
+			break;
 		case 'k':
 		case 'o': {
 			char *end;
@@ -2072,51 +1910,72 @@ int fsb_cli_backup(int argc, char **argv)
 				c.older_than = v;
 			break;
 		}
+		case 'm':
+			if (fsb_parse_size(optarg, &c.max_size) < 0 ||
+			    c.max_size == FSB_PRUNE_NO_LIMIT) {
+				fprintf(stderr, "fsbroker backup: --max-size needs a size: bytes, or a "
+					"whole number with K, M, G or T (500M, 2G), not '%s'\n", optarg);
+				return 2;
+			}
+			break;
 		case 'h':
 			fputs(usage, stdout);
 			return 0;
 		default:
 			fprintf(stderr, "fsbroker backup: %s '%s'\n%s",
-				opt == ':' || (optopt != 0 && strchr("sStko", optopt))
+				opt == ':' || (optopt != 0 && strchr("sStkom", optopt))
 				? "this option needs a value:" : "unknown option",
 				argv[optind - 1], usage);
 			return 2;
 		}
 	}
 	pos = optind;
-	if (strcmp(sub, "restore") != 0 && (c.tool_call != NULL || c.force ||
-					    (c.dry_run && strcmp(sub, "prune") != 0))) {
-		fprintf(stderr, "fsbroker backup %s: --tool-call and --force belong to restore, "
-			"--dry-run to restore and prune\n", sub);
+	if ((c.tool_call != NULL && !is(sub, "restore")) || (c.force && !restoring) ||
+	    (c.no_undo && !restoring) || (c.dry_run && !restoring && !is(sub, "prune"))) {
+		fprintf(stderr, "fsbroker backup %s: --tool-call belongs to restore, --force and "
+			"--no-undo to restore and undo, --dry-run to restore, undo and prune\n", sub);
 		return 2;
 	}
-	if (strcmp(sub, "prune") != 0 && (c.keep >= 0 || c.older_than >= 0)) {
-		fprintf(stderr, "fsbroker backup %s: --keep and --older-than belong to prune\n", sub);
+	if (!is(sub, "prune") && (c.keep >= 0 || c.older_than >= 0 ||
+				  c.max_size != FSB_PRUNE_NO_LIMIT)) {
+		fprintf(stderr, "fsbroker backup %s: --keep, --older-than and --max-size belong to "
+			"prune\n", sub);
 		return 2;
 	}
-	if (strcmp(sub, "prune") == 0) {
+	if (c.undo_store && restoring) {
+		fprintf(stderr, "fsbroker backup %s: --undo belongs to list, show, diff and prune; "
+			"`fsbroker backup undo` undoes the last restore\n", sub);
+		return 2;
+	}
+	if (is(sub, "prune")) {
 		if (pos != argc || c.last || c.json) {
 			fprintf(stderr, "fsbroker backup prune: takes no cycle, path or --json\n");
 			return 2;
 		}
-		if ((c.keep >= 0) == (c.older_than >= 0)) {
-			fprintf(stderr, "fsbroker backup prune: name one of --keep N or --older-than "
-				"DAYS\n%s", usage);
+		if ((c.keep >= 0) + (c.older_than >= 0) + (c.max_size != FSB_PRUNE_NO_LIMIT) != 1) {
+			fprintf(stderr, "fsbroker backup prune: name one of --keep N, --older-than "
+				"DAYS or --max-size SIZE\n%s", usage);
 			return 2;
 		}
-	} else if (strcmp(sub, "list") == 0) {
+	} else if (is(sub, "list")) {
 		if (pos != argc || c.last) {
 			fprintf(stderr, "fsbroker backup list: takes no cycle or path\n");
 			return 2;
 		}
 	} else {
+		/* `undo` alone undoes the last restore (or undo): the newest
+		 * cycle of restore_backup. */
+		if (is(sub, "undo")) {
+			c.undo_cmd = true;
+			c.last = c.last || pos == argc;
+		}
 		if (!c.last && pos == argc) {
 			fprintf(stderr, "fsbroker backup %s: name a cycle, or --last\n%s", sub, usage);
 			return 2;
 		}
 		if (!c.last)
 			c.cycle_arg = argv[pos++];
-		if (strcmp(sub, "show") == 0 && pos != argc) {
+		if (is(sub, "show") && pos != argc) {
 			fprintf(stderr, "fsbroker backup show: unexpected '%s'\n", argv[pos]);
 			return 2;
 		}
@@ -2128,20 +1987,25 @@ int fsb_cli_backup(int argc, char **argv)
 	rc = locate_store(&c);
 	if (rc != 0)
 		return rc;
-	if (strcmp(sub, "list") == 0)
+	if ((c.undo_store || c.undo_cmd) &&
+	    fsb_undo_store_dir(c.state, c.session, c.store, sizeof(c.store)) < 0) {
+		fprintf(stderr, "fsbroker backup: the state dir path %s is too long\n", c.state);
+		return 2;
+	}
+	if (is(sub, "list"))
 		return cmd_list(&c);
-	if (strcmp(sub, "show") == 0)
+	if (is(sub, "show"))
 		return cmd_show(&c);
-	if (strcmp(sub, "diff") == 0)
+	if (is(sub, "diff"))
 		return cmd_diff(&c);
-	if (strcmp(sub, "prune") == 0)
+	if (is(sub, "prune"))
 		return cmd_prune(&c);
 	root_fd = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (root_fd < 0) {
 		fprintf(stderr, "fsbroker backup: cannot open /: %s\n", strerror(errno));
 		return 1;
 	}
-	rc = cmd_restore(&c);
+	rc = c.undo_cmd ? cmd_undo(&c) : cmd_restore(&c);
 	close(root_fd);
 	return rc;
 }

@@ -122,8 +122,15 @@ static void approve_locked(struct fsb_broker *b, const char *session, const cJSO
 		fail(reply, "%s", "the audit log cannot be written; nothing was recorded");
 		return;
 	}
-	if (approve && fsb_policy_approve(b->policy, p->op, p->path, p->exists, p->dev, p->ino,
-					  scope, p->session) < 0) {
+	/* A file too large to back up: the approval is the core's, not the
+	 * pack's (the pack allowed the change itself). */
+	if (approve && strcmp(p->rule, FSB_TOO_LARGE_RULE) == 0) {
+		if (fsb_backup_approve_too_large(b, p, scope) < 0) {
+			fail(reply, "%s", "out of memory; the approval was not recorded");
+			return;
+		}
+	} else if (approve && fsb_policy_approve(b->policy, p->op, p->path, p->exists, p->dev,
+						 p->ino, scope, p->session) < 0) {
 		fail(reply, "%s", "the pack refused the approval (see the core's log)");
 		return;
 	}
@@ -189,9 +196,8 @@ static void cmd_modify_backup(struct fsb_broker *b, const char *sid, const cJSON
 			      cJSON *reply)
 {
 	const char *path = get_string(req, "path");
-	const char *skipped = NULL;
+	struct fsb_backup_outcome out = { 0 };
 	struct fsb_access acc;
-	char why[512] = "";
 	struct stat st;
 	int rdfd, rc;
 	cJSON *rec;
@@ -249,18 +255,19 @@ static void cmd_modify_backup(struct fsb_broker *b, const char *sid, const cJSON
 		return;
 	}
 	rc = fstat(rdfd, &st) < 0 ? -errno
-		: fsb_backup_file(b, sid, &acc, rdfd, &st, 0, "host-modify-backup", &skipped,
-				  why, sizeof(why));
+		: fsb_backup_file(b, sid, &acc, rdfd, &st, 0, "host-modify-backup", &out);
 	close(rdfd);
 	if (rc < 0) {
-		fail(reply, "%s", why[0] ? why : strerror(-rc));
+		if (out.block_id[0])
+			cJSON_AddStringToObject(reply, "blockId", out.block_id);
+		fail(reply, "%s", out.why[0] ? out.why : strerror(-rc));
 		return;
 	}
 	/* The host writes it next, and may write it again within the turn. */
-	fsb_backup_note_write_grant(b, sid, st.st_dev, st.st_ino);
-	cJSON_AddBoolToObject(reply, "backedUp", skipped == NULL);
-	if (skipped != NULL)
-		cJSON_AddStringToObject(reply, "skipped", skipped);
+	fsb_backup_note_write_grant(b, sid, -1, st.st_dev, st.st_ino);
+	cJSON_AddBoolToObject(reply, "backedUp", out.skipped == NULL);
+	if (out.skipped != NULL)
+		cJSON_AddStringToObject(reply, "skipped", out.skipped);
 }
 
 static void cmd_stats(struct fsb_broker *b, cJSON *reply)

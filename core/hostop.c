@@ -68,6 +68,7 @@ struct hostop {
 	const struct fsb_hostop_req *req;
 	struct fsb_access src, dst;	/* `path` (or `from`), and `to` */
 	struct fsb_access entry;	/* an entry beneath a directory, in turn */
+	struct fsb_access backup_ask;	/* a file too large to back up, waiting */
 	const struct fsb_access *refused;	/* the access the policy refused */
 	char src_real[PATH_MAX];	/* normalisedPath of the reply, when not src's */
 	int err;			/* the outcome: 0 or an errno */
@@ -311,10 +312,25 @@ static int record(struct hostop *h, enum fsb_op op, const char *requested, const
 		.tool_call = h->who->tool_call,
 		.trace = h->req->trace,
 	};
-	int rc = fsb_backup_entry(h->b, h->who->session, &e, &res, h->why, sizeof(h->why));
+	struct fsb_backup_outcome out;
+	int rc = fsb_backup_entry(h->b, h->who->session, &e, &res, &out);
 
 	if (rc < 0) {
+		snprintf(h->why, sizeof(h->why), "%s", out.why);
 		h->err = -rc;
+		/* Too large, and the pack says ask: the operation waits on the
+		 * block like on any ask. */
+		if (out.block_id[0]) {
+			struct fsb_access *a = &h->backup_ask;
+
+			access_init(h, a, op, requested);
+			a->verdict.decision = FSB_ASK;
+			snprintf(a->verdict.rule, sizeof(a->verdict.rule), "%s", FSB_TOO_LARGE_RULE);
+			snprintf(a->verdict.reason, sizeof(a->verdict.reason), "%s", out.why);
+			snprintf(a->block_id, sizeof(a->block_id), "%s", out.block_id);
+			h->refused = a;
+			snprintf(h->denied, sizeof(h->denied), "%s", real);
+		}
 		return -1;
 	}
 	if (res.object[0] != '\0')
@@ -631,7 +647,14 @@ static int remove_entry(const struct fsb_tree_entry *e, bool post, void *arg)
 		return STOPPED;
 	}
 	if (unlinkat(e->dirfd, e->name, dir ? AT_REMOVEDIR : 0) < 0) {
-		fail(h, errno, "cannot remove %s/%s: %s", j->old_top, e->rel, strerror(errno));
+		/* Swapped for something of another type (or gone) since the walk
+		 * saw it: the tree is changing; ask again. */
+		if (errno == ENOTDIR || errno == EISDIR || errno == ENOENT)
+			fail(h, EAGAIN, "%s/%s changed while it was deleted; what was removed "
+			     "before it is in the backup; ask again", j->old_top, e->rel);
+		else
+			fail(h, errno, "cannot remove %s/%s: %s", j->old_top, e->rel,
+			     strerror(errno));
 		return STOPPED;
 	}
 	h->changed = true;

@@ -8,9 +8,15 @@
  * broker's lock first, since a reload may replace the pack meanwhile.
  */
 #include <errno.h>
+#include <fcntl.h>
+#include <unistd.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
+#include "at.h"
+#include "backup_prune.h"
+#include "holders.h"
 #include "log.h"
 #include "modify_backup.h"
 #include "proto_json.h"
@@ -33,6 +39,7 @@ struct settings {
 	bool enabled;
 	uint64_t max_bytes;
 	enum fsb_on_too_large on_too_large;
+	uint64_t quota_bytes;
 };
 
 static void settings_of(struct fsb_broker *b, struct fsb_session *s, struct settings *out)
@@ -44,6 +51,7 @@ static void settings_of(struct fsb_broker *b, struct fsb_session *s, struct sett
 	out->enabled = s->backup_enabled;
 	out->max_bytes = s->max_bytes_override ? s->max_bytes_override : set->max_bytes;
 	out->on_too_large = set->on_too_large;
+	out->quota_bytes = set->quota_bytes;
 	fsb_broker_unlock(b);
 }
 
@@ -59,8 +67,7 @@ static int record(struct fsb_session *s, const struct settings *set,
 
 /* The sentence for a failed record; every error but the two a user can act
  * on becomes -EIO (the reason is in `why`; the client needs only "no"). */
-static int explain(int rc, const struct fsb_backup_req *r, const struct settings *set,
-		   char *why, size_t whylen)
+static int explain(int rc, const struct fsb_backup_req *r, char *why, size_t whylen)
 {
 	switch (rc) {
 	case 0:
@@ -70,7 +77,12 @@ static int explain(int rc, const struct fsb_backup_req *r, const struct settings
 			 "the pack says onTooLarge = \"%s\"; raise backup.maxSizeMB or "
 			 "EnableModifyBackup.fileBackupMaxSizeMB", r->resolved,
 			 (unsigned long long)(r->max_bytes >> 20),
-			 set->on_too_large == FSB_ON_TOO_LARGE_DENY ? "deny" : "ask");
+			 "deny");
+		return rc;
+	case -EACCES:
+		snprintf(why, whylen, "%s is larger than the backup limit of %llu MiB and the "
+			 "pack says onTooLarge = \"ask\": approve the prompt block to change it "
+			 "without a backup", r->resolved, (unsigned long long)(r->max_bytes >> 20));
 		return rc;
 	case -ENOSPC:
 		snprintf(why, whylen, "no space left for the backup; nothing was changed");
@@ -82,9 +94,99 @@ static int explain(int rc, const struct fsb_backup_req *r, const struct settings
 	}
 }
 
+int fsb_backup_approve_too_large(struct fsb_broker *b, const struct fsb_prompt *p,
+				 const char *scope)
+{
+	struct fsb_skip_approval *v;
+
+	if (strcmp(scope, "once") != 0 && strcmp(scope, "session") != 0)
+		return -EINVAL;
+	v = realloc(b->skips, (b->nskips + 1) * sizeof(*v));
+	if (v == NULL)
+		return -ENOMEM;
+	b->skips = v;
+	v = &v[b->nskips];
+	memset(v, 0, sizeof(*v));
+	if ((v->path = strdup(p->path)) == NULL)
+		return -ENOMEM;
+	snprintf(v->session, sizeof(v->session), "%s", p->session);
+	v->dev = p->dev;
+	v->ino = p->ino;
+	v->once = strcmp(scope, "once") == 0;
+	b->nskips++;
+	return 0;
+}
+
+/*
+ * Over the size limit, and the pack says ask: an approval of this very
+ * file (path and inode, in this session) lets the change go ahead without a
+ * copy, and a "once" approval is used up; without one, a prompt block is
+ * recorded for the host. True when approved.
+ */
+static bool too_large_approved(struct fsb_broker *b, const char *sid, const char *op,
+			       const char *requested, const char *resolved,
+			       const struct stat *st, const char *tool_call,
+			       struct fsb_backup_outcome *out)
+{
+	const struct fsb_prompt *prompt;
+	enum fsb_op code = FSB_OP_WRITE;
+	bool ok = false;
+
+	fsb_broker_lock(b);
+	for (size_t i = 0; i < b->nskips && !ok; i++) {
+		struct fsb_skip_approval *v = &b->skips[i];
+
+		if (strcmp(v->session, sid) != 0 || strcmp(v->path, resolved) != 0 ||
+		    v->dev != st->st_dev || v->ino != st->st_ino)
+			continue;
+		ok = true;
+		if (v->once) {
+			free(v->path);
+			b->skips[i] = b->skips[--b->nskips];
+		}
+	}
+	if (!ok) {
+		fsb_op_parse(op, &code);
+		prompt = fsb_prompts_record(b->prompts, code, resolved, requested, true, st->st_dev,
+					    st->st_ino, FSB_TOO_LARGE_RULE, sid, tool_call);
+		if (prompt != NULL)
+			snprintf(out->block_id, sizeof(out->block_id), "%s", prompt->id);
+	}
+	fsb_broker_unlock(b);
+	return ok;
+}
+
+/* Record `r` in session `s`'s store, asking (or using an approval) when it
+ * is over the limit and the pack says ask. */
+static int record_locked_store(struct fsb_broker *b, struct fsb_session *s, struct settings *set,
+			       struct fsb_backup_req *r, struct fsb_backup_result *res,
+			       struct fsb_backup_outcome *out)
+{
+	int rc;
+
+	pthread_mutex_lock(&s->store_lock);
+	if (store_of(b, s, out->why, sizeof(out->why)) == NULL) {
+		pthread_mutex_unlock(&s->store_lock);
+		return -EIO;
+	}
+	rc = record(s, set, r, res);
+	pthread_mutex_unlock(&s->store_lock);
+	if (rc != -EFBIG || set->on_too_large != FSB_ON_TOO_LARGE_ASK || r->prior == NULL)
+		return rc;
+	if (!too_large_approved(b, s->id, r->op, r->path, r->resolved, r->prior, r->tool_call,
+				out))
+		return -EACCES;
+	/* Approved: the change goes ahead, the journal records the skip. */
+	set->on_too_large = FSB_ON_TOO_LARGE_ALLOW;
+	pthread_mutex_lock(&s->store_lock);
+	rc = record(s, set, r, res);
+	pthread_mutex_unlock(&s->store_lock);
+	return rc;
+}
+
 int fsb_backup_file(struct fsb_broker *b, const char *sid, const struct fsb_access *acc,
 		    int rdfd, const struct stat *st, int flags, const char *phase,
-		    const char **skipped, char *why, size_t whylen)
+		    struct fsb_backup_outcome *out)
 {
 	struct fsb_session *s = fsb_broker_session(b, sid);
 	struct fsb_backup_result res;
@@ -94,16 +196,14 @@ int fsb_backup_file(struct fsb_broker *b, const char *sid, const struct fsb_acce
 	cJSON *rec;
 	int rc;
 
+	memset(out, 0, sizeof(*out));
 	if (s == NULL) {
-		snprintf(why, whylen, "the session has no state to keep a backup in");
+		snprintf(out->why, sizeof(out->why), "the session has no state to keep a backup in");
 		return -EIO;
 	}
-	if (skipped != NULL)
-		*skipped = NULL;
 	settings_of(b, s, &set);
 	if (!set.enabled) {
-		if (skipped != NULL)
-			*skipped = "disabled";
+		out->skipped = "disabled";
 		return 0;
 	}
 	memset(&r, 0, sizeof(r));
@@ -116,12 +216,11 @@ int fsb_backup_file(struct fsb_broker *b, const char *sid, const struct fsb_acce
 	r.prior = st;
 	r.fd = rdfd;
 	r.skip_content = !acc->verdict.backup;
+	rc = record_locked_store(b, s, &set, &r, &res, out);
+	/* The store could not be opened: out->why says why. */
+	if (rc == -EIO && out->why[0] != '\0')
+		return rc;
 	pthread_mutex_lock(&s->store_lock);
-	if (store_of(b, s, why, whylen) == NULL) {
-		pthread_mutex_unlock(&s->store_lock);
-		return -EIO;
-	}
-	rc = record(s, &set, &r, &res);
 	cycle = fsb_store_cycle(s->store);
 	pthread_mutex_unlock(&s->store_lock);
 
@@ -135,18 +234,20 @@ int fsb_backup_file(struct fsb_broker *b, const char *sid, const struct fsb_acce
 		cJSON_AddStringToObject(rec, "backupSkipped", res.skipped);
 	if (rc < 0)
 		cJSON_AddStringToObject(rec, "backupErrno", fsb_errno_name(-rc));
+	if (out->block_id[0])
+		cJSON_AddStringToObject(rec, "blockId", out->block_id);
 	/* An unaudited backup is a change nobody can trace: refuse it. */
 	if (fsb_broker_audit(b, sid, rec) < 0 && rc == 0) {
-		snprintf(why, whylen, "the audit log cannot be written");
+		snprintf(out->why, sizeof(out->why), "the audit log cannot be written");
 		return -EIO;
 	}
-	if (rc == 0 && skipped != NULL)
-		*skipped = res.skipped;
-	return explain(rc, &r, &set, why, whylen);
+	if (rc == 0)
+		out->skipped = res.skipped;
+	return explain(rc, &r, out->why, sizeof(out->why));
 }
 
 int fsb_backup_entry(struct fsb_broker *b, const char *sid, const struct fsb_backup_entry *e,
-		     struct fsb_backup_result *res, char *why, size_t whylen)
+		     struct fsb_backup_result *res, struct fsb_backup_outcome *out)
 {
 	struct fsb_session *s = fsb_broker_session(b, sid);
 	struct fsb_backup_req r;
@@ -154,13 +255,14 @@ int fsb_backup_entry(struct fsb_broker *b, const char *sid, const struct fsb_bac
 	int rc;
 
 	memset(res, 0, sizeof(*res));
+	memset(out, 0, sizeof(*out));
 	if (s == NULL) {
-		snprintf(why, whylen, "the session has no state to keep a backup in");
+		snprintf(out->why, sizeof(out->why), "the session has no state to keep a backup in");
 		return -EIO;
 	}
 	settings_of(b, s, &set);
 	if (!set.enabled) {
-		res->skipped = "disabled";
+		res->skipped = out->skipped = "disabled";
 		return 0;
 	}
 	memset(&r, 0, sizeof(r));
@@ -174,14 +276,12 @@ int fsb_backup_entry(struct fsb_broker *b, const char *sid, const struct fsb_bac
 	r.link_target = e->link_target;
 	r.skip_content = e->skip_content;
 	r.defer_sync = true;
-	pthread_mutex_lock(&s->store_lock);
-	if (store_of(b, s, why, whylen) == NULL) {
-		pthread_mutex_unlock(&s->store_lock);
-		return -EIO;
-	}
-	rc = record(s, &set, &r, res);
-	pthread_mutex_unlock(&s->store_lock);
-	return explain(rc, &r, &set, why, whylen);
+	rc = record_locked_store(b, s, &set, &r, res, out);
+	if (rc == -EIO && out->why[0] != '\0')
+		return rc;
+	if (rc == 0)
+		out->skipped = res->skipped;
+	return explain(rc, &r, out->why, sizeof(out->why));
 }
 
 int fsb_backup_sync(struct fsb_broker *b, const char *sid, char *why, size_t whylen)
@@ -244,25 +344,137 @@ int fsb_backup_note_created(struct fsb_broker *b, const char *sid, const struct 
 	return rc;
 }
 
-void fsb_backup_note_write_grant(struct fsb_broker *b, const char *sid, dev_t dev, ino_t ino)
+/* Follow the inode behind `fd` across cycles, by an O_PATH fd of our own
+ * (store_lock held). The oldest is let go when the table is full. */
+static void follow(struct fsb_session *s, int fd, const struct stat *st)
+{
+	struct stat other;
+	int path;
+
+	for (size_t i = 0; i < s->nheld; i++)
+		if (fstat(s->held[i], &other) == 0 && other.st_dev == st->st_dev &&
+		    other.st_ino == st->st_ino)
+			return;
+	if ((path = fsb_at_reopen(fd, O_PATH)) < 0)
+		return;
+	if (s->nheld == FSB_MAX_HELD) {
+		close(s->held[0]);
+		memmove(s->held, s->held + 1, (FSB_MAX_HELD - 1) * sizeof(s->held[0]));
+		s->nheld--;
+	}
+	s->held[s->nheld++] = path;
+}
+
+void fsb_backup_note_write_grant(struct fsb_broker *b, const char *sid, int fd, dev_t dev,
+				 ino_t ino)
 {
 	struct fsb_session *s = fsb_broker_session(b, sid);
+	struct stat st;
 
 	if (s == NULL)
 		return;
 	pthread_mutex_lock(&s->store_lock);
 	if (s->store != NULL)
 		fsb_store_note_write_grant(s->store, dev, ino);
+	if (fd >= 0 && fstat(fd, &st) == 0 && S_ISREG(st.st_mode))
+		follow(s, fd, &st);
 	pthread_mutex_unlock(&s->store_lock);
+}
+
+/*
+ * Right after a seal (store_lock held): each followed file that a process
+ * still holds open for writing is backed up into the next cycle, under its
+ * name now; the others are let go. Returns how many were backed up.
+ */
+static int carry_over(struct fsb_broker *b, struct fsb_session *s)
+{
+	struct fsb_inode_id ids[FSB_MAX_HELD];
+	bool held[FSB_MAX_HELD];
+	struct settings set;
+	size_t keep = 0;
+	int saved = 0;
+
+	if (s->nheld == 0)
+		return 0;
+	for (size_t i = 0; i < s->nheld; i++) {
+		struct stat st;
+
+		ids[i].dev = ids[i].ino = 0;
+		if (fstat(s->held[i], &st) == 0 && st.st_nlink > 0) {
+			ids[i].dev = st.st_dev;
+			ids[i].ino = st.st_ino;
+		}
+	}
+	fsb_holders_writable(ids, s->nheld, held);
+	settings_of(b, s, &set);
+	for (size_t i = 0; i < s->nheld; i++) {
+		struct fsb_backup_result res;
+		struct fsb_backup_req r;
+		char proc[32], path[PATH_MAX];
+		struct stat st, named;
+		ssize_t n;
+		int rd;
+
+		if (!held[i] || ids[i].ino == 0) {
+			close(s->held[i]);
+			continue;
+		}
+		s->held[keep++] = s->held[i];
+		/* Its name now: it may have been renamed since the grant. */
+		n = readlink(fsb_at_fd_path(s->held[i], proc, sizeof(proc)), path, sizeof(path) - 1);
+		if (n <= 0 || !set.enabled)
+			continue;
+		path[n] = '\0';
+		if (lstat(path, &named) < 0 || named.st_dev != ids[i].dev ||
+		    named.st_ino != ids[i].ino)
+			continue;
+		if ((rd = fsb_at_reopen(s->held[i], O_RDONLY | O_NONBLOCK | O_NOCTTY)) < 0)
+			continue;
+		memset(&r, 0, sizeof(r));
+		r.op = "held-open";
+		r.path = path;
+		r.resolved = path;
+		r.prior = &st;
+		r.fd = rd;
+		if (fstat(rd, &st) == 0 && record(s, &set, &r, &res) == 0)
+			saved++;
+		else
+			fsb_warn("%s is held open for writing, but could not be backed up into "
+				 "the next cycle", path);
+		close(rd);
+	}
+	s->nheld = keep;
+	return saved;
+}
+
+static int commit(struct fsb_broker *b, const char *sid, const char *message, bool carry,
+		  char *err, size_t errlen);
+
+static void report_quota(void *arg, enum fsb_prune_msg kind, const char *msg)
+{
+	const char *sid = arg;
+
+	if (kind == FSB_PRUNE_ERROR)
+		fsb_error("backup quota of session %s: %s", sid, msg);
+	else
+		fsb_info("backup quota of session %s: %s", sid, msg);
 }
 
 int fsb_backup_commit(struct fsb_broker *b, const char *sid, const char *message,
 		      char *err, size_t errlen)
 {
+	return commit(b, sid, message, true, err, errlen);
+}
+
+/* `carry`: follow files still held open into the next cycle (not when the
+ * core stops: nobody would seal that cycle). */
+static int commit(struct fsb_broker *b, const char *sid, const char *message, bool carry,
+		  char *err, size_t errlen)
+{
 	struct fsb_session *s = fsb_broker_session(b, sid);
 	char head[FSB_SHA256_HEX_LEN + 1];
+	int n, rc, carried = 0;
 	cJSON *rec;
-	int n, rc;
 
 	if (s == NULL) {
 		snprintf(err, errlen, "session %s has no state (no state dir, or an invalid id)", sid);
@@ -289,6 +501,17 @@ int fsb_backup_commit(struct fsb_broker *b, const char *sid, const char *message
 		goto out;
 	}
 	n = fsb_store_seal(s->store, message, head, err, errlen);
+	if (n > 0) {
+		struct settings set;
+
+		/* The pack's quota, oldest sealed cycles first; the turn just
+		 * sealed always stays. */
+		settings_of(b, s, &set);
+		fsb_backup_prune_to(fsb_store_dir(s->store), set.quota_bytes, false,
+				    report_quota, s->id);
+	}
+	if (n > 0 && carry)
+		carried = carry_over(b, s);
 out:
 	pthread_mutex_unlock(&s->store_lock);
 	if (n <= 0)
@@ -298,6 +521,8 @@ out:
 	cJSON_AddStringToObject(rec, "session", sid);
 	cJSON_AddNumberToObject(rec, "cycle", n);
 	cJSON_AddStringToObject(rec, "commitMsg", message);
+	if (carried > 0)
+		cJSON_AddNumberToObject(rec, "heldOpenBackedUp", carried);
 	fsb_broker_audit(b, sid, rec);
 	return n;
 }
@@ -314,7 +539,7 @@ void fsb_backup_commit_all(struct fsb_broker *b, const char *message)
 		pthread_mutex_lock(&s->store_lock);
 		open = s->store != NULL && fsb_store_cycle(s->store) != 0;
 		pthread_mutex_unlock(&s->store_lock);
-		if (open && fsb_backup_commit(b, s->id, message, err, sizeof(err)) < 0)
+		if (open && commit(b, s->id, message, false, err, sizeof(err)) < 0)
 			fsb_error("session %s: the open cycle was not sealed: %s", s->id, err);
 	}
 }

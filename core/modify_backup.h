@@ -12,21 +12,41 @@
 
 #include "broker.h"
 
+/* The rule a prompt block for a too-large backup names. */
+#define FSB_TOO_LARGE_RULE "backup.onTooLarge ask"
+
+/** What became of a backup, beyond its return value. */
+struct fsb_backup_outcome {
+	const char *skipped;	/* no copy taken: "too-large", "skip-rule", "disabled"; or NULL */
+	char block_id[24];	/* -EACCES: the prompt block the change waits on */
+	char why[512];		/* a sentence, when it failed */
+};
+
 /**
  * Back up the file `acc` judged, read from `rdfd` (a read-only fd on the very
  * inode about to change, `st` its stat), in session `sid`'s store, and write
  * the audit line (`phase`). `flags` are a grant's open flags, else 0.
  * Returns 0 when the change may go ahead (backed up; content already in the
- * cycle; skipped by the pack's backup.skip or onTooLarge = "allow"; backups
- * turned off for the session), else -errno with a sentence in `why`:
- * -EFBIG (over the size limit, and the pack says deny or ask), -ENOSPC, -EIO
- * (anything else: the store or the audit log cannot be written). *skipped
- * (may be NULL) is set to why no copy was taken: NULL when one was (or the
- * cycle had it), "too-large", "skip-rule" or "disabled".
+ * cycle; skipped by the pack's backup.skip, by onTooLarge = "allow" or by an
+ * approval of an onTooLarge = "ask" block; backups turned off for the
+ * session), else -errno with a sentence in out->why: -EACCES (too large and
+ * onTooLarge = "ask": out->block_id names the prompt block; once the host
+ * approves it, the same change goes ahead without a copy), -EFBIG (too
+ * large, onTooLarge = "deny"), -ENOSPC, -EIO (anything else: the store or
+ * the audit log cannot be written).
  */
 int fsb_backup_file(struct fsb_broker *b, const char *sid, const struct fsb_access *acc,
 		    int rdfd, const struct stat *st, int flags, const char *phase,
-		    const char **skipped, char *why, size_t whylen);
+		    struct fsb_backup_outcome *out);
+
+/**
+ * With the broker's lock held: the host approved prompt block `p`, which
+ * fsb_backup_file recorded for a file over the size limit (its rule is
+ * FSB_TOO_LARGE_RULE). The change it blocked may then go ahead without a
+ * backup, once (`scope` "once") or for the rest of the session. 0 or -errno.
+ */
+int fsb_backup_approve_too_large(struct fsb_broker *b, const struct fsb_prompt *p,
+				 const char *scope);
 
 /** One path a host operation is about to change, as it is now. */
 struct fsb_backup_entry {
@@ -45,10 +65,10 @@ struct fsb_backup_entry {
  * own (the operation writes one for all) and without syncing: call
  * fsb_backup_sync() after the last entry and before the change. Returns 0
  * (also when backups are off for the session: res->skipped "disabled") or
- * -EFBIG, -ENOSPC, -EIO with a sentence in `why`, as fsb_backup_file().
+ * -EACCES, -EFBIG, -ENOSPC, -EIO with `out` filled, as fsb_backup_file().
  */
 int fsb_backup_entry(struct fsb_broker *b, const char *sid, const struct fsb_backup_entry *e,
-		     struct fsb_backup_result *res, char *why, size_t whylen);
+		     struct fsb_backup_result *res, struct fsb_backup_outcome *out);
 
 /** Make the entries journaled so far durable. 0 or -errno with `why`. */
 int fsb_backup_sync(struct fsb_broker *b, const char *sid, char *why, size_t whylen);
@@ -66,13 +86,21 @@ int fsb_backup_recover(struct fsb_broker *b, const char *sid, char *err, size_t 
 int fsb_backup_note_created(struct fsb_broker *b, const char *sid, const struct fsb_access *acc,
 			    int flags);
 
-/** A writable fd on (dev, ino) went to a client in session `sid`. */
-void fsb_backup_note_write_grant(struct fsb_broker *b, const char *sid, dev_t dev, ino_t ino);
+/**
+ * A writable fd on (dev, ino) went to a client in session `sid`: the next
+ * backup of that file in the cycle copies it again. `fd` (may be -1) is
+ * that fd: the file is then followed across cycles (see fsb_backup_commit).
+ */
+void fsb_backup_note_write_grant(struct fsb_broker *b, const char *sid, int fd, dev_t dev,
+				 ino_t ino);
 
 /**
  * Seal session `sid`'s open cycle with `message` and the audit chain's head
- * (the log fsynced first), and audit it. Returns the cycle's number, 0 when
- * no cycle was open, or -errno with `err` set.
+ * (the log fsynced first), and audit it. Then every file granted for
+ * writing that some process still holds open for writing is backed up into
+ * the next cycle at once (its holder may change it in the next turn without
+ * asking again). Returns the sealed cycle's number, 0 when no cycle was
+ * open, or -errno with `err` set.
  */
 int fsb_backup_commit(struct fsb_broker *b, const char *sid, const char *message,
 		      char *err, size_t errlen);

@@ -102,6 +102,17 @@ uint64_t fsb_clamp_backup_mb(double mb)
 	return (uint64_t)mb << 20;
 }
 
+uint64_t fsb_clamp_quota_mb(double mb)
+{
+	/* Below 1 MiB no backup would outlive its turn; the top only keeps
+	 * the shift below from overflowing. */
+	if (!(mb >= 1))
+		mb = 1;
+	if (mb > 16777216)
+		mb = 16777216;
+	return (uint64_t)mb << 20;
+}
+
 /* Runs protected: engine:summary().backup into p->backup. stack: ctx */
 static int l_read_backup_settings(lua_State *L)
 {
@@ -121,6 +132,10 @@ static int l_read_backup_settings(lua_State *L)
 	lua_getfield(L, -1, "maxSizeMB");
 	if (lua_type(L, -1) == LUA_TNUMBER)
 		p->backup.max_bytes = fsb_clamp_backup_mb(lua_tonumber(L, -1));
+	lua_pop(L, 1);
+	lua_getfield(L, -1, "quotaMB");
+	if (lua_type(L, -1) == LUA_TNUMBER)
+		p->backup.quota_bytes = fsb_clamp_quota_mb(lua_tonumber(L, -1));
 	lua_pop(L, 1);
 	lua_getfield(L, -1, "onTooLarge");
 	on = lua_tostring(L, -1);
@@ -185,6 +200,7 @@ int fsb_policy_load(const struct fsb_policy_opts *opts, struct fsb_policy **out,
 	p->engine_ref = luaL_ref(L, LUA_REGISTRYINDEX);
 	p->backup.max_bytes = fsb_clamp_backup_mb(10);
 	p->backup.on_too_large = FSB_ON_TOO_LARGE_ASK;
+	p->backup.quota_bytes = fsb_clamp_quota_mb(5120);
 	lua_pushcfunction(L, l_read_backup_settings);
 	lua_pushlightuserdata(L, p);
 	if (fsb_lua_pcall(p->lua, 1, 0, FSB_LUA_BUDGET_CALL, err, errlen) < 0)

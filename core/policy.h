@@ -46,6 +46,7 @@ enum fsb_on_too_large { FSB_ON_TOO_LARGE_ASK, FSB_ON_TOO_LARGE_ALLOW, FSB_ON_TOO
 struct fsb_backup_settings {
 	uint64_t max_bytes;	/* backup.maxSizeMB, clamped to [1, 4096] MiB */
 	enum fsb_on_too_large on_too_large;
+	uint64_t quota_bytes;	/* backup.quotaMB, clamped to [1, 16777216] MiB (16 TiB) */
 };
 
 struct fsb_policy_opts {
@@ -95,6 +96,9 @@ int fsb_policy_move_approvals(struct fsb_policy *from, struct fsb_policy *to);
 
 /** `mb` MiB in bytes, clamped to [1, 4096] MiB (DESIGN §6.2). */
 uint64_t fsb_clamp_backup_mb(double mb);
+
+/** `mb` MiB in bytes, clamped to [1 MiB, 16 TiB]: the store's quota. */
+uint64_t fsb_clamp_quota_mb(double mb);
 
 /** The pack's backup settings, read once when it loaded. */
 const struct fsb_backup_settings *fsb_policy_backup(const struct fsb_policy *p);

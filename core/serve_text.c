@@ -69,7 +69,8 @@ struct text_job {
 	bool writes;
 	int fd;				/* the grant, or -1 */
 	bool audit_failed;		/* no line, no answer but a refusal */
-	char why[512];			/* a backup's or the journal's refusal */
+	struct fsb_backup_outcome backup;	/* a backup's refusal */
+	char why[512];			/* the journal's refusal */
 };
 
 /* Called by fsb_grant_open with a read-only fd on the inode it is about to
@@ -78,9 +79,13 @@ static int backup_granted_file(int rdfd, const struct stat *st, void *arg)
 {
 	struct text_job *t = arg;
 
-	return fsb_backup_file(t->conn->srv->broker, t->conn->scope.session, &t->acc, rdfd, st,
-			       t->req.has_open ? t->req.open_flags : 0, "ipc-token-backup", NULL,
-			       t->why, sizeof(t->why));
+	int rc = fsb_backup_file(t->conn->srv->broker, t->conn->scope.session, &t->acc, rdfd,
+				 st, t->req.has_open ? t->req.open_flags : 0, "ipc-token-backup",
+				 &t->backup);
+
+	if (rc < 0)
+		snprintf(t->why, sizeof(t->why), "%s", t->backup.why);
+	return rc;
 }
 
 static int backup_before_sandbox(struct text_job *t)
@@ -114,8 +119,10 @@ static void serve(struct text_job *t)
 		fsb_broker_decide(b, acc);
 		if (acc->verdict.decision != FSB_ALLOW || acc->errnum != 0 || !req->has_open)
 			break;
-		t->fd = fsb_grant_open(b->rootfd, &acc->res, req->open_flags, req->open_mode,
-				       backup_granted_file, t);
+		/* O_TRUNC waits for the audit line: a request refused for want
+		 * of it must leave the file as it was. */
+		t->fd = fsb_grant_open(b->rootfd, &acc->res, req->open_flags & ~O_TRUNC,
+				       req->open_mode, backup_granted_file, t);
 		if (t->fd >= 0)
 			break;
 		acc->errnum = -t->fd;
@@ -129,6 +136,14 @@ static void serve(struct text_job *t)
 	if (!req->has_open && t->writes && acc->verdict.decision == FSB_ALLOW &&
 	    acc->errnum == 0 && acc->res.exists && S_ISREG(acc->res.st.st_mode))
 		acc->errnum = backup_before_sandbox(t);
+	/* Too large to back up, and the pack says ask: the request waits for
+	 * the host's approval of the block, like any ask. */
+	if (acc->errnum == EACCES && t->backup.block_id[0]) {
+		acc->verdict.decision = FSB_ASK;
+		snprintf(acc->verdict.rule, sizeof(acc->verdict.rule), "%s", FSB_TOO_LARGE_RULE);
+		snprintf(acc->verdict.reason, sizeof(acc->verdict.reason), "%s", t->backup.why);
+		snprintf(acc->block_id, sizeof(acc->block_id), "%s", t->backup.block_id);
+	}
 	/* A file this request creates (now, or by the client after SANDBOX):
 	 * the journal says it was absent, so a restore removes it. A create
 	 * the journal cannot record is undone and refused. */
@@ -150,22 +165,33 @@ static void serve(struct text_job *t)
 		cJSON_AddNumberToObject(rec, "openFlags", req->open_flags);
 	if (t->fd >= 0)
 		cJSON_AddStringToObject(rec, "grant", "fd");
-	/* No reply goes out whose audit line is not written: fail closed. */
+	/* No reply goes out whose audit line is not written: fail closed, and
+	 * take back a file the grant created. */
 	if (fsb_broker_audit(b, conn->scope.session, rec) < 0) {
+		if (t->fd >= 0 && !acc->res.exists)
+			fsb_grant_undo_create(b->rootfd, &acc->res, t->fd);
 		if (t->fd >= 0)
 			close(t->fd);
 		t->fd = -1;
 		t->audit_failed = true;
 		return;
 	}
+	if (t->fd >= 0 && (req->open_flags & O_TRUNC) && fstat(t->fd, &st) == 0 &&
+	    S_ISREG(st.st_mode) && ftruncate(t->fd, 0) < 0) {
+		acc->errnum = errno;
+		snprintf(t->why, sizeof(t->why), "cannot truncate the file: %s",
+			 strerror(errno));
+		close(t->fd);
+		t->fd = -1;
+	}
 	if (!t->writes || acc->verdict.decision != FSB_ALLOW || acc->errnum != 0)
 		return;
 	/* Its holder may change the file from now on: the next backup of it in
 	 * this cycle copies it again. */
 	if (t->fd >= 0 && fstat(t->fd, &st) == 0)
-		fsb_backup_note_write_grant(b, conn->scope.session, st.st_dev, st.st_ino);
+		fsb_backup_note_write_grant(b, conn->scope.session, t->fd, st.st_dev, st.st_ino);
 	else if (t->fd < 0 && acc->res.exists)
-		fsb_backup_note_write_grant(b, conn->scope.session, acc->res.st.st_dev,
+		fsb_backup_note_write_grant(b, conn->scope.session, -1, acc->res.st.st_dev,
 					    acc->res.st.st_ino);
 }
 

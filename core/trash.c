@@ -10,10 +10,12 @@
 #include <fcntl.h>
 #include <stdarg.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -101,35 +103,65 @@ static void cut_last(char *p)
 }
 
 /*
- * The device of the data home: of its nearest existing level, since a
- * missing data home is made where that level is.
+ * Where a file lives, for "can a rename reach the trash": its mount, which
+ * a bind mount of the same filesystem (same st_dev) tells apart. Kernels
+ * without STATX_MNT_ID (before 5.8) leave only the device to compare.
  */
-static int data_home_dev(const char *data_home, dev_t *dev)
+struct place {
+	dev_t dev;
+	uint64_t mnt;
+	bool has_mnt;
+};
+
+static int place_at(int dirfd, const char *name, int flags, struct place *out)
+{
+	struct statx stx;
+
+	if (statx(dirfd, name, flags | AT_NO_AUTOMOUNT, STATX_BASIC_STATS | STATX_MNT_ID, &stx) < 0)
+		return -errno;
+	out->dev = makedev(stx.stx_dev_major, stx.stx_dev_minor);
+	out->has_mnt = (stx.stx_mask & STATX_MNT_ID) != 0;
+	out->mnt = stx.stx_mnt_id;
+	return 0;
+}
+
+static bool same_place(const struct place *a, const struct place *b)
+{
+	if (a->has_mnt && b->has_mnt)
+		return a->mnt == b->mnt;
+	return a->dev == b->dev;
+}
+
+/*
+ * Where the data home is: its nearest existing level, since a missing data
+ * home is made where that level is.
+ */
+static int data_home_place(const char *data_home, struct place *out)
 {
 	char p[PATH_MAX];
-	struct stat st;
+	int err;
 
 	if ((size_t)snprintf(p, sizeof(p), "%s", data_home) >= sizeof(p))
 		return -ENAMETOOLONG;
-	while (stat(p, &st) < 0) {
-		if (errno != ENOENT || strcmp(p, "/") == 0)
-			return -errno;
+	while ((err = place_at(AT_FDCWD, p, 0, out)) < 0) {
+		if (err != -ENOENT || strcmp(p, "/") == 0)
+			return err;
 		cut_last(p);
 	}
-	*dev = st.st_dev;
 	return 0;
 }
 
 /*
- * The top directory of the filesystem `dev` that `dir_path` lies on: the
- * shortest prefix of it still on `dev`, found walking up lexically ("/"
- * when none is).
+ * The top directory of the mount `where` that `dir_path` lies on: the
+ * shortest prefix of it still in that mount, found walking up lexically
+ * ("/" when none is).
  */
-static int find_topdir(const char *dir_path, dev_t dev, char *top)
+static int find_topdir(const char *dir_path, const struct place *where, char *top)
 {
 	size_t len = strlen(dir_path);
+	struct place here;
 	char p[PATH_MAX];
-	struct stat st;
+	int err;
 
 	/* "/mnt/" and "/mnt" are one directory; the top one is named without
 	 * the slash so that the caller can cut it off the entry's path. */
@@ -141,9 +173,9 @@ static int find_topdir(const char *dir_path, dev_t dev, char *top)
 	p[len] = '\0';
 	strcpy(top, "/");
 	for (;;) {
-		if (lstat(p, &st) < 0)
-			return -errno;
-		if (st.st_dev != dev)
+		if ((err = place_at(AT_FDCWD, p, AT_SYMLINK_NOFOLLOW, &here)) < 0)
+			return err;
+		if (!same_place(&here, where))
 			return 0;
 		strcpy(top, p);
 		if (strcmp(p, "/") == 0)
@@ -347,11 +379,11 @@ int fsb_trash_move(const struct fsb_trash_place *t, int dirfd, const char *dir_p
 	char text[3 * PATH_MAX + 64];	/* the info file; a path encoded is at most 3 times as long */
 	char cand[NAME_MAX + 1], iname[NAME_MAX + 1];
 	int trashfd = -1, filesfd = -1, infofd = -1, err;
-	struct stat st, dst, tst;
+	struct place entry, parent, home, trash;
+	struct stat st;
 	const char *rel;
 	struct tm tm;
 	time_t now;
-	dev_t hdev = 0;
 
 	trashed[0] = info[0] = why[0] = '\0';
 	if (dir_path[0] != '/' || name[0] == '\0' || strchr(name, '/') != NULL ||
@@ -360,23 +392,22 @@ int fsb_trash_move(const struct fsb_trash_place *t, int dirfd, const char *dir_p
 			   "absolute directory", name, dir_path);
 	if (join(orig, sizeof(orig), dir_path, name) < 0)
 		return say(why, whylen, -ENAMETOOLONG, "the path %s/%s is too long", dir_path, name);
-	if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0 || fstat(dirfd, &dst) < 0) {
-		err = -errno;
+	if ((err = place_at(dirfd, name, AT_SYMLINK_NOFOLLOW, &entry)) < 0 ||
+	    (err = place_at(dirfd, "", AT_EMPTY_PATH, &parent)) < 0)
 		return say(why, whylen, err, "cannot stat %s: %s", orig, strerror(-err));
-	}
-	if (st.st_dev != dst.st_dev)
+	if (!same_place(&entry, &parent))
 		return say(why, whylen, -EBUSY, "%s is a mount point; it cannot be trashed", orig);
 
-	/* The home trash for the data home's filesystem, else the top directory's. */
-	err = data_home_dev(t->data_home, &hdev);
+	/* The home trash for the data home's mount, else the top directory's. */
+	err = data_home_place(t->data_home, &home);
 	if (err < 0)
 		return say(why, whylen, err, "cannot stat the data home %s: %s", t->data_home,
 			   strerror(-err));
-	if (hdev == st.st_dev) {
+	if (same_place(&home, &entry)) {
 		err = open_home_trash(t->data_home, base, &trashfd, why, whylen);
 		rel = orig;
 	} else {
-		err = find_topdir(dir_path, st.st_dev, top);
+		err = find_topdir(dir_path, &entry, top);
 		if (err < 0)
 			return say(why, whylen, err, "cannot find the top directory of %s: %s",
 				   orig, strerror(-err));
@@ -389,12 +420,11 @@ int fsb_trash_move(const struct fsb_trash_place *t, int dirfd, const char *dir_p
 
 	/* A rename cannot cross filesystems, and trashing is never a copy. A
 	 * files/ mounted on its own is caught by the rename itself. */
-	if (fstat(trashfd, &tst) < 0) {
-		err = -errno;
+	if ((err = place_at(trashfd, "", AT_EMPTY_PATH, &trash)) < 0) {
 		say(why, whylen, err, "cannot stat the trash %s: %s", base, strerror(-err));
 		goto out;
 	}
-	if (tst.st_dev != st.st_dev) {
+	if (!same_place(&trash, &entry)) {
 		err = say(why, whylen, -EXDEV, "the trash %s is on another filesystem than %s; "
 			  "it is not copied there", base, orig);
 		goto out;
@@ -440,7 +470,7 @@ int fsb_trash_move(const struct fsb_trash_place *t, int dirfd, const char *dir_p
 
 		/* A name taken in files/ (an entry left without its info file)
 		 * is passed over before anything is written or journaled. */
-		if (fstatat(filesfd, cand, &tst, AT_SYMLINK_NOFOLLOW) == 0)
+		if (fstatat(filesfd, cand, &st, AT_SYMLINK_NOFOLLOW) == 0)
 			continue;
 		/* The info file first: a crash after the rename leaves the entry
 		 * restorable, one before it only a stray info file. */

@@ -55,7 +55,9 @@ static void on_reloaded(struct fsb_broker *b, void *arg)
 
 static void on_debounce(uv_timer_t *t)
 {
-	reload(t->data, "file change");
+	struct fsb_watch *w = t->data;
+
+	reload(w, w->trigger);
 }
 
 static bool is_pack_file(struct fsb_broker *b, const char *dir, const char *name)
@@ -80,13 +82,25 @@ static void on_dir_event(uv_fs_event_t *h, const char *filename, int events, int
 		return;
 	if (!is_pack_file(w->broker, dir, filename))
 		return;
+	w->trigger = "file change";
 	uv_timer_start(&w->debounce, on_debounce, DEBOUNCE_MS, 0);
 }
 
+/*
+ * Not at once: on the next turn of the loop, and once for any number of
+ * SIGHUPs until then. A reload takes a while (the pack's self-tests run);
+ * signals faster than that would otherwise keep the loop reloading and
+ * leave every client unanswered.
+ */
 static void on_sighup(uv_signal_t *s, int signum)
 {
+	struct fsb_watch *w = s->data;
+
 	(void)signum;
-	reload(s->data, "SIGHUP");
+	if (uv_is_active((uv_handle_t *)&w->debounce) && strcmp(w->trigger, "SIGHUP") == 0)
+		return;
+	w->trigger = "SIGHUP";
+	uv_timer_start(&w->debounce, on_debounce, 0, 0);
 }
 
 static void watch_pack_dirs(struct fsb_watch *w)
@@ -132,6 +146,7 @@ int fsb_watch_start(struct fsb_watch *w, uv_loop_t *loop, struct fsb_broker *b)
 	w->broker = b;
 	uv_timer_init(loop, &w->debounce);
 	w->debounce.data = w;
+	w->trigger = "file change";
 	uv_signal_init(loop, &w->sighup);
 	w->sighup.data = w;
 	if ((rc = uv_signal_start(&w->sighup, on_sighup, SIGHUP)) < 0)

@@ -9,8 +9,15 @@
  * replaced by a symlink is not followed. `backup diff` shows what a cycle
  * changed and exits like diff; `backup prune` removes old sealed cycles
  * (never the open one) and the objects no remaining cycle names, changes
- * nothing with --dry-run, and refuses while the store's lock is held.
- * No core is started.
+ * nothing with --dry-run, and refuses while the store's lock is held;
+ * `prune --max-size` removes the oldest sealed cycles until the store fits,
+ * keeping objects a remaining cycle names. A restore keeps what it changes
+ * in restore_backup and `backup undo` puts it back exactly (and redoes it);
+ * a restore whose copy cannot be written changes nothing; dry runs of
+ * restore and undo write nothing.
+ * Xattrs come back exactly, and those added since are removed: on a cycle
+ * a real core journaled for a write grant (the one test that starts a
+ * core), and on a directory kept in place and a symlink made again.
  */
 #include "harness.h"
 
@@ -25,6 +32,7 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 
 #include <cJSON.h>
@@ -679,6 +687,174 @@ static void test_symlink_is_recreated_with_its_target(void **state)
 	assert_no_temp_files(S.ws);
 }
 
+/* Skip, saying why, when the filesystem of `path` takes no user.* xattrs. */
+static void need_user_xattrs(const char *path)
+{
+	if (setxattr(path, "user.fsbt-probe", "", 0, 0) == 0) {
+		assert_int_equal(removexattr(path, "user.fsbt-probe"), 0);
+		return;
+	}
+	fsbt_skip("%s takes no user.* xattrs (%s)", path, strerror(errno));
+}
+
+static void assert_xattr(const char *path, const char *name, const void *want, size_t len)
+{
+	char buf[256];
+	ssize_t n = lgetxattr(path, name, buf, sizeof(buf));
+
+	if (n < 0)
+		fail_msg("%s of %s: %s", name, path, strerror(errno));
+	assert_int_equal(n, (ssize_t)len);
+	assert_memory_equal(buf, want, len);
+}
+
+static void assert_no_xattr(const char *path, const char *name)
+{
+	char buf[16];
+
+	assert_int_equal(lgetxattr(path, name, buf, sizeof(buf)), -1);
+	assert_int_equal(errno, ENODATA);
+}
+
+/*
+ * Through the real core: a file with user.* xattrs is granted for writing;
+ * its holder rewrites it, changes one xattr, removes one and adds one. The
+ * cycle is sealed, and restore puts the content and every xattr back byte
+ * for byte and removes the added one.
+ */
+static void test_restore_brings_back_xattrs_a_write_grant_changed(void **state)
+{
+	static const char keep[] = { 'k', '\0', (char)0xff, (char)0xc3 };
+	char path[PATH_MAX + 16], line[PATH_MAX + 256], reply[4096];
+	struct fsbt_core *c;
+	struct run r;
+	int fd, got = -1;
+	cJSON *j;
+
+	(void)state;
+	need_openat2();
+	c = fsbt_start();
+	snprintf(path, sizeof(path), "%s/x.txt", c->ws);
+	fsbt_write_file(path, "before the grant\n");
+	if (setxattr(path, "user.fsbt-probe", "", 0, 0) < 0) {
+		int err = errno;
+
+		fsbt_core_stop(c);
+		fsbt_skip("the core's workspace takes no user.* xattrs (%s)", strerror(err));
+	}
+	assert_int_equal(removexattr(path, "user.fsbt-probe"), 0);
+	assert_int_equal(setxattr(path, "user.keep", keep, sizeof(keep), 0), 0);
+	assert_int_equal(setxattr(path, "user.gone", "g", 1, 0), 0);
+	assert_int_equal(setxattr(path, "user.empty", "", 0, 0), 0);
+
+	fd = fsbt_connect(c);
+	assert_true(fd >= 0);
+	fsbt_text_req(line, sizeof(line), FSBT_WRITE, path, c->session, FSBT_OPEN_WRITE);
+	assert_true(fsbt_request(fd, line, reply, sizeof(reply), &got) > 0);
+	assert_string_equal(reply, "FD");
+	assert_true(got >= 0);
+	assert_int_equal(write(got, "after\n", 6), 6);
+	assert_int_equal(fsetxattr(got, "user.keep", "changed", 7, 0), 0);
+	assert_int_equal(fremovexattr(got, "user.gone"), 0);
+	assert_int_equal(fsetxattr(got, "user.added", "a", 1, 0), 0);
+	close(got);
+	fsbt_close(fd);
+	j = fsbt_control_cmd(c, "CommitModifyBackup", "\"commitMsg\":\"xattrs\"");
+	assert_true(fsbt_ok(j));
+	cJSON_Delete(j);
+
+	run_fsbroker(&r, (const char *const[]){ "backup", "restore", "--last", "--state-dir",
+						c->state, "--session", c->session, NULL });
+	if (r.status != 0)
+		fprintf(stderr, "# restore said:\n%s%s", r.out, r.err);
+	assert_int_equal(r.status, 0);
+	assert_true(has_line(r.out, "restored", path, " (content, mode, times"));
+	assert_non_null(strstr(r.out, ", xattrs)"));
+	assert_null(strstr(r.out, "xattrs not restored"));
+	assert_content(path, "before the grant\n");
+	assert_xattr(path, "user.keep", keep, sizeof(keep));
+	assert_xattr(path, "user.gone", "g", 1);
+	assert_xattr(path, "user.empty", "", 0);
+	assert_no_xattr(path, "user.added");
+	fsbt_core_stop(c);
+}
+
+/*
+ * A directory the cycle kept (chmod, and its xattrs changed: one value,
+ * one added) gets back its xattrs in place, the added one removed; as
+ * root, a symlink the cycle deleted comes back with its trusted.* xattr.
+ */
+static void test_restore_puts_xattrs_back_on_a_kept_directory(void **state)
+{
+	char dir[PATH_MAX * 2 + 8], link[PATH_MAX * 2 + 8];
+	const char *paths[3];
+	struct stat st;
+	struct run r;
+	size_t len;
+	bool root = geteuid() == 0;
+
+	(void)state;
+	need_openat2();
+	snprintf(dir, sizeof(dir), "%s/d", S.ws);
+	snprintf(link, sizeof(link), "%s/ln", S.ws);
+	mkdirs(dir);
+	need_user_xattrs(dir);
+	assert_int_equal(chmod(dir, 0750), 0);
+	assert_int_equal(lstat(dir, &st), 0);
+	/* user.d is "dir\0value\xff"; the name user.\xe9 is not UTF-8. */
+	len = strlen(S.journal);
+	snprintf(S.journal + len, sizeof(S.journal) - len,
+		 "{\"seq\":1,\"time\":\"2026-11-29T20:01:01.000Z\",\"toolCallId\":\"tc-1\","
+		 "\"traceId\":\"\",\"op\":\"chmod\",\"flags\":0,\"path\":\"%s\","
+		 "\"resolved\":\"%s\",\"prior\":{\"exists\":true,\"type\":\"dir\","
+		 "\"dev\":1,\"ino\":%llu,\"nlink\":2,\"mode\":488,\"uid\":%u,\"gid\":%u,"
+		 "\"size\":%lld,\"atime\":[1300000000,1],\"mtime\":[1300000000,2],"
+		 "\"xattrs\":{\"user.d\":\"ZGlyAHZhbHVl/w==\"},"
+		 "\"xattrsBytes\":{\"user.%%E9\":\"dg==\"}},\"ok\":true}\n",
+		 dir, dir, (unsigned long long)st.st_ino, st.st_uid, st.st_gid,
+		 (long long)st.st_size);
+	if (root) {
+		assert_int_equal(symlink("t", link), 0);
+		assert_int_equal(lstat(link, &st), 0);
+		len = strlen(S.journal);
+		snprintf(S.journal + len, sizeof(S.journal) - len,
+			 "{\"seq\":2,\"time\":\"2026-11-29T20:01:02.000Z\",\"toolCallId\":\"tc-1\","
+			 "\"traceId\":\"\",\"op\":\"delete\",\"flags\":0,\"path\":\"%s\","
+			 "\"resolved\":\"%s\",\"prior\":{\"exists\":true,\"type\":\"symlink\","
+			 "\"dev\":1,\"ino\":%llu,\"nlink\":1,\"mode\":511,\"uid\":0,"
+			 "\"gid\":0,\"size\":1,\"atime\":[1300000000,1],"
+			 "\"mtime\":[1300000000,2],\"target\":\"t\","
+			 "\"xattrs\":{\"trusted.t\":\"AAE=\"}},\"ok\":true}\n",
+			 link, link, (unsigned long long)st.st_ino);
+		assert_int_equal(unlink(link), 0);
+	}
+	journal_write();
+	/* What the cycle did to the directory. */
+	assert_int_equal(chmod(dir, 0700), 0);
+	assert_int_equal(setxattr(dir, "user.d", "changed", 7, 0), 0);
+	assert_int_equal(setxattr(dir, "user.added", "1", 1, 0), 0);
+	paths[0] = dir;
+	paths[1] = root ? link : NULL;
+	paths[2] = NULL;
+	seal(paths);
+
+	BACKUP(&r, "restore", "--last");
+	if (r.status != 0)
+		fprintf(stderr, "# restore said:\n%s%s", r.out, r.err);
+	assert_int_equal(r.status, 0);
+	assert_true(has_line(r.out, "restored", dir, " (directory, mode, times, xattrs)"));
+	assert_int_equal(lstat(dir, &st), 0);
+	assert_int_equal(st.st_mode & 07777, 0750);
+	assert_xattr(dir, "user.d", "dir\0value\xff", 10);
+	assert_xattr(dir, "user.\xe9", "v", 1);
+	assert_no_xattr(dir, "user.added");
+	if (root) {
+		assert_true(has_line(r.out, "restored", link, " (symlink, target, times, xattrs)"));
+		assert_xattr(link, "trusted.t", "\0\1", 2);
+	}
+	assert_no_temp_files(S.ws);
+}
+
 static void test_open_cycle_needs_force(void **state)
 {
 	struct run r;
@@ -1268,6 +1444,390 @@ static void test_prune_usage_errors_exit_2(void **state)
 		assert_true(cycle_exists(n));
 }
 
+/* ---- prune --max-size ---------------------------------------------------- */
+
+/* The bytes of the regular files under `dir`, measured here. */
+static unsigned long long tree_bytes(const char *dir)
+{
+	char path[PATH_MAX * 3];
+	unsigned long long total = 0;
+	struct dirent *de;
+	struct stat st;
+	DIR *d = opendir(dir);
+
+	if (d == NULL)
+		return 0;
+	while ((de = readdir(d)) != NULL) {
+		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
+		assert_int_equal(lstat(path, &st), 0);
+		if (S_ISDIR(st.st_mode))
+			total += tree_bytes(path);
+		else if (S_ISREG(st.st_mode))
+			total += (unsigned long long)st.st_size;
+	}
+	closedir(d);
+	return total;
+}
+
+static unsigned long long cycle_size(unsigned n)
+{
+	char path[PATH_MAX * 3];
+
+	snprintf(path, sizeof(path), "%s/cycles/%u", S.store, n);
+	return tree_bytes(path);
+}
+
+static unsigned long long object_size(const char *hex)
+{
+	char path[PATH_MAX * 3];
+	struct stat st;
+
+	object_path(hex, path, sizeof(path));
+	assert_int_equal(stat(path, &st), 0);
+	return (unsigned long long)st.st_size;
+}
+
+static void test_prune_max_size_removes_oldest_cycles_until_under(void **state)
+{
+	unsigned long long without_1, only_3;
+	char size[32], want[128];
+	struct run r;
+
+	(void)state;
+	prune_store(false);
+	/* The store without cycle 1: cycles 2 and 3 and the objects they
+	 * name (y is named by cycle 3 too). */
+	without_1 = cycle_size(2) + cycle_size(3) + object_size(Z) + object_size(W) +
+		    object_size(Y);
+	only_3 = cycle_size(3) + object_size(W) + object_size(Y);
+
+	/* One byte less than that: cycles 1 and 2 would have to go. */
+	snprintf(size, sizeof(size), "%llu", without_1 - 1);
+	BACKUP(&r, "prune", "--max-size", size, "--dry-run");
+	assert_int_equal(r.status, 0);
+	assert_non_null(strstr(r.out, "would remove cycle 1 "));
+	assert_non_null(strstr(r.out, "would remove cycle 2 "));
+	assert_null(strstr(r.out, "cycle 3"));
+	for (unsigned n = 1; n <= 3; n++)
+		assert_true(cycle_exists(n));
+	assert_true(object_exists(X));
+	assert_true(object_exists(Z));
+
+	/* Exactly that: cycle 1 goes, and only it. */
+	snprintf(size, sizeof(size), "%llu", without_1);
+	BACKUP(&r, "prune", "--max-size", size);
+	assert_int_equal(r.status, 0);
+	assert_non_null(strstr(r.out, "removed cycle 1 "));
+	assert_null(strstr(r.out, "cycle 2"));
+	snprintf(want, sizeof(want), "The store holds %llu bytes (at most %llu asked).",
+		 without_1, without_1);
+	assert_non_null(strstr(r.out, want));
+	assert_false(cycle_exists(1));
+	assert_true(cycle_exists(2));
+	assert_true(cycle_exists(3));
+	assert_false(object_exists(X));
+	assert_true(object_exists(Y));	/* still named by cycle 3 */
+	assert_true(object_exists(Z));
+	assert_true(object_exists(W));
+	assert_no_pruning_dirs();
+
+	/* Down to cycle 3 alone. */
+	snprintf(size, sizeof(size), "%llu", only_3);
+	BACKUP(&r, "prune", "--max-size", size);
+	assert_int_equal(r.status, 0);
+	assert_non_null(strstr(r.out, "removed cycle 2 "));
+	assert_false(cycle_exists(2));
+	assert_true(cycle_exists(3));
+	assert_false(object_exists(Z));
+	assert_true(object_exists(Y));
+	assert_true(object_exists(W));
+}
+
+static void test_prune_max_size_keeps_the_open_cycle_and_says_when_over(void **state)
+{
+	struct run r;
+
+	(void)state;
+	prune_store(true);
+	BACKUP(&r, "prune", "--max-size", "0");
+	assert_int_equal(r.status, 1);
+	assert_non_null(strstr(r.err, "the store still holds"));
+	assert_non_null(strstr(r.err, "more than 0: what is left is the open cycle"));
+	assert_false(cycle_exists(1));
+	assert_false(cycle_exists(2));
+	assert_false(cycle_exists(3));
+	assert_true(cycle_exists(4));
+	assert_true(object_exists(O));
+	assert_false(object_exists(Y));
+}
+
+static void test_prune_max_size_reads_units_and_refuses_junk(void **state)
+{
+	struct run r;
+
+	(void)state;
+	prune_store(false);
+	BACKUP(&r, "prune", "--max-size", "1G");
+	assert_int_equal(r.status, 0);
+	/* No cycle goes; the object no cycle names does, as with --keep. */
+	assert_non_null(strstr(r.out, "Removed 0 cycles and 1 object"));
+	assert_false(object_exists(O));
+	assert_non_null(strstr(r.out, "(at most 1073741824 asked)"));
+	BACKUP(&r, "prune", "--max-size", "12Q");
+	assert_int_equal(r.status, 2);
+	assert_non_null(strstr(r.err, "--max-size needs a size"));
+	BACKUP(&r, "prune", "--max-size", "1K", "--keep", "1");
+	assert_int_equal(r.status, 2);
+	BACKUP(&r, "list", "--max-size", "1K");
+	assert_int_equal(r.status, 2);
+	for (unsigned n = 1; n <= 3; n++)
+		assert_true(cycle_exists(n));
+}
+
+/* ---- undo ---------------------------------------------------------------- */
+
+struct snap {
+	bool exists;
+	struct stat st;
+	char *text;
+};
+
+static void take(struct snap *s, const char *path)
+{
+	memset(s, 0, sizeof(*s));
+	if (access(path, F_OK) == 0)
+		s->text = content(path);
+	/* After the read, which may have moved the atime (relatime). */
+	s->exists = lstat(path, &s->st) == 0;
+}
+
+/* `path` is as `s` was: content, type, mode, owner, size, times. */
+static void assert_as(const struct snap *s, const char *path)
+{
+	struct stat st;
+
+	if (!s->exists) {
+		assert_int_equal(lstat(path, &st), -1);
+		assert_int_equal(errno, ENOENT);
+		return;
+	}
+	assert_int_equal(lstat(path, &st), 0);
+	assert_int_equal(st.st_mode, s->st.st_mode);
+	assert_int_equal(st.st_uid, s->st.st_uid);
+	assert_int_equal(st.st_gid, s->st.st_gid);
+	assert_int_equal(st.st_size, s->st.st_size);
+	assert_int_equal(st.st_mtim.tv_sec, s->st.st_mtim.tv_sec);
+	assert_int_equal(st.st_mtim.tv_nsec, s->st.st_mtim.tv_nsec);
+	assert_int_equal(st.st_atim.tv_sec, s->st.st_atim.tv_sec);
+	assert_int_equal(st.st_atim.tv_nsec, s->st.st_atim.tv_nsec);
+	assert_content(path, s->text);
+}
+
+static void snap_free(struct snap *s)
+{
+	free(s->text);
+}
+
+static void undo_store_path(const char *rest, char *out, size_t len)
+{
+	snprintf(out, len, "%s/sessions/%s/restore_backup%s", S.state, SESSION, rest);
+}
+
+static int undo_cycles(void)
+{
+	char path[PATH_MAX * 3];
+	struct dirent *de;
+	int n = 0;
+	DIR *d;
+
+	undo_store_path("/cycles", path, sizeof(path));
+	d = opendir(path);
+	if (d == NULL)
+		return 0;
+	while ((de = readdir(d)) != NULL)
+		n += de->d_name[0] >= '1' && de->d_name[0] <= '9';
+	closedir(d);
+	return n;
+}
+
+static void test_restore_then_undo_gives_back_the_state_before_the_restore(void **state)
+{
+	struct snap a, made, del, a2, made2, del2;
+	struct run r;
+	cJSON *arr;
+
+	(void)state;
+	need_openat2();
+	scene(false);
+	/* Give the file the cycle left times of its own, to the nanosecond. */
+	set_times(S.a, 1800000000, 7, 1800000100, 987654321);
+	set_times(S.made, 1800000200, 11, 1800000300, 13);
+	seal((const char *const[]){ S.a, S.made, S.del, NULL });
+	take(&a, S.a);
+	take(&made, S.made);
+	take(&del, S.del);
+
+	BACKUP(&r, "restore", "--last");
+	assert_int_equal(r.status, 0);
+	assert_non_null(strstr(r.out, "This restore can be undone with `fsbroker backup undo` "
+				      "(cycle 1 of restore_backup)."));
+	assert_content(S.a, A_BEFORE);
+	assert_int_equal(access(S.made, F_OK), -1);
+	BACKUP(&r, "list", "--undo", "--json");
+	assert_int_equal(r.status, 0);
+	arr = cJSON_Parse(r.out);
+	assert_non_null(arr);
+	assert_int_equal(cJSON_GetArraySize(arr), 1);
+	assert_string_equal(fsbt_str(cJSON_GetArrayItem(arr, 0), "message"), "restore of cycle 1");
+	assert_string_equal(fsbt_str(cJSON_GetArrayItem(arr, 0), "state"), "sealed");
+	cJSON_Delete(arr);
+	take(&a2, S.a);
+	take(&made2, S.made);
+	take(&del2, S.del);
+
+	BACKUP(&r, "undo");
+	assert_int_equal(r.status, 0);
+	assert_true(has_line(r.out, "restored", S.a, " (content, mode, times"));
+	assert_true(has_line(r.out, "restored", S.made, " (content, mode, times"));
+	assert_true(has_line(r.out, "removed", S.del, " (created by the cycle)"));
+	assert_non_null(strstr(r.out, "This undo can be undone"));
+	assert_as(&a, S.a);
+	assert_as(&made, S.made);
+	assert_as(&del, S.del);
+	assert_no_temp_files(S.ws);
+
+	/* The undo was kept too: undoing it redoes the restore. */
+	BACKUP(&r, "undo");
+	assert_int_equal(r.status, 0);
+	assert_as(&a2, S.a);
+	assert_as(&made2, S.made);
+	assert_as(&del2, S.del);
+	assert_int_equal(undo_cycles(), 3);
+	BACKUP(&r, "show", "2", "--undo");
+	assert_int_equal(r.status, 0);
+	assert_non_null(strstr(r.out, "message: undo of cycle 1"));
+	snap_free(&a);
+	snap_free(&made);
+	snap_free(&del);
+	snap_free(&a2);
+	snap_free(&made2);
+	snap_free(&del2);
+}
+
+static void test_undo_of_a_path_changed_after_the_restore_needs_force(void **state)
+{
+	struct run r;
+
+	(void)state;
+	need_openat2();
+	scene(false);
+	BACKUP(&r, "restore", "--last");
+	assert_int_equal(r.status, 0);
+	fsbt_write_file(S.a, "edited after the restore\n");
+	BACKUP(&r, "undo");
+	assert_int_equal(r.status, 1);
+	assert_true(has_line(r.out, "skipped", S.a, ": changed since the cycle ended ("));
+	assert_content(S.a, "edited after the restore\n");
+	assert_content(S.made, "made by the cycle\n");	/* the rest is undone */
+	/* That undo is kept as cycle 2; `undo` now would redo it. The skipped
+	 * path is forced back from cycle 1, by number. */
+	assert_int_equal(undo_cycles(), 2);
+	BACKUP(&r, "undo", "1", S.a, "--force");
+	assert_int_equal(r.status, 0);
+	assert_true(has_line(r.out, "restored", S.a, " (content, mode, times"));
+	assert_content(S.a, A_AFTER);
+	assert_int_equal(undo_cycles(), 3);
+}
+
+static void test_restore_refuses_when_the_undo_store_cannot_be_written(void **state)
+{
+	char path[PATH_MAX * 3];
+	struct run r;
+
+	(void)state;
+	need_openat2();
+	scene(false);
+	/* A file where the restore_backup directory would go: it cannot be
+	 * opened, as on a full disk or a read-only state dir. */
+	undo_store_path("", path, sizeof(path));
+	fsbt_write_file(path, "not a directory\n");
+	BACKUP(&r, "restore", "--last");
+	assert_int_equal(r.status, 1);
+	assert_non_null(strstr(r.err, "Nothing was restored"));
+	assert_non_null(strstr(r.err, "--no-undo"));
+	assert_string_equal(r.out, "");
+	assert_content(S.a, A_AFTER);
+	assert_content(S.made, "made by the cycle\n");
+	assert_int_equal(access(S.del, F_OK), -1);
+	assert_no_temp_files(S.ws);
+
+	/* --no-undo goes ahead without the copy. */
+	BACKUP(&r, "restore", "--last", "--no-undo");
+	assert_int_equal(r.status, 0);
+	assert_null(strstr(r.out, "can be undone"));
+	assert_content(S.a, A_BEFORE);
+	assert_content(S.del, D_BEFORE);
+	assert_content(path, "not a directory\n");
+}
+
+static void test_restore_refuses_when_a_copy_fails_halfway(void **state)
+{
+	char path[PATH_MAX * 3], hex[65];
+	struct run r;
+
+	(void)state;
+	need_openat2();
+	scene(false);
+	/* The store opens, and the first copies may work; the copy of a.txt
+	 * as the cycle left it cannot be linked in: its objects/<hh> is a
+	 * file. */
+	fsb_sha256_hex(A_AFTER, strlen(A_AFTER), hex);
+	undo_store_path("/objects", path, sizeof(path));
+	mkdirs(path);
+	snprintf(path + strlen(path), sizeof(path) - strlen(path), "/%.2s", hex);
+	fsbt_write_file(path, "in the way\n");
+	BACKUP(&r, "restore", "--last");
+	assert_int_equal(r.status, 1);
+	assert_non_null(strstr(r.err, "cannot keep a copy of"));
+	assert_non_null(strstr(r.err, "Nothing was restored"));
+	assert_content(S.a, A_AFTER);
+	assert_content(S.made, "made by the cycle\n");
+	assert_int_equal(access(S.del, F_OK), -1);
+	/* No cycle is left behind for an undo to take for a restore. */
+	assert_int_equal(undo_cycles(), 0);
+	BACKUP(&r, "undo");
+	assert_int_equal(r.status, 2);
+	assert_non_null(strstr(r.err, "has no restore to undo"));
+}
+
+static void test_dry_runs_of_restore_and_undo_write_nothing(void **state)
+{
+	char path[PATH_MAX * 3];
+	struct run r;
+
+	(void)state;
+	need_openat2();
+	scene(false);
+	BACKUP(&r, "restore", "--last", "--dry-run");
+	assert_int_equal(r.status, 0);
+	undo_store_path("", path, sizeof(path));
+	assert_int_equal(access(path, F_OK), -1);	/* not even made */
+	assert_content(S.a, A_AFTER);
+
+	BACKUP(&r, "restore", "--last");
+	assert_int_equal(r.status, 0);
+	assert_int_equal(undo_cycles(), 1);
+	BACKUP(&r, "undo", "--dry-run");
+	assert_int_equal(r.status, 0);
+	assert_true(has_line(r.out, "would restore", S.a, " (content, mode, times)"));
+	assert_int_equal(undo_cycles(), 1);
+	assert_content(S.a, A_BEFORE);
+	assert_int_equal(access(S.made, F_OK), -1);
+	assert_content(S.del, D_BEFORE);
+}
+
 int main(void)
 {
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
@@ -1300,6 +1860,16 @@ int main(void)
 		T(test_prune_dry_run_changes_nothing),
 		T(test_prune_refuses_while_the_store_is_locked),
 		T(test_prune_usage_errors_exit_2),
+		T(test_prune_max_size_removes_oldest_cycles_until_under),
+		T(test_prune_max_size_keeps_the_open_cycle_and_says_when_over),
+		T(test_prune_max_size_reads_units_and_refuses_junk),
+		T(test_restore_then_undo_gives_back_the_state_before_the_restore),
+		T(test_undo_of_a_path_changed_after_the_restore_needs_force),
+		T(test_restore_refuses_when_the_undo_store_cannot_be_written),
+		T(test_restore_refuses_when_a_copy_fails_halfway),
+		T(test_dry_runs_of_restore_and_undo_write_nothing),
+		T(test_restore_brings_back_xattrs_a_write_grant_changed),
+		T(test_restore_puts_xattrs_back_on_a_kept_directory),
 	};
 #undef T
 

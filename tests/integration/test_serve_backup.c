@@ -122,7 +122,7 @@ static void creating_a_new_file_is_journaled_as_absent_before(void **state)
 	fsbt_close(fd);
 }
 
-static void too_large_file_is_refused_and_left_untouched(void **state)
+static void too_large_file_waits_for_approval_and_is_left_untouched(void **state)
 {
 	struct fsbt_core *c = *state;
 	char reply[REPLY], path[PATH_MAX + 16];
@@ -146,12 +146,39 @@ static void too_large_file_is_refused_and_left_untouched(void **state)
 		fsbt_close(fd);
 		fsbt_skip("the workspace's filesystem makes reflinks: the size limit does not apply");
 	}
+	/* The default pack says ask: the write waits on a block. */
 	assert_int_equal(got, -1);
-	assert_true(fsbt_starts(reply, "DENY EFBIG"));
+	assert_true(fsbt_starts(reply, "DENY EACCES ask blk-"));
+	assert_non_null(strstr(reply, " backup.onTooLarge ask"));
 	after = fsbt_read_file(path, &len);
 	assert_int_equal(len, big);
 	assert_memory_equal(after, data, big);
 	free(after);
+
+	/* Approved: the same write gets its fd, and the journal says the
+	 * backup was skipped as too large. */
+	{
+		char blk[32];
+		cJSON *j;
+
+		sscanf(reply, "DENY EACCES ask %31s", blk);
+		r = fsbt_control_cmd(c, "Approve", "\"blockId\":\"%s\"", blk);
+		assert_true(fsbt_ok(r));
+		cJSON_Delete(r);
+		grant(c, fd, path, FSBT_OPEN_WRITE, reply, &got);
+		assert_string_equal(reply, "FD");
+		/* As large as before, so that the limit applies again. */
+		assert_int_equal(write(got, data, big), (ssize_t)big);
+		close(got);
+		j = journal_line(c, 1, 1);
+		assert_non_null(j);
+		assert_string_equal(fsbt_str(cJSON_GetObjectItem(j, "prior"), "skipped"),
+				    "too-large");
+		cJSON_Delete(j);
+		/* Used up: the next write asks again. */
+		grant(c, fd, path, FSBT_OPEN_WRITE, reply, &got);
+		assert_true(fsbt_starts(reply, "DENY EACCES ask "));
+	}
 	free(data);
 	fsbt_close(fd);
 }
@@ -453,13 +480,118 @@ static void a_backup_in_progress_does_not_hold_up_other_clients(void **state)
 	fsbt_close(w);
 }
 
+/*
+ * A writable fd that outlives its turn: the file is backed up again into
+ * the next cycle when the first is sealed, so that a write through the old
+ * fd in the next turn is undone by restoring that turn. A file whose fd was
+ * closed before the commit is not carried over.
+ */
+static void file_held_open_for_writing_is_backed_up_into_the_next_cycle(void **state)
+{
+	struct fsbt_core *c = *state;
+	char held[PATH_MAX + 16], closed[PATH_MAX + 16], reply[REPLY], *out = NULL, *now;
+	int fd = fsbt_connect(c), kept = -1, got = -1, status;
+	cJSON *r, *j;
+
+	snprintf(held, sizeof(held), "%s/held.txt", c->ws);
+	snprintf(closed, sizeof(closed), "%s/closed.txt", c->ws);
+	fsbt_write_file(held, "before turn 1\n");
+	fsbt_write_file(closed, "closed\n");
+	grant(c, fd, held, FSBT_OPEN_WRITE, reply, &kept);
+	assert_string_equal(reply, "FD");
+	assert_int_equal(write(kept, "end of turn 1\n", 14), 14);
+	grant(c, fd, closed, FSBT_OPEN_WRITE, reply, &got);
+	assert_string_equal(reply, "FD");
+	close(got);
+	r = fsbt_control_cmd(c, "CommitModifyBackup", "\"commitMsg\":\"turn 1\"");
+	assert_int_equal((int)fsbt_num(r, "cycle"), 1);
+	cJSON_Delete(r);
+
+	/* Cycle 2 already holds held.txt as it was at the end of turn 1. */
+	j = journal_line(c, 2, 1);
+	assert_non_null(j);
+	assert_string_equal(fsbt_str(j, "resolved"), held);
+	assert_string_equal(fsbt_str(j, "op"), "held-open");
+	now = object_content(c, fsbt_str(cJSON_GetObjectItem(j, "prior"), "object"));
+	assert_non_null(now);
+	assert_string_equal(now, "end of turn 1\n");
+	free(now);
+	cJSON_Delete(j);
+	assert_null(journal_line(c, 2, 2));	/* closed.txt is not carried over */
+
+	/* Turn 2 writes through the old fd, never asking; restoring turn 2
+	 * undoes it. */
+	assert_int_equal(write(kept, "written in turn 2\n", 18), 18);
+	close(kept);
+	r = fsbt_control_cmd(c, "CommitModifyBackup", "\"commitMsg\":\"turn 2\"");
+	assert_int_equal((int)fsbt_num(r, "cycle"), 2);
+	cJSON_Delete(r);
+	status = fsbt_run((char *[]){ (char *)fsbt_binary(), "backup", "restore", "2",
+				      "--state-dir", c->state, "--session", c->session, NULL },
+			  &out);
+	if (status != 0)
+		fail_msg("restore 2 exited 0x%x:\n%s", (unsigned)status, out ? out : "");
+	free(out);
+	now = fsbt_read_file(held, NULL);
+	assert_string_equal(now, "end of turn 1\n");
+	free(now);
+	fsbt_close(fd);
+}
+
+/*
+ * The pack's backup.quotaMB is kept at each commit: once the store holds
+ * more, the oldest sealed cycles go (the turn just sealed always stays).
+ * Three turns each back up a different 700 KiB file under a 1 MiB quota.
+ */
+static void quota_removes_the_oldest_cycles_at_commit(void **state)
+{
+	struct fsbt_core *c = fsbt_core_new();
+	char pack[PATH_MAX + 16], path[PATH_MAX + 16], dir[PATH_MAX], cyc[PATH_MAX * 2];
+	char reply[REPLY], *data = malloc(700 << 10);
+	struct stat st;
+	int fd, got = -1;
+	cJSON *r;
+
+	(void)state;
+	assert_non_null(data);
+	snprintf(pack, sizeof(pack), "%s/quota.lua", c->rules_dir);
+	fsbt_write_file(pack, "return { name = \"quota\", include = { \"default\" },\n"
+			      "  backup = { quotaMB = 1 } }\n");
+	snprintf(c->rules, sizeof(c->rules), "%s", pack);
+	fsbt_core_start(c);
+	fd = fsbt_connect(c);
+	for (int turn = 1; turn <= 3; turn++) {
+		memset(data, 'a' + turn, 700 << 10);
+		data[(700 << 10) - 1] = '\0';
+		snprintf(path, sizeof(path), "%s/f%d.bin", c->ws, turn);
+		fsbt_write_file(path, data);
+		grant(c, fd, path, FSBT_OPEN_WRITE, reply, &got);
+		assert_string_equal(reply, "FD");
+		close(got);
+		r = fsbt_control_cmd(c, "CommitModifyBackup", "\"commitMsg\":\"turn\"");
+		assert_int_equal((int)fsbt_num(r, "cycle"), turn);
+		cJSON_Delete(r);
+	}
+	store_dir(c, dir, sizeof(dir));
+	/* 2.1 MiB of objects over a 1 MiB quota: only the newest stays. */
+	snprintf(cyc, sizeof(cyc), "%s/cycles/1", dir);
+	assert_int_equal(stat(cyc, &st), -1);
+	snprintf(cyc, sizeof(cyc), "%s/cycles/2", dir);
+	assert_int_equal(stat(cyc, &st), -1);
+	snprintf(cyc, sizeof(cyc), "%s/cycles/3/journal.jsonl", dir);
+	assert_int_equal(stat(cyc, &st), 0);
+	free(data);
+	fsbt_close(fd);
+	fsbt_core_stop(c);
+}
+
 int main(void)
 {
 #define T(fn) cmocka_unit_test_setup_teardown(fn, fsbt_setup_core, fsbt_teardown_core)
 	const struct CMUnitTest tests[] = {
 		T(write_grant_saves_the_file_before_truncating_it),
 		T(creating_a_new_file_is_journaled_as_absent_before),
-		T(too_large_file_is_refused_and_left_untouched),
+		T(too_large_file_waits_for_approval_and_is_left_untouched),
 		T(disabled_backup_takes_no_copy),
 		T(commit_seals_the_cycle_with_the_audit_head),
 		T(host_modify_backup_saves_the_file),
@@ -468,6 +600,8 @@ int main(void)
 		T(files_created_outside_a_grant_are_journaled_as_absent),
 		T(second_core_on_the_same_session_refuses_to_start),
 		T(a_backup_in_progress_does_not_hold_up_other_clients),
+		T(file_held_open_for_writing_is_backed_up_into_the_next_cycle),
+		cmocka_unit_test(quota_removes_the_oldest_cycles_at_commit),
 	};
 
 	return fsbt_run_group(tests, NULL, NULL);

@@ -1112,6 +1112,42 @@ static void rename_across_filesystems_is_exdev(void **state)
 	FAILS(c, "EXDEV", "\"operation\":\"rename\",\"from\":\"%s\",\"to\":\"%s\"", d,
 	      path_in(b, sizeof(b), mnt_path, "dtree"));
 	assert_content(path_in(b, sizeof(b), d, "sub/b.txt"), "b\n");
+	/* A hard link cannot cross either. */
+	FAILS(c, "EXDEV", "\"operation\":\"link\",\"from\":\"%s\",\"to\":\"%s\"", a,
+	      path_in(b, sizeof(b), mnt_path, "hard"));
+	assert_absent(b);
+}
+
+/* What mv does after EXDEV: copy, then delete. Both work across the mount,
+ * and one restore undoes both. */
+static void move_across_filesystems_by_copy_and_delete_is_restored(void **state)
+{
+	struct fsbt_core *c = *state;
+	char d[PATH_MAX], b[PATH_MAX + 16], buf[4096];
+	struct fsbt_tree before, moved, after;
+
+	mount_tmpfs(c);
+	make_tree(path_in(d, sizeof(d), c->ws, "dtree"));
+	assert_int_equal(fsbt_tree_snap(c->ws, &before), 0);
+	assert_int_equal(fsbt_tree_snap(d, &moved), 0);
+	OK(c, "\"operation\":\"copy\",\"from\":\"%s\",\"to\":\"%s\",\"recursive\":true", d,
+	   path_in(b, sizeof(b), mnt_path, "dtree"));
+	OK(c, "\"operation\":\"delete\",\"path\":\"%s\",\"recursive\":true", d);
+	assert_absent(d);
+	assert_int_equal(fsbt_tree_snap(b, &after), 0);
+	if (fsbt_tree_diff(&moved, &after, 0, buf, sizeof(buf)))
+		fail_msg("the copy on the other filesystem differs:\n%s", buf);
+	fsbt_tree_free(&after);
+	commit(c);
+	assert_int_equal(restore_last(c), 0);
+	assert_absent(b);
+	/* The mount point itself is the test's, and stays. */
+	assert_int_equal(fsbt_tree_snap(c->ws, &after), 0);
+	if (fsbt_tree_diff(&before, &after, FSBT_TREE_MTIME, buf, sizeof(buf)))
+		fail_msg("after restore the workspace differs:\n%s", buf);
+	fsbt_tree_free(&before);
+	fsbt_tree_free(&moved);
+	fsbt_tree_free(&after);
 }
 
 static void delete_trash_on_another_filesystem_uses_its_top_directory(void **state)
@@ -1760,13 +1796,15 @@ static void touch_in_home_waits_for_approval_and_runs_once_approved(void **state
 }
 
 /* The backup of what an operation destroys is over the size limit, and the
- * default pack says ask (treated as deny): the operation does not happen. */
-static void operation_whose_backup_fails_does_not_happen(void **state)
+ * default pack says ask: the operation waits for the host (EACCES, the
+ * block, the rule), and nothing happens until the host approves; once
+ * approved, it goes ahead without a copy and the journal records the skip. */
+static void operation_whose_backup_is_too_large_waits_for_approval(void **state)
 {
 	struct fsbt_core *c = *state;
 	size_t big = 2u << 20, len = 0;
 	char *data = malloc(big + 1), *after;
-	char bigp[PATH_MAX], small[PATH_MAX], files[PATH_MAX];
+	char bigp[PATH_MAX], small[PATH_MAX], files[PATH_MAX], blk[32];
 	cJSON *r;
 
 	assert_non_null(data);
@@ -1785,11 +1823,13 @@ static void operation_whose_backup_fails_does_not_happen(void **state)
 		/* A reflink costs no space, so no limit applies. */
 		fsbt_skip("the workspace's filesystem makes reflinks: the size limit does not apply");
 	}
-	expect_errno(r, "EFBIG");
+	expect_denied(r);
+	assert_string_equal(fsbt_str(r, "rule"), "backup.onTooLarge ask");
+	snprintf(blk, sizeof(blk), "%s", fsbt_str(r, "blockId"));
+	assert_true(blk[0] != '\0');
 	cJSON_Delete(r);
-	FAILS(c, "EFBIG", "\"operation\":\"delete\",\"path\":\"%s\"", bigp);
-	FAILS(c, "EFBIG", "\"operation\":\"rename\",\"from\":\"%s\",\"to\":\"%s\"", small, bigp);
-	FAILS(c, "EFBIG", "\"operation\":\"copy\",\"from\":\"%s\",\"to\":\"%s\"", small, bigp);
+	DENIED(c, "\"operation\":\"rename\",\"from\":\"%s\",\"to\":\"%s\"", small, bigp);
+	DENIED(c, "\"operation\":\"copy\",\"from\":\"%s\",\"to\":\"%s\"", small, bigp);
 	assert_content(small, "small\n");
 	after = fsbt_read_file(bigp, &len);
 	assert_int_equal(len, big);
@@ -1798,6 +1838,13 @@ static void operation_whose_backup_fails_does_not_happen(void **state)
 	free(data);
 	trash_dir(c, files, sizeof(files), "files/big.bin");
 	assert_absent(files);
+
+	/* Approved once: the delete goes ahead, without a copy. */
+	r = fsbt_control_cmd(c, "Approve", "\"blockId\":\"%s\",\"scope\":\"once\"", blk);
+	assert_true(fsbt_ok(r));
+	cJSON_Delete(r);
+	OK(c, "\"operation\":\"delete\",\"path\":\"%s\",\"deleteMode\":\"unlink\"", bigp);
+	assert_absent(bigp);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -1967,6 +2014,7 @@ int main(void)
 		T(rename_of_a_directory_onto_a_symlink_fails_and_leaves_a_clean_cycle),
 		T(rename_missing_source_is_enoent),
 		TM(rename_across_filesystems_is_exdev),
+		TM(move_across_filesystems_by_copy_and_delete_is_restored),
 		TM(recursive_ops_stop_at_a_mount_inside_the_tree),
 		T(rename_of_a_symlink_moves_the_link),
 		T(copy_file_copies_content_and_mode),
@@ -1993,7 +2041,7 @@ int main(void)
 		T(trash_of_a_non_utf8_name_encodes_its_trashinfo_path),
 		T(trash_of_a_name_with_a_newline_keeps_its_trashinfo_one_path),
 		T(touch_in_home_waits_for_approval_and_runs_once_approved),
-		T(operation_whose_backup_fails_does_not_happen),
+		T(operation_whose_backup_is_too_large_waits_for_approval),
 		T(restore_after_a_series_of_host_ops_puts_everything_back),
 		T(restore_of_one_tool_call_undoes_only_its_host_ops),
 		T(host_ops_keep_the_audit_chain_verifiable),

@@ -3,7 +3,8 @@
  * a damaged object replaced), journal lines and their prior states, reuse
  * within a cycle, the size limit (also for a file growing during the copy),
  * sealing, recovery after a crash, one core per store, a full disk, a
- * journal that cannot be cut back, and the caller's fd offset.
+ * journal that cannot be cut back, the caller's fd offset, and xattrs in
+ * prior states, read back by the journal reader byte for byte.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -24,6 +25,7 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
+#include <sys/xattr.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -32,6 +34,7 @@
 
 #include "unit.h"
 #include "backup.h"
+#include "backup_read.h"
 
 #define SESSION "sess-1"
 #define PATHBUF 512
@@ -1093,6 +1096,137 @@ static void test_non_utf8_path(void **state)
 	cJSON_Delete(c);
 }
 
+/* Whether the test's filesystem takes user.* xattrs; says why when not. */
+static bool user_xattrs_work(const struct fixture *f)
+{
+	char p[PATHBUF];
+	bool ok;
+	int err;
+
+	src_path(f, "xattr-probe", p);
+	free(make_file(p, 1, 1));
+	ok = setxattr(p, "user.probe", "1", 1, 0) == 0;
+	err = errno;
+	unlink(p);
+	if (!ok)
+		print_message("# skipping: %s takes no user.* xattrs (%s)\n", f->dir,
+			      strerror(err));
+	return ok;
+}
+
+static const struct fsb_xattr *xattr_named(const struct fsb_prior *p, const char *name)
+{
+	for (size_t i = 0; i < p->nxattrs; i++)
+		if (strcmp(p->xattrs[i].name, name) == 0)
+			return &p->xattrs[i];
+	fail_msg("xattr %s not read back", name);
+	return NULL;
+}
+
+/*
+ * A file's user.* xattrs go into its prior state as base64 (a name that is
+ * not UTF-8 percent-encoded under xattrsBytes), a directory's are read by
+ * its path, and the journal reader gives back every value byte for byte:
+ * a NUL, bytes that are not UTF-8, an empty value.
+ */
+static void test_xattrs_recorded_and_read_back(void **state)
+{
+	static const char bin[] = { 'a', '\0', (char)0xff, (char)0xfe };
+	struct fixture *f = *state;
+	struct fsb_backup_result res;
+	struct fsb_backup_req r;
+	const struct fsb_xattr *x;
+	const struct fsb_prior *p;
+	struct fsb_cycle c;
+	char src[PATHBUF], dir[PATHBUF], err[256] = "";
+	cJSON *j, *prior, *xa;
+	struct stat st;
+
+	if (!user_xattrs_work(f))
+		skip();
+	open_store(f);
+	src_path(f, "x.txt", src);
+	free(make_file(src, 100, 21));
+	assert_int_equal(setxattr(src, "user.text", "hello", 5, 0), 0);
+	assert_int_equal(setxattr(src, "user.bin", bin, sizeof(bin), 0), 0);
+	assert_int_equal(setxattr(src, "user.empty", "", 0, 0), 0);
+	assert_int_equal(setxattr(src, "user.n\xe9", "v", 1, 0), 0);
+	assert_int_equal(backup_path(f, src, &res), 0);
+	src_path(f, "xd", dir);
+	assert_int_equal(mkdir(dir, 0755), 0);
+	assert_int_equal(setxattr(dir, "user.d", "dir value", 9, 0), 0);
+	assert_int_equal(lstat(dir, &st), 0);
+	req_for(&r, dir, &st, -1);
+	r.op = "delete";
+	assert_int_equal(fsb_store_record(f->s, &r, &res), 0);
+
+	j = journal(f, 1);
+	prior = get(cJSON_GetArrayItem(j, 0), "prior");
+	xa = get(prior, "xattrs");
+	assert_int_equal(cJSON_GetArraySize(xa), 3);
+	assert_string_equal(str(xa, "user.text"), "aGVsbG8=");
+	assert_string_equal(str(xa, "user.bin"), "YQD//g==");
+	assert_string_equal(str(xa, "user.empty"), "");
+	xa = get(prior, "xattrsBytes");
+	assert_int_equal(cJSON_GetArraySize(xa), 1);
+	assert_string_equal(str(xa, "user.n%E9"), "dg==");
+	assert_null(cJSON_GetObjectItemCaseSensitive(prior, "xattrsTruncated"));
+	prior = get(cJSON_GetArrayItem(j, 1), "prior");
+	assert_string_equal(str(get(prior, "xattrs"), "user.d"), "ZGlyIHZhbHVl");
+	cJSON_Delete(j);
+
+	assert_int_equal(fsb_cycle_load(f->store, 1, &c, stderr, err, sizeof(err)), 0);
+	assert_int_equal(c.nrecs, 2);
+	assert_int_equal(c.malformed, 0);
+	p = &c.recs[0].prior;
+	assert_true(p->has_xattrs);
+	assert_false(p->xattrs_truncated);
+	assert_int_equal(p->nxattrs, 4);
+	x = xattr_named(p, "user.text");
+	assert_int_equal(x->len, 5);
+	assert_memory_equal(x->value, "hello", 5);
+	x = xattr_named(p, "user.bin");
+	assert_int_equal(x->len, sizeof(bin));
+	assert_memory_equal(x->value, bin, sizeof(bin));
+	x = xattr_named(p, "user.empty");
+	assert_int_equal(x->len, 0);
+	assert_non_null(x->value);
+	x = xattr_named(p, "user.n\xe9");
+	assert_int_equal(x->len, 1);
+	assert_memory_equal(x->value, "v", 1);
+	p = &c.recs[1].prior;
+	assert_int_equal(p->nxattrs, 1);
+	assert_memory_equal(xattr_named(p, "user.d")->value, "dir value", 9);
+	fsb_cycle_free(&c);
+}
+
+/* A file without xattrs records an empty set, so that a restore knows to
+ * remove any added later; the reader tells it from "not recorded". */
+static void test_no_xattrs_is_an_empty_set(void **state)
+{
+	struct fixture *f = *state;
+	struct fsb_backup_result res;
+	struct fsb_cycle c;
+	char src[PATHBUF], err[256] = "";
+	cJSON *j, *xa;
+
+	if (!user_xattrs_work(f))
+		skip();
+	open_store(f);
+	src_path(f, "plain.txt", src);
+	free(make_file(src, 10, 22));
+	assert_int_equal(backup_path(f, src, &res), 0);
+	j = journal(f, 1);
+	xa = get(get(cJSON_GetArrayItem(j, 0), "prior"), "xattrs");
+	assert_true(cJSON_IsObject(xa));
+	assert_int_equal(cJSON_GetArraySize(xa), 0);
+	cJSON_Delete(j);
+	assert_int_equal(fsb_cycle_load(f->store, 1, &c, stderr, err, sizeof(err)), 0);
+	assert_true(c.recs[0].prior.has_xattrs);
+	assert_int_equal(c.recs[0].prior.nxattrs, 0);
+	fsb_cycle_free(&c);
+}
+
 /* Inode numbers beyond 2^53 are written exactly, not rounded by a double. */
 static void test_big_numbers_exact(void **state)
 {
@@ -1753,6 +1887,9 @@ int main(void)
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(test_new_store_directory_is_fsynced_into_its_parent,
 						setup, teardown),
+		cmocka_unit_test_setup_teardown(test_xattrs_recorded_and_read_back, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_no_xattrs_is_an_empty_set, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -4,7 +4,7 @@
  * journal and cycle.json loaded, malformed lines reported with file:line,
  * the first record of each path (or of a tool call) chosen, no end states
  * for a recovered cycle, objects checked against their SHA-256 names and
- * refused when they are not regular files.
+ * refused when they are not regular files, xattrs decoded from base64.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -607,6 +607,64 @@ static void test_fifo_object_is_refused_without_blocking(void **state)
 	assert_int_equal(fsb_backup_object_open(f->store, hex), -ENXIO);
 }
 
+/* One line whose prior holds `xattrs` (the inside of the prior object). */
+static void xattr_rec(char *buf, size_t len, unsigned seq, const char *resolved,
+		      const char *xattrs)
+{
+	snprintf(buf, len,
+		 "{\"seq\":%u,\"op\":\"chmod\",\"resolved\":\"%s\",\"prior\":"
+		 "{\"exists\":true,\"type\":\"dir\",\"mode\":493%s}}\n",
+		 seq, resolved, xattrs);
+}
+
+/*
+ * Xattrs are known only when the line has them; a truncated set says so;
+ * a value that is not canonical base64, a name that is not a string key
+ * of an object or not valid percent-encoding, makes the line malformed.
+ */
+static void test_xattrs_parsed_and_malformed_ones_reported(void **state)
+{
+	static const char *const bad[] = {
+		",\"xattrs\":{\"user.a\":\"YQ\"}",
+		",\"xattrs\":{\"user.a\":1}",
+		",\"xattrs\":[\"user.a\"]",
+		",\"xattrsBytes\":{\"user.%ZZ\":\"YQ==\"}",
+		",\"xattrs\":{\"\":\"YQ==\"}",
+		",\"xattrs\":{},\"xattrsTruncated\":1",
+	};
+	struct fx *f = *state;
+	char line[1024], journal[8192] = "", err[512];
+	const struct fsb_prior *p;
+	struct fsb_cycle c;
+
+	xattr_rec(line, sizeof(line), 1, "/w/none", "");
+	strcat(journal, line);
+	xattr_rec(line, sizeof(line), 2, "/w/some", ",\"xattrs\":{\"user.a\":\"YQ==\"},"
+		  "\"xattrsBytes\":{\"user.%FF\":\"\"},\"xattrsTruncated\":true");
+	strcat(journal, line);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		xattr_rec(line, sizeof(line), 3 + (unsigned)i, "/w/bad", bad[i]);
+		strcat(journal, line);
+	}
+	cycle_file(f, 1, "journal.jsonl", journal);
+	assert_int_equal(fsb_cycle_load(f->store, 1, &c, NULL, err, sizeof(err)), 0);
+	assert_int_equal(c.nrecs, 2);
+	assert_int_equal(c.malformed, sizeof(bad) / sizeof(bad[0]));
+	p = &c.recs[0].prior;
+	assert_false(p->has_xattrs);
+	assert_int_equal(p->nxattrs, 0);
+	p = &c.recs[1].prior;
+	assert_true(p->has_xattrs);
+	assert_true(p->xattrs_truncated);
+	assert_int_equal(p->nxattrs, 2);
+	assert_string_equal(p->xattrs[0].name, "user.a");
+	assert_int_equal(p->xattrs[0].len, 1);
+	assert_memory_equal(p->xattrs[0].value, "a", 1);
+	assert_string_equal(p->xattrs[1].name, "user.\xff");
+	assert_int_equal(p->xattrs[1].len, 0);
+	fsb_cycle_free(&c);
+}
+
 int main(void)
 {
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
@@ -624,6 +682,7 @@ int main(void)
 		T(test_objects_are_checked_against_their_names),
 		T(test_recovered_cycle_has_no_end_states),
 		T(test_fifo_object_is_refused_without_blocking),
+		T(test_xattrs_parsed_and_malformed_ones_reported),
 	};
 #undef T
 

@@ -559,6 +559,38 @@ static void test_topdir_trash_is_made_per_user(void **state)
 	assert_false(exists(f->trash));
 }
 
+/*
+ * A bind mount of the data home's own filesystem (same device, another
+ * mount, as containers bind a workspace): a rename into the home trash
+ * would fail with EXDEV, so the bind mount's top directory has the trash.
+ */
+static void test_bind_mount_of_the_home_filesystem_uses_its_own_trash(void **state)
+{
+	struct fixture *f = *state;
+	char src[PATH_MAX], path[PATH_MAX], trashed[PATH_MAX], info[PATH_MAX], why[256];
+	int fd;
+
+	snprintf(src, sizeof(src), "%s/src", f->dir);
+	assert_int_equal(mkdir(src, 0755), 0);
+	snprintf(f->mnt, sizeof(f->mnt), "%s/bound", f->dir);
+	assert_int_equal(mkdir(f->mnt, 0755), 0);
+	if (geteuid() != 0 || mount(src, f->mnt, NULL, MS_BIND, NULL) != 0) {
+		print_message("# skipping: cannot bind-mount here (%s)\n",
+			      geteuid() != 0 ? "not root" : strerror(errno));
+		f->mnt[0] = '\0';
+		skip();
+	}
+	snprintf(path, sizeof(path), "%s/x", f->mnt);
+	put_file(path, "bound");
+	fd = open(f->mnt, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	assert_true(fd >= 0);
+	assert_int_equal(trash_in(f, fd, f->mnt, "x", trashed, info, why), 0);
+	close(fd);
+	snprintf(path, sizeof(path), "%s/.Trash-%u/files/x", f->mnt, (unsigned)getuid());
+	assert_string_equal(trashed, path);
+	assert_false(exists(f->trash));
+}
+
 static void test_sticky_admin_trash_is_used(void **state)
 {
 	struct fixture *f = *state;
@@ -800,6 +832,8 @@ int main(void)
 		cmocka_unit_test(test_place_from_environment),
 		cmocka_unit_test_setup_teardown(test_topdir_trash_is_made_per_user, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_sticky_admin_trash_is_used, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_bind_mount_of_the_home_filesystem_uses_its_own_trash,
+						setup, teardown),
 		cmocka_unit_test_setup_teardown(test_non_sticky_admin_trash_is_passed_over, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_admin_trash_symlink_is_passed_over, setup,
