@@ -140,8 +140,8 @@ int fsb_broker_init(struct fsb_broker *b, uv_loop_t *loop,
 	pthread_mutexattr_settype(&attr, PTHREAD_MUTEX_RECURSIVE);
 	pthread_mutex_init(&b->lock, &attr);
 	pthread_mutexattr_destroy(&attr);
-	pthread_mutex_init(&b->hostop_lock, NULL);
 	b->loop = loop;
+	fsb_work_queue_init(&b->work, loop);
 	b->cfg = *cfg;
 	b->rootfd = -1;
 	b->started_ms = loop != NULL ? uv_now(loop) : 0;
@@ -207,7 +207,6 @@ void fsb_broker_free(struct fsb_broker *b)
 	if (b->rootfd >= 0)
 		close(b->rootfd);
 	b->rootfd = -1;
-	pthread_mutex_destroy(&b->hostop_lock);
 	pthread_mutex_destroy(&b->lock);
 }
 
@@ -280,6 +279,15 @@ static void decide(struct fsb_broker *b, struct fsb_access *d);
 
 void fsb_broker_decide(struct fsb_broker *b, struct fsb_access *d)
 {
+	/* The lookups on disk need no lock (the root fd never changes); only
+	 * the pack, the prompts and the protected paths do. */
+	d->resolved_early = false;
+	if (!d->given_resolved) {
+		d->res.exists = false;
+		d->res.path[0] = '\0';
+		d->resolve_err = fsb_resolve(b->rootfd, d->requested, d->strategy, &d->res);
+		d->resolved_early = true;
+	}
 	fsb_broker_lock(b);
 	decide(b, d);
 	fsb_broker_unlock(b);
@@ -295,11 +303,8 @@ static void decide(struct fsb_broker *b, struct fsb_access *d)
 	memset(&d->verdict, 0, sizeof(d->verdict));
 	d->block_id[0] = '\0';
 	d->errnum = 0;
-	d->resolve_err = 0;
-	if (!d->given_resolved) {
-		d->res.exists = false;
-		d->res.path[0] = '\0';
-	}
+	if (!d->resolved_early)
+		d->resolve_err = 0;
 
 	/* 1. The path as asked, lexically; over-long ones go no further. */
 	if (strnlen(d->requested, PATH_MAX) >= PATH_MAX ||
@@ -323,8 +328,7 @@ static void decide(struct fsb_broker *b, struct fsb_access *d)
 	/* 2. The real path, in the requester's view. Every client today shares
 	 * the core's view ("/"); a sandbox's scope will bring its own pinned
 	 * root. A write to a name that does not exist yet is a create. */
-	if (!d->given_resolved)
-		d->resolve_err = fsb_resolve(b->rootfd, d->requested, d->strategy, &d->res);
+
 	if (d->op == FSB_OP_WRITE && d->resolve_err == 0 && !d->res.exists)
 		d->op = FSB_OP_CREATE;
 	else if (d->op == FSB_OP_CREATE && d->resolve_err == 0 && d->res.exists)

@@ -21,6 +21,7 @@
 #include "prompts.h"
 #include "protected.h"
 #include "resolve.h"
+#include "work.h"
 
 #define FSB_MAX_RULES_DIRS 4
 
@@ -83,15 +84,15 @@ struct fsb_session {
 
 /*
  * Threads: the loop serves every request it can answer at once; requests
- * that back up or change files run on libuv's thread pool (job.c). What they
- * share is guarded by `lock` — the pack (its Lua state), the prompts, the
- * sessions table, the audit logs — held only for a decision or an audit line.
- * Host operations run one at a time (`hostop_lock`), so no two interleave a
- * check of a directory and a change to it.
+ * that back up or change files run on libuv's thread pool, in the order
+ * `work` lets them (work.h: writes side by side, a host operation alone).
+ * What they share is guarded by `lock` — the pack (its Lua state), the
+ * prompts, the sessions table, the audit logs — held only for a decision or
+ * an audit line.
  */
 struct fsb_broker {
 	pthread_mutex_t lock;		/* recursive */
-	pthread_mutex_t hostop_lock;
+	struct fsb_work_queue work;	/* on the loop */
 	uv_loop_t *loop;
 	struct fsb_broker_config cfg;
 	struct fsb_policy *policy;
@@ -124,6 +125,7 @@ struct fsb_access {
 	 * while walking a real directory tree, or the name it will have after
 	 * a rename): `requested` is that real path, and no lookup is made. */
 	bool given_resolved;
+	bool resolved_early;	/* internal to fsb_broker_decide */
 	/* out */
 	char normalised[PATH_MAX];	/* lexical form of `requested` */
 	struct fsb_resolved res;	/* valid when resolve_err == 0; in with given_resolved */

@@ -382,19 +382,20 @@ static bool served_off_loop(const cJSON *req)
 				   strcmp(command, "ModifyBackup") == 0);
 }
 
-static void control_work(uv_work_t *w)
+#define control_of_work(w) ((struct fsb_control *)((char *)(w) - offsetof(struct fsb_control, work)))
+
+static void control_work(struct fsb_work *w)
 {
-	struct fsb_control *ctl = w->data;
+	struct fsb_control *ctl = control_of_work(w);
 	bool shutdown;
 
 	ctl->work_reply = fsb_control_handle(ctl->broker, ctl->session, ctl->work_req, &shutdown);
 }
 
-static void control_work_done(uv_work_t *w, int status)
+static void control_work_done(struct fsb_work *w)
 {
-	struct fsb_control *ctl = w->data;
+	struct fsb_control *ctl = control_of_work(w);
 
-	(void)status;
 	cJSON_Delete(ctl->work_req);
 	ctl->work_req = NULL;
 	send_json(ctl, ctl->work_reply);
@@ -429,11 +430,12 @@ static void on_control_line(struct fsb_chan *c, char *line, size_t len)
 	}
 	if (served_off_loop(req) && ctl->loop != NULL) {
 		ctl->work_req = req;
-		ctl->work.data = ctl;
+		ctl->work.kind = FSB_WORK_SHARED;
+		ctl->work.run = control_work;
+		ctl->work.done = control_work_done;
 		fsb_chan_hold(c);
-		if (uv_queue_work(ctl->loop, &ctl->work, control_work, control_work_done) == 0)
-			return;
-		fsb_chan_resume(c);
+		fsb_work_submit(&ctl->broker->work, &ctl->work);
+		return;
 	}
 	reply = fsb_control_handle(ctl->broker, ctl->session, req, &shutdown);
 	cJSON_Delete(req);

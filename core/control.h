@@ -11,11 +11,12 @@
 
 #include "broker.h"
 #include "chan.h"
+#include "work.h"
 
 struct fsb_control {
 	struct fsb_chan chan;
 	uv_loop_t *loop;
-	uv_work_t work;		/* a request served on the thread pool */
+	struct fsb_work work;	/* a request served on the thread pool */
 	cJSON *work_req, *work_reply;
 	struct fsb_broker *broker;
 	char session[129];	/* the default sessionId */

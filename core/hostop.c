@@ -10,8 +10,9 @@
  *            *at() calls on the final name, once the object there has been
  *            checked to be the one judged (device and inode).
  *
- * The core runs one request at a time, so no other request of ours can
- * come between a check and its change.
+ * A host operation runs alone (work.h): no other request of ours — another
+ * host operation, a write grant that could create an entry — comes between
+ * its check of a directory and its change to it.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -81,8 +82,10 @@ struct hostop {
 	struct inode_set judged, unsaved;
 	bool src_unsaved;		/* the source's content is not in the backup */
 	bool last_unsaved;		/* the same, for the last path record()ed */
-	struct approved *approved;
+	struct approved *approved;	/* the pack's approvals to take */
 	size_t napproved;
+	struct approved *too_large;	/* approvals of changes without a backup */
+	size_t ntoo_large;
 };
 
 /* ---- outcome ------------------------------------------------------------ */
@@ -238,6 +241,15 @@ static int take_approvals(struct hostop *h)
 {
 	struct fsb_access *a = &h->entry;
 
+	for (size_t i = 0; i < h->ntoo_large; i++) {
+		struct approved *v = &h->too_large[i];
+
+		if (fsb_backup_take_too_large(h->b, h->who->session, v->path, v->st.st_dev,
+					      v->st.st_ino) < 0)
+			return fail(h, EAGAIN, "the approval to change %s without a backup was "
+				    "used by another request meanwhile; ask again", v->path);
+	}
+
 	for (size_t i = 0; i < h->napproved; i++) {
 		struct approved *v = &h->approved[i];
 
@@ -332,6 +344,18 @@ static int record(struct hostop *h, enum fsb_op op, const char *requested, const
 			snprintf(h->denied, sizeof(h->denied), "%s", real);
 		}
 		return -1;
+	}
+	if (out.approved_too_large) {
+		struct approved *v = realloc(h->too_large, (h->ntoo_large + 1) * sizeof(*v));
+
+		if (v == NULL || (v[h->ntoo_large].path = strdup(real)) == NULL) {
+			if (v != NULL)
+				h->too_large = v;
+			return fail(h, ENOMEM, "out of memory");
+		}
+		h->too_large = v;
+		v[h->ntoo_large].st = *st;
+		h->ntoo_large++;
 	}
 	if (res.object[0] != '\0')
 		h->backups++;
@@ -1491,9 +1515,6 @@ cJSON *fsb_hostop_run(struct fsb_broker *b, const struct fsb_hostop_client *who,
 	h->b = b;
 	h->who = who;
 	h->req = req;
-	/* One at a time: no other operation comes between a check of a
-	 * directory and the change to it. */
-	pthread_mutex_lock(&b->hostop_lock);
 	switch (req->op) {
 	case FSB_HOSTOP_DELETE:
 		op_delete(h);
@@ -1521,7 +1542,6 @@ cJSON *fsb_hostop_run(struct fsb_broker *b, const struct fsb_hostop_client *who,
 		break;
 	}
 	audit_after(h);
-	pthread_mutex_unlock(&b->hostop_lock);
 	if (h->err == 0)
 		b->stats.allowed++;
 	else if (h->refused != NULL && h->refused->verdict.decision == FSB_ASK)
@@ -1534,6 +1554,9 @@ cJSON *fsb_hostop_run(struct fsb_broker *b, const struct fsb_hostop_client *who,
 	for (size_t i = 0; i < h->napproved; i++)
 		free(h->approved[i].path);
 	free(h->approved);
+	for (size_t i = 0; i < h->ntoo_large; i++)
+		free(h->too_large[i].path);
+	free(h->too_large);
 	free(h);
 	return reply;
 }

@@ -117,35 +117,63 @@ int fsb_backup_approve_too_large(struct fsb_broker *b, const struct fsb_prompt *
 	return 0;
 }
 
+/* The approval of a too-large change of (path, dev, ino) in session `sid`,
+ * or -1; the broker's lock is held. */
+static long find_skip(struct fsb_broker *b, const char *sid, const char *resolved, dev_t dev,
+		      ino_t ino)
+{
+	for (size_t i = 0; i < b->nskips; i++) {
+		struct fsb_skip_approval *v = &b->skips[i];
+
+		if (strcmp(v->session, sid) == 0 && strcmp(v->path, resolved) == 0 &&
+		    v->dev == dev && v->ino == ino)
+			return (long)i;
+	}
+	return -1;
+}
+
+static void use_skip(struct fsb_broker *b, long i)
+{
+	if (!b->skips[i].once)
+		return;
+	free(b->skips[i].path);
+	b->skips[i] = b->skips[--b->nskips];
+}
+
+int fsb_backup_take_too_large(struct fsb_broker *b, const char *sid, const char *resolved,
+			      dev_t dev, ino_t ino)
+{
+	long i;
+
+	fsb_broker_lock(b);
+	i = find_skip(b, sid, resolved, dev, ino);
+	if (i >= 0)
+		use_skip(b, i);
+	fsb_broker_unlock(b);
+	return i >= 0 ? 0 : -ENOENT;
+}
+
 /*
  * Over the size limit, and the pack says ask: an approval of this very
  * file (path and inode, in this session) lets the change go ahead without a
- * copy, and a "once" approval is used up; without one, a prompt block is
- * recorded for the host. True when approved.
+ * copy — used up at once when `take`, else left for the caller to take; a
+ * prompt block is recorded for the host when there is none. True when
+ * approved.
  */
 static bool too_large_approved(struct fsb_broker *b, const char *sid, const char *op,
 			       const char *requested, const char *resolved,
-			       const struct stat *st, const char *tool_call,
+			       const struct stat *st, const char *tool_call, bool take,
 			       struct fsb_backup_outcome *out)
 {
 	const struct fsb_prompt *prompt;
 	enum fsb_op code = FSB_OP_WRITE;
-	bool ok = false;
+	long i;
 
 	fsb_broker_lock(b);
-	for (size_t i = 0; i < b->nskips && !ok; i++) {
-		struct fsb_skip_approval *v = &b->skips[i];
-
-		if (strcmp(v->session, sid) != 0 || strcmp(v->path, resolved) != 0 ||
-		    v->dev != st->st_dev || v->ino != st->st_ino)
-			continue;
-		ok = true;
-		if (v->once) {
-			free(v->path);
-			b->skips[i] = b->skips[--b->nskips];
-		}
-	}
-	if (!ok) {
+	i = find_skip(b, sid, resolved, st->st_dev, st->st_ino);
+	if (i >= 0 && take)
+		use_skip(b, i);
+	if (i < 0) {
 		fsb_op_parse(op, &code);
 		prompt = fsb_prompts_record(b->prompts, code, resolved, requested, true, st->st_dev,
 					    st->st_ino, FSB_TOO_LARGE_RULE, sid, tool_call);
@@ -153,13 +181,14 @@ static bool too_large_approved(struct fsb_broker *b, const char *sid, const char
 			snprintf(out->block_id, sizeof(out->block_id), "%s", prompt->id);
 	}
 	fsb_broker_unlock(b);
-	return ok;
+	out->approved_too_large = i >= 0;
+	return i >= 0;
 }
 
 /* Record `r` in session `s`'s store, asking (or using an approval) when it
  * is over the limit and the pack says ask. */
 static int record_locked_store(struct fsb_broker *b, struct fsb_session *s, struct settings *set,
-			       struct fsb_backup_req *r, struct fsb_backup_result *res,
+			       struct fsb_backup_req *r, struct fsb_backup_result *res, bool take,
 			       struct fsb_backup_outcome *out)
 {
 	int rc;
@@ -174,7 +203,7 @@ static int record_locked_store(struct fsb_broker *b, struct fsb_session *s, stru
 	if (rc != -EFBIG || set->on_too_large != FSB_ON_TOO_LARGE_ASK || r->prior == NULL)
 		return rc;
 	if (!too_large_approved(b, s->id, r->op, r->path, r->resolved, r->prior, r->tool_call,
-				out))
+				take, out))
 		return -EACCES;
 	/* Approved: the change goes ahead, the journal records the skip. */
 	set->on_too_large = FSB_ON_TOO_LARGE_ALLOW;
@@ -216,7 +245,7 @@ int fsb_backup_file(struct fsb_broker *b, const char *sid, const struct fsb_acce
 	r.prior = st;
 	r.fd = rdfd;
 	r.skip_content = !acc->verdict.backup;
-	rc = record_locked_store(b, s, &set, &r, &res, out);
+	rc = record_locked_store(b, s, &set, &r, &res, true, out);
 	/* The store could not be opened: out->why says why. */
 	if (rc == -EIO && out->why[0] != '\0')
 		return rc;
@@ -276,7 +305,7 @@ int fsb_backup_entry(struct fsb_broker *b, const char *sid, const struct fsb_bac
 	r.link_target = e->link_target;
 	r.skip_content = e->skip_content;
 	r.defer_sync = true;
-	rc = record_locked_store(b, s, &set, &r, res, out);
+	rc = record_locked_store(b, s, &set, &r, res, false, out);
 	if (rc == -EIO && out->why[0] != '\0')
 		return rc;
 	if (rc == 0)
@@ -492,9 +521,12 @@ static int commit(struct fsb_broker *b, const char *sid, const char *message, bo
 	/* The sealed cycle names the audit chain's head: that line must be on
 	 * disk before the cycle that vouches for it. */
 	fsb_broker_lock(b);
-	rc = fsb_audit_sync(s->audit);
 	snprintf(head, sizeof(head), "%s", fsb_audit_head(s->audit));
 	fsb_broker_unlock(b);
+	/* Outside the lock (decisions on the loop need it): an fsync covers
+	 * every line written before it, the head's included, and the log's fd
+	 * stays open while the core runs. */
+	rc = fsb_audit_sync(s->audit);
 	if (rc < 0) {
 		snprintf(err, errlen, "cannot sync the audit log: %s", strerror(-rc));
 		n = rc;

@@ -18,6 +18,7 @@
 /** What became of a backup, beyond its return value. */
 struct fsb_backup_outcome {
 	const char *skipped;	/* no copy taken: "too-large", "skip-rule", "disabled"; or NULL */
+	bool approved_too_large;	/* an approval of an onTooLarge block let it through */
 	char block_id[24];	/* -EACCES: the prompt block the change waits on */
 	char why[512];		/* a sentence, when it failed */
 };
@@ -66,9 +67,20 @@ struct fsb_backup_entry {
  * fsb_backup_sync() after the last entry and before the change. Returns 0
  * (also when backups are off for the session: res->skipped "disabled") or
  * -EACCES, -EFBIG, -ENOSPC, -EIO with `out` filled, as fsb_backup_file().
+ * An approval of a too-large block is only looked at here
+ * (out->approved_too_large): the operation uses it up with
+ * fsb_backup_take_too_large() once everything it touches is allowed.
  */
 int fsb_backup_entry(struct fsb_broker *b, const char *sid, const struct fsb_backup_entry *e,
 		     struct fsb_backup_result *res, struct fsb_backup_outcome *out);
+
+/**
+ * Use up the approval that let `resolved` (dev, ino) of session `sid` be
+ * changed without its backup. 0, or -ENOENT when it is gone (another
+ * request used it meanwhile).
+ */
+int fsb_backup_take_too_large(struct fsb_broker *b, const char *sid, const char *resolved,
+			      dev_t dev, ino_t ino);
 
 /** Make the entries journaled so far durable. 0 or -errno with `why`. */
 int fsb_backup_sync(struct fsb_broker *b, const char *sid, char *why, size_t whylen);

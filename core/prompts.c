@@ -44,7 +44,8 @@ const struct fsb_prompt *fsb_prompts_record(struct fsb_prompts *ps, enum fsb_op 
 		p = &ps->v[i];
 		if (p->op == op && strcmp(p->path, path) == 0 && p->exists == exists &&
 		    (!exists || (p->dev == dev && p->ino == ino)) &&
-		    same(p->session, session) && same(p->tool_call, tool_call))
+		    same(p->session, session) && same(p->tool_call, tool_call) &&
+		    same(p->rule, rule))
 			return p;
 	}
 	if (ps->n == FSB_PROMPTS_MAX)

@@ -39,8 +39,9 @@ struct fsb_prompts {
 };
 
 /**
- * Record a block, or return the pending one with the same key, session and
- * tool call. When full, the oldest block is dropped. NULL on ENOMEM.
+ * Record a block, or return the pending one with the same key, rule,
+ * session and tool call (a pack's ask and a too-large backup's ask on one
+ * file are two blocks: their approvals go to different places). When full, the oldest block is dropped. NULL on ENOMEM.
  */
 const struct fsb_prompt *fsb_prompts_record(struct fsb_prompts *ps, enum fsb_op op,
 					    const char *path, const char *requested,

@@ -148,5 +148,6 @@ void fsb_serve_json(struct fsb_conn *conn, char *line, size_t len)
 	j->who.uid = conn->uid;
 	j->job.run = hostop_run;
 	j->job.done = hostop_done;
-	fsb_conn_offload(conn, &j->job);
+	/* Alone: it judges directories and then changes them (work.h). */
+	fsb_conn_offload(conn, &j->job, FSB_WORK_EXCLUSIVE);
 }

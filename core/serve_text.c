@@ -183,13 +183,21 @@ static void serve(struct text_job *t)
 			 strerror(errno));
 		close(t->fd);
 		t->fd = -1;
+		/* The line above said granted; this one says it was not. */
+		rec = fsb_access_audit_record(acc, "ipc-token");
+		cJSON_AddStringToObject(rec, "grant", "withdrawn");
+		cJSON_AddStringToObject(rec, "error", t->why);
+		fsb_broker_audit(b, conn->scope.session, rec);
 	}
 	if (!t->writes || acc->verdict.decision != FSB_ALLOW || acc->errnum != 0)
 		return;
 	/* Its holder may change the file from now on: the next backup of it in
 	 * this cycle copies it again. */
+	/* A file the pack's backup.skip matches is not followed into the next
+	 * cycle either. */
 	if (t->fd >= 0 && fstat(t->fd, &st) == 0)
-		fsb_backup_note_write_grant(b, conn->scope.session, t->fd, st.st_dev, st.st_ino);
+		fsb_backup_note_write_grant(b, conn->scope.session,
+					    acc->verdict.backup ? t->fd : -1, st.st_dev, st.st_ino);
 	else if (t->fd < 0 && acc->res.exists)
 		fsb_backup_note_write_grant(b, conn->scope.session, -1, acc->res.st.st_dev,
 					    acc->res.st.st_ino);
@@ -325,7 +333,7 @@ void fsb_serve_text(struct fsb_conn *conn, char *line, size_t len)
 	if (t->writes) {
 		t->job.run = job_run;
 		t->job.done = job_done;
-		fsb_conn_offload(conn, &t->job);
+		fsb_conn_offload(conn, &t->job, FSB_WORK_SHARED);
 		return;
 	}
 	serve(t);

@@ -83,19 +83,18 @@ static void on_conn_closed(struct fsb_chan *c)
 	conn_free(conn);
 }
 
-static void job_run(uv_work_t *w)
+static void job_run(struct fsb_work *w)
 {
-	struct fsb_job *job = w->data;
+	struct fsb_job *job = (struct fsb_job *)w;
 
 	job->run(job);
 }
 
-static void job_done(uv_work_t *w, int status)
+static void job_done(struct fsb_work *w)
 {
-	struct fsb_job *job = w->data;
+	struct fsb_job *job = (struct fsb_job *)w;
 	struct fsb_conn *conn = job->conn;
 
-	(void)status;	/* a job is never cancelled */
 	conn->job = NULL;
 	if (conn->gone) {
 		job->conn = NULL;
@@ -107,17 +106,15 @@ static void job_done(uv_work_t *w, int status)
 	fsb_chan_resume(&conn->chan);
 }
 
-void fsb_conn_offload(struct fsb_conn *conn, struct fsb_job *job)
+void fsb_conn_offload(struct fsb_conn *conn, struct fsb_job *job, enum fsb_work_kind kind)
 {
 	job->conn = conn;
-	job->work.data = job;
+	job->work.kind = kind;
+	job->work.run = job_run;
+	job->work.done = job_done;
 	conn->job = job;
 	fsb_chan_hold(&conn->chan);
-	if (uv_queue_work(conn->srv->loop, &job->work, job_run, job_done) < 0) {
-		/* libuv refuses only a missing callback; serve it here all the same. */
-		job_run(&job->work);
-		job_done(&job->work, 0);
-	}
+	fsb_work_submit(&conn->srv->broker->work, &job->work);
 }
 
 static void on_conn_line(struct fsb_chan *c, char *line, size_t len)

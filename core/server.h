@@ -16,6 +16,7 @@
 #include "broker.h"
 #include "grant.h"
 #include "chan.h"
+#include "work.h"
 
 #define FSB_MAX_LINE 65536
 /* A connection that sends this many malformed requests is closed: each
@@ -86,14 +87,14 @@ void fsb_serve_json(struct fsb_conn *conn, char *line, size_t len);
  * (an fd made for it must be closed).
  */
 struct fsb_job {
-	uv_work_t work;
+	struct fsb_work work;
 	struct fsb_conn *conn;
 	void (*run)(struct fsb_job *job);
 	void (*done)(struct fsb_job *job);
 };
 
-/** Start `job` for the request `conn` just delivered. */
-void fsb_conn_offload(struct fsb_conn *conn, struct fsb_job *job);
+/** Queue `job` of `kind` (work.h) for the request `conn` just delivered. */
+void fsb_conn_offload(struct fsb_conn *conn, struct fsb_job *job, enum fsb_work_kind kind);
 
 /** Queue a reply on a connection (a NUL-terminated line with its '\n'). */
 void fsb_conn_reply(struct fsb_conn *conn, const char *line, int fd);

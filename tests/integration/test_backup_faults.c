@@ -823,7 +823,12 @@ static void core_killed_during_a_large_backup_leaves_file_and_store_whole(void *
 		status = fsbt_run((char *[]){ (char *)fsbt_binary(), "backup", "restore", "--last",
 					      "--force", "--state-dir", c->state, "--session",
 					      c->session, NULL }, &out);
-		if (status == -1 || !WIFEXITED(status) || WEXITSTATUS(status) > 1 ||
+		/* Exit 2 "no backup cycles yet" only when the kill came before
+		 * the store had any cycle (a slow core, under a sanitizer). */
+		if (status == -1 || !WIFEXITED(status) ||
+		    (WEXITSTATUS(status) > 1 &&
+		     !(WEXITSTATUS(status) == 2 && open_before == 0 &&
+		       strstr(out, "no backup cycles yet") != NULL)) ||
 		    strstr(out, "corrupt") != NULL)
 			fail_msg("backup restore --last --force: status 0x%x:\n%s",
 				 (unsigned)status, out);

@@ -6,6 +6,8 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -278,6 +280,105 @@ static void rename_between_two_names_of_one_file_changes_nothing(void **state)
 	assert_true(exists(b));
 }
 
+/*
+ * A host operation runs alone: one that would rename a directory waits while
+ * a write grant in it is still being served, and runs after it. The grant is
+ * held up for certain: the test holds a write lease on the file, so the
+ * core's open of it for the backup waits until the lease is let go.
+ */
+static void host_operation_waits_for_a_write_in_progress(void **state)
+{
+	struct fsbt_core *c = *state;
+	char d[PATH_MAX + 16], e[PATH_MAX + 16], f[PATH_MAX + 32];
+	char line[PATH_MAX * 2], reply[4096];
+	int w = fsbt_connect(c), h = fsbt_connect(c), lease, got = -1;
+	struct pollfd p[2] = { { .fd = w, .events = POLLIN }, { .fd = h, .events = POLLIN } };
+	void (*old)(int) = signal(SIGIO, SIG_IGN);
+	cJSON *r;
+
+	path_in(d, sizeof(d), c->ws, "d");
+	path_in(e, sizeof(e), c->ws, "e");
+	assert_int_equal(mkdir(d, 0755), 0);
+	path_in(f, sizeof(f), d, "f");
+	fsbt_write_file(f, "leased\n");
+	lease = open(f, O_RDONLY | O_CLOEXEC);
+	assert_true(lease >= 0);
+	if (fcntl(lease, F_SETLEASE, F_WRLCK) < 0) {
+		fsbt_skip("cannot take a write lease: %s", strerror(errno));
+		close(lease);
+		signal(SIGIO, old);
+		return;
+	}
+	fsbt_text_req(line, sizeof(line), FSBT_WRITE, f, c->session, FSBT_OPEN_WRITE);
+	assert_int_equal(fsbt_send(w, line, strlen(line), -1), 0);
+	fsbt_sleep_ms(100);	/* orders the two; measures nothing */
+	snprintf(line, sizeof(line), "{\"command\":\"HostFileOperation\",\"sessionId\":\"%s\","
+		 "\"operation\":\"rename\",\"from\":\"%s\",\"to\":\"%s\"}", c->session, d, e);
+	assert_int_equal(fsbt_send(h, line, strlen(line), -1), 0);
+	fsbt_sleep_ms(200);
+	/* The write waits on the lease, and the rename on the write. */
+	assert_int_equal(poll(p, 2, 0), 0);
+	assert_true(exists(d));
+	assert_int_equal(fcntl(lease, F_SETLEASE, F_UNLCK), 0);
+	close(lease);
+	assert_true(fsbt_read_reply(w, reply, sizeof(reply), &got) > 0);
+	assert_string_equal(reply, "FD");
+	close(got);
+	assert_true(fsbt_read_reply(h, reply, sizeof(reply), NULL) > 0);
+	r = cJSON_Parse(reply);
+	assert_true(fsbt_ok(r));
+	cJSON_Delete(r);
+	assert_false(exists(d));
+	assert_true(exists(e));
+	signal(SIGIO, old);
+	fsbt_close(w);
+	fsbt_close(h);
+}
+
+/* Two files of a tree over the size limit: approving each block once lets
+ * the delete through; the first approval is not used up by the attempt
+ * that stopped at the second file. */
+static void each_too_large_file_is_approved_once(void **state)
+{
+	struct fsbt_core *c = *state;
+	char d[PATH_MAX + 16], f[PATH_MAX + 32];
+	static char big[2 << 20];
+	int rounds = 0;
+	cJSON *r;
+
+	memset(big, 'b', sizeof(big) - 1);
+	path_in(d, sizeof(d), c->ws, "bigs");
+	assert_int_equal(mkdir(d, 0755), 0);
+	path_in(f, sizeof(f), d, "a");
+	fsbt_write_file(f, big);
+	path_in(f, sizeof(f), d, "b");
+	fsbt_write_file(f, big);
+	r = fsbt_control_cmd(c, "EnableModifyBackup", "\"enabled\":true,\"fileBackupMaxSizeMB\":1");
+	assert_true(fsbt_ok(r));
+	cJSON_Delete(r);
+	for (;;) {
+		r = op(c, "\"operation\":\"delete\",\"path\":\"%s\",\"recursive\":true,"
+		       "\"deleteMode\":\"unlink\"", d);
+		if (fsbt_ok(r)) {
+			cJSON_Delete(r);
+			break;
+		}
+		if (rounds == 0 && strcmp(fsbt_str(r, "errno"), "EACCES") != 0) {
+			cJSON_Delete(r);
+			fsbt_skip("the workspace's filesystem makes reflinks: no size limit applies");
+			return;
+		}
+		assert_string_equal(fsbt_str(r, "rule"), "backup.onTooLarge ask");
+		if (++rounds > 2)
+			fail_msg("still asking after %d approvals for two files", rounds);
+		cJSON_Delete(fsbt_control_cmd(c, "Approve", "\"blockId\":\"%s\"",
+					      fsbt_str(r, "blockId")));
+		cJSON_Delete(r);
+	}
+	assert_int_equal(rounds, 2);
+	assert_false(exists(d));
+}
+
 int main(void)
 {
 #define T(fn) cmocka_unit_test_setup_teardown(fn, fsbt_setup_core, fsbt_teardown_core)
@@ -290,6 +391,8 @@ int main(void)
 		T(restore_leaves_an_older_trash_entry_of_the_same_name),
 		T(successful_mkdir_parents_is_audited_without_an_errno),
 		T(rename_between_two_names_of_one_file_changes_nothing),
+		T(host_operation_waits_for_a_write_in_progress),
+		T(each_too_large_file_is_approved_once),
 	};
 
 	return fsbt_run_group(tests, NULL, NULL);

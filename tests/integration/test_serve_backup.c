@@ -518,7 +518,6 @@ static void file_held_open_for_writing_is_backed_up_into_the_next_cycle(void **s
 	free(now);
 	cJSON_Delete(j);
 	assert_null(journal_line(c, 2, 2));	/* closed.txt is not carried over */
-
 	/* Turn 2 writes through the old fd, never asking; restoring turn 2
 	 * undoes it. */
 	assert_int_equal(write(kept, "written in turn 2\n", 18), 18);
@@ -535,6 +534,22 @@ static void file_held_open_for_writing_is_backed_up_into_the_next_cycle(void **s
 	now = fsbt_read_file(held, NULL);
 	assert_string_equal(now, "end of turn 1\n");
 	free(now);
+	{
+		/* Not followed: a file the pack's backup.skip matches, though it
+		 * is held open at the commit. */
+		char scratch[PATH_MAX + 16];
+		int s_fd = -1;
+
+		snprintf(scratch, sizeof(scratch), "%s/scratch.log", c->tmp);
+		fsbt_write_file(scratch, "scratch\n");
+		grant(c, fd, scratch, FSBT_OPEN_WRITE, reply, &s_fd);
+		assert_string_equal(reply, "FD");
+		r = fsbt_control_cmd(c, "CommitModifyBackup", "\"commitMsg\":\"turn 3\"");
+		assert_int_equal((int)fsbt_num(r, "cycle"), 3);
+		cJSON_Delete(r);
+		assert_null(journal_line(c, 4, 1));
+		close(s_fd);
+	}
 	fsbt_close(fd);
 }
 

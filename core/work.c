@@ -1,0 +1,77 @@
+/*
+ * work.c — a readers-writer queue in front of libuv's thread pool (see
+ * work.h). Everything here runs on the loop.
+ */
+#include <stddef.h>
+
+#include "work.h"
+
+static void dispatch(struct fsb_work_queue *q);
+
+static void work_run(uv_work_t *req)
+{
+	struct fsb_work *w = req->data;
+
+	w->run(w);
+}
+
+static void work_done(uv_work_t *req, int status)
+{
+	struct fsb_work *w = req->data;
+	struct fsb_work_queue *q = w->queue;
+
+	(void)status;	/* never cancelled */
+	if (w->kind == FSB_WORK_EXCLUSIVE)
+		q->exclusive_running = false;
+	else
+		q->shared_running--;
+	w->done(w);	/* may free w */
+	dispatch(q);
+}
+
+static void start(struct fsb_work_queue *q, struct fsb_work *w)
+{
+	if (w->kind == FSB_WORK_EXCLUSIVE)
+		q->exclusive_running = true;
+	else
+		q->shared_running++;
+	w->queue = q;
+	w->req.data = w;
+	if (uv_queue_work(q->loop, &w->req, work_run, work_done) < 0) {
+		/* libuv refuses only a missing callback; run it here all the same. */
+		work_run(&w->req);
+		work_done(&w->req, 0);
+	}
+}
+
+static void dispatch(struct fsb_work_queue *q)
+{
+	struct fsb_work *w;
+
+	while ((w = q->head) != NULL && !q->exclusive_running &&
+	       (w->kind == FSB_WORK_SHARED || q->shared_running == 0)) {
+		q->head = w->next;
+		if (q->head == NULL)
+			q->tail = NULL;
+		start(q, w);
+	}
+}
+
+void fsb_work_queue_init(struct fsb_work_queue *q, uv_loop_t *loop)
+{
+	q->loop = loop;
+	q->head = q->tail = NULL;
+	q->shared_running = 0;
+	q->exclusive_running = false;
+}
+
+void fsb_work_submit(struct fsb_work_queue *q, struct fsb_work *w)
+{
+	w->next = NULL;
+	if (q->tail != NULL)
+		q->tail->next = w;
+	else
+		q->head = w;
+	q->tail = w;
+	dispatch(q);
+}

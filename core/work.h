@@ -1,0 +1,51 @@
+/*
+ * work.h — the order in which slow requests run on libuv's thread pool.
+ *
+ * Writes (a grant with its backup, ModifyBackup, a commit) may run side by
+ * side. A host operation runs alone: it judges a directory's entries and
+ * then changes the directory, and no write of ours may come in between
+ * (one could create an entry the operation never judged). The queue lives
+ * on the loop, and a job is handed to the pool only when it may run, so no
+ * pool thread ever waits on another job: a long copy holds one thread, not
+ * all of them.
+ */
+#ifndef FSB_WORK_H
+#define FSB_WORK_H
+
+#include <stdbool.h>
+
+#include <uv.h>
+
+struct fsb_work_queue;
+
+enum fsb_work_kind {
+	FSB_WORK_SHARED,	/* runs beside other shared work */
+	FSB_WORK_EXCLUSIVE,	/* runs alone */
+};
+
+struct fsb_work {
+	uv_work_t req;
+	enum fsb_work_kind kind;
+	void (*run)(struct fsb_work *w);	/* on a thread of the pool */
+	void (*done)(struct fsb_work *w);	/* on the loop, afterwards; may free w */
+	struct fsb_work *next;			/* in the queue */
+	struct fsb_work_queue *queue;
+};
+
+struct fsb_work_queue {
+	uv_loop_t *loop;
+	struct fsb_work *head, *tail;	/* waiting, in the order submitted */
+	unsigned shared_running;
+	bool exclusive_running;
+};
+
+void fsb_work_queue_init(struct fsb_work_queue *q, uv_loop_t *loop);
+
+/**
+ * Run `w` once the work before it allows: in submission order, shared work
+ * side by side, exclusive work alone (shared work submitted after it waits
+ * for it, so it is not starved). On the loop only.
+ */
+void fsb_work_submit(struct fsb_work_queue *q, struct fsb_work *w);
+
+#endif
