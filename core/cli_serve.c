@@ -110,7 +110,7 @@ int fsb_cli_serve(int argc, char **argv)
 	const char *state_dir = NULL, *workspace = NULL;
 	struct fsb_broker_config cfg;
 	struct fsb_scope scope;
-	char err[2048], state[PATH_MAX];
+	char err[2048], state[PATH_MAX], admin[PATH_MAX + 16];
 	struct serve *s;
 	int c, rc = 1;
 
@@ -185,6 +185,14 @@ int fsb_cli_serve(int argc, char **argv)
 		fprintf(stderr, "fsbroker serve: %s\n", err);
 		goto out;
 	}
+	/* The admin socket, for `fsbroker run` outside the sandboxes: in the
+	 * state dir, which none of them sees. */
+	snprintf(admin, sizeof(admin), "%s/admin.sock", s->broker.cfg.state_dir);
+	if (fsb_server_listen_admin(&s->server, admin, err, sizeof(err)) < 0) {
+		fsb_warn("no admin socket (%s): `fsbroker run --core` cannot attach to this core",
+			 err);
+		admin[0] = '\0';
+	}
 	s->control.on_shutdown = on_control_shutdown;
 	s->control.data = s;
 	rc = fsb_control_start(&s->loop, &s->control, &s->broker, session, STDIN_FILENO,
@@ -207,6 +215,8 @@ int fsb_cli_serve(int argc, char **argv)
 
 		cJSON_AddStringToObject(ev, "event", "ready");
 		cJSON_AddStringToObject(ev, "socket", socket_path);
+		if (admin[0])
+			cJSON_AddStringToObject(ev, "adminSocket", admin);
 		cJSON_AddStringToObject(ev, "sessionId", session);
 		cJSON_AddStringToObject(ev, "pack", fsb_policy_name(s->broker.policy));
 		cJSON_AddNumberToObject(ev, "pid", getpid());

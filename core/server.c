@@ -52,6 +52,8 @@ void fsb_conn_reply_json(struct fsb_conn *conn, cJSON *reply)
 	free(s);
 }
 
+static void close_owned_scopes(struct fsb_server *srv, struct fsb_conn *owner);
+
 static void conn_free(struct fsb_conn *conn)
 {
 	struct fsb_server *srv = conn->srv;
@@ -75,6 +77,9 @@ static void on_conn_closed(struct fsb_chan *c)
 	if (conn->next != NULL)
 		conn->next->prev = conn->prev;
 	srv->nconns--;
+	/* The scoped sockets an `fsbroker run` opened end with its connection. */
+	if (conn->admin)
+		close_owned_scopes(srv, conn);
 	/* A job on the thread pool still uses it: freed when the job ends. */
 	if (conn->job != NULL) {
 		conn->gone = true;
@@ -132,7 +137,9 @@ static void on_conn_line(struct fsb_chan *c, char *line, size_t len)
 		fsb_chan_close_after_flush(c);
 		return;
 	}
-	if (len > 0 && line[0] == '{')
+	if (conn->admin)
+		fsb_serve_admin(conn, line, len);
+	else if (len > 0 && line[0] == '{')
 		fsb_serve_json(conn, line, len);
 	else
 		fsb_serve_text(conn, line, len);
@@ -197,6 +204,8 @@ static bool accept_one(struct fsb_listener *l)
 		return false;
 	}
 	conn->scope = l->scope;
+	conn->admin = l->admin;
+	conn->scope_id = l->id;
 	conn->pid = cred.pid;
 	conn->uid = cred.uid;
 	conn->srv = srv;
@@ -292,8 +301,8 @@ static int clear_stale_socket(const struct sockaddr_un *addr, char *err, size_t 
 	return 0;
 }
 
-int fsb_server_listen(struct fsb_server *srv, const char *path,
-		      const struct fsb_scope *scope, char *err, size_t errlen)
+static int listen_at(struct fsb_server *srv, const char *path, const struct fsb_scope *scope,
+		     bool admin, struct fsb_conn *owner, char *err, size_t errlen)
 {
 	struct sockaddr_un addr = { .sun_family = AF_UNIX };
 	struct fsb_listener *l;
@@ -325,6 +334,8 @@ int fsb_server_listen(struct fsb_server *srv, const char *path,
 	l->fd = fd;
 	snprintf(l->path, sizeof(l->path), "%s", path);
 	l->scope = *scope;
+	l->admin = admin;
+	l->owner = owner;
 	l->srv = srv;
 	if ((rc = uv_poll_init(srv->loop, &l->poll, fd)) < 0) {
 		snprintf(err, errlen, "cannot watch %s: %s", path, uv_strerror(rc));
@@ -340,12 +351,18 @@ int fsb_server_listen(struct fsb_server *srv, const char *path,
 	uv_poll_start(&l->poll, UV_READABLE, on_listen_poll);
 	l->next = srv->listeners;
 	srv->listeners = l;
-	{
+	/* No request may reach a socket's directory (the scoped sockets share
+	 * the first one's). Decisions on the pool read this list. */
+	if (owner == NULL) {
 		char dir[PATH_MAX];
 
 		snprintf(dir, sizeof(dir), "%s", path);
+		fsb_broker_lock(srv->broker);
 		fsb_protected_add(&srv->broker->protected, dirname(dir), FSB_PROTECT_HIDDEN,
-				  "socket dir", false);
+				  admin ? "state dir" : "socket dir", false);
+		fsb_broker_unlock(srv->broker);
+		if (!admin && srv->scope_dir[0] == '\0')
+			snprintf(srv->scope_dir, sizeof(srv->scope_dir), "%s", dir);
 	}
 	return 0;
 
@@ -355,6 +372,84 @@ fail_errno:
 	if (fd >= 0)
 		close(fd);
 	return rc;
+}
+
+int fsb_server_listen(struct fsb_server *srv, const char *path,
+		      const struct fsb_scope *scope, char *err, size_t errlen)
+{
+	return listen_at(srv, path, scope, false, NULL, err, errlen);
+}
+
+int fsb_server_listen_admin(struct fsb_server *srv, const char *path, char *err, size_t errlen)
+{
+	struct fsb_scope none;
+
+	memset(&none, 0, sizeof(none));
+	return listen_at(srv, path, &none, true, NULL, err, errlen);
+}
+
+int fsb_server_open_scope(struct fsb_server *srv, struct fsb_conn *owner,
+			  const struct fsb_scope *scope, char *path, size_t pathlen,
+			  char *err, size_t errlen)
+{
+	int rc;
+
+	if (srv->scope_dir[0] == '\0') {
+		snprintf(err, errlen, "the core has no socket directory for scoped sockets");
+		return -ENOENT;
+	}
+	/* A name nobody can guess or reuse: the core's pid and a counter. */
+	snprintf(path, pathlen, "%s/run-%ld-%lu.sock", srv->scope_dir, (long)getpid(),
+		 ++srv->next_scope);
+	rc = listen_at(srv, path, scope, false, owner, err, errlen);
+	if (rc == 0)
+		srv->listeners->id = srv->next_scope;
+	return rc;
+}
+
+static void on_listener_closed(uv_handle_t *h);
+
+static void listener_close(struct fsb_server *srv, struct fsb_listener *l)
+{
+	/* What came in on a scoped socket ends with it: its run is over. */
+	if (l->id != 0)
+		for (struct fsb_conn *c = srv->conns; c != NULL; c = c->next)
+			if (c->scope_id == l->id)
+				fsb_chan_close(&c->chan);
+	unlink(l->path);
+	srv->pending_closes++;
+	uv_close((uv_handle_t *)&l->poll, on_listener_closed);
+	uv_close((uv_handle_t *)&l->backoff, on_listener_closed);
+}
+
+int fsb_server_close_scope(struct fsb_server *srv, struct fsb_conn *owner, const char *path)
+{
+	for (struct fsb_listener **pl = &srv->listeners; *pl != NULL; pl = &(*pl)->next) {
+		struct fsb_listener *l = *pl;
+
+		if (l->owner == owner && owner != NULL && strcmp(l->path, path) == 0) {
+			*pl = l->next;
+			listener_close(srv, l);
+			return 0;
+		}
+	}
+	return -ENOENT;
+}
+
+static void close_owned_scopes(struct fsb_server *srv, struct fsb_conn *owner)
+{
+	struct fsb_listener **pl = &srv->listeners;
+
+	while (*pl != NULL) {
+		struct fsb_listener *l = *pl;
+
+		if (l->owner == owner) {
+			*pl = l->next;
+			listener_close(srv, l);
+		} else {
+			pl = &l->next;
+		}
+	}
 }
 
 static void on_listener_closed(uv_handle_t *h)
@@ -367,7 +462,8 @@ static void on_listener_closed(uv_handle_t *h)
 		return;
 	close(l->fd);
 	free(l);
-	if (--srv->pending_closes == 0 && srv->on_closed != NULL)
+	/* A scoped socket closing while the core serves is not the end. */
+	if (--srv->pending_closes == 0 && srv->listeners == NULL && srv->on_closed != NULL)
 		srv->on_closed(srv);
 }
 
@@ -377,10 +473,7 @@ void fsb_server_close(struct fsb_server *srv)
 
 	for (l = srv->listeners; l != NULL; l = next) {
 		next = l->next;
-		unlink(l->path);
-		srv->pending_closes++;
-		uv_close((uv_handle_t *)&l->poll, on_listener_closed);
-		uv_close((uv_handle_t *)&l->backoff, on_listener_closed);
+		listener_close(srv, l);
 	}
 	srv->listeners = NULL;
 	for (struct fsb_conn *c = srv->conns; c != NULL; c = c->next)

@@ -34,6 +34,8 @@ struct fsb_conn {
 	uid_t uid;
 	int pidfd;		/* SO_PEERPIDFD where the kernel has it, else -1 */
 	unsigned malformed;	/* malformed requests so far */
+	bool admin;		/* came in on the admin socket */
+	unsigned long scope_id;	/* the scoped socket it came in on, or 0 */
 	struct fsb_job *job;	/* the request being served off the loop */
 	bool gone;		/* closed while a job ran: freed when it ends */
 	struct fsb_server *srv;
@@ -47,6 +49,9 @@ struct fsb_listener {
 	int fd;
 	char path[sizeof(((struct sockaddr_un *)0)->sun_path)];
 	struct fsb_scope scope;
+	bool admin;		/* the admin socket (DESIGN §3.0) */
+	struct fsb_conn *owner;	/* the admin connection a scoped socket is for */
+	unsigned long id;	/* a scoped socket's number, else 0 */
 	struct fsb_server *srv;
 	struct fsb_listener *next;
 };
@@ -58,6 +63,8 @@ struct fsb_server {
 	struct fsb_conn *conns;
 	unsigned long nconns;
 	int pending_closes;
+	char scope_dir[PATH_MAX];	/* where scoped sockets go: the first socket's dir */
+	unsigned long next_scope;
 	void (*on_closed)(struct fsb_server *srv);	/* everything closed */
 };
 
@@ -72,12 +79,34 @@ void fsb_server_init(struct fsb_server *srv, uv_loop_t *loop, struct fsb_broker 
 int fsb_server_listen(struct fsb_server *srv, const char *path,
 		      const struct fsb_scope *scope, char *err, size_t errlen);
 
+/**
+ * Listen on the admin socket `path` (DESIGN §3.0): for `fsbroker run`
+ * processes outside any sandbox, never mounted into one. Same checks as
+ * fsb_server_listen. 0 or -errno with a sentence in `err`.
+ */
+int fsb_server_listen_admin(struct fsb_server *srv, const char *path, char *err, size_t errlen);
+
+/**
+ * Open a socket scoped to `scope` (a session and a tool call) for the
+ * admin connection `owner`, in srv->scope_dir, and write its path to
+ * `path`. It is closed (and unlinked) by fsb_server_close_scope or when
+ * `owner` closes. 0 or -errno with a sentence in `err`.
+ */
+int fsb_server_open_scope(struct fsb_server *srv, struct fsb_conn *owner,
+			  const struct fsb_scope *scope, char *path, size_t pathlen,
+			  char *err, size_t errlen);
+
+/** Close the scoped socket at `path` that `owner` opened. 0 or -ENOENT. */
+int fsb_server_close_scope(struct fsb_server *srv, struct fsb_conn *owner, const char *path);
+
 /** Stop listening (unlinking the sockets) and close every connection. */
 void fsb_server_close(struct fsb_server *srv);
 
 /** Request handlers, one per wire format (serve_text.c, serve_json.c). */
 void fsb_serve_text(struct fsb_conn *conn, char *line, size_t len);
 void fsb_serve_json(struct fsb_conn *conn, char *line, size_t len);
+/** A request on the admin socket (serve_admin.c). */
+void fsb_serve_admin(struct fsb_conn *conn, char *line, size_t len);
 
 /**
  * A request served off the loop: `run` on a thread of libuv's pool, then

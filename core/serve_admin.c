@@ -1,0 +1,142 @@
+/*
+ * serve_admin.c — the admin socket (DESIGN §3.0): `fsbroker run` processes,
+ * outside any sandbox, ask here for a socket scoped to their session and
+ * tool call, which is the only one they mount into the sandbox. The socket
+ * lives in the state dir, which no sandbox sees and no request may reach.
+ *
+ * One JSON object per line, as on the control channel:
+ *   -> {"id":1,"command":"OpenScope","sessionId":"s1","toolCallId":"tc-7"}
+ *   <- {"id":1,"ok":true,"socket":"/tmp/fsb-1000/run-4242-1.sock", ...}
+ *   -> {"id":2,"command":"CloseScope","socket":"..."}
+ * A scoped socket ends with CloseScope or with the admin connection that
+ * opened it (the run is over), and so do the connections made through it.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "proto_json.h"
+#include "server.h"
+
+static const char *get_string(const cJSON *req, const char *field)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(req, field);
+
+	return cJSON_IsString(v) ? v->valuestring : NULL;
+}
+
+static void refuse(cJSON *reply, const char *why)
+{
+	cJSON_ReplaceItemInObjectCaseSensitive(reply, "ok", cJSON_CreateFalse());
+	cJSON_AddStringToObject(reply, "error", why);
+}
+
+static void audit_scope(struct fsb_conn *conn, const char *what, const struct fsb_scope *scope,
+			const char *path)
+{
+	cJSON *rec = cJSON_CreateObject();
+
+	cJSON_AddStringToObject(rec, "phase", "admin-scope");
+	cJSON_AddStringToObject(rec, "action", what);
+	cJSON_AddStringToObject(rec, "session", scope->session);
+	cJSON_AddStringToObject(rec, "toolCallId", scope->tool_call);
+	fsb_json_add_path(rec, "socket", path, false);
+	cJSON_AddNumberToObject(rec, "pid", conn->pid);
+	fsb_broker_audit(conn->srv->broker, scope->session, rec);
+}
+
+static void open_scope(struct fsb_conn *conn, const cJSON *req, cJSON *reply)
+{
+	const char *session = get_string(req, "sessionId");
+	const char *tool_call = get_string(req, "toolCallId");
+	struct fsb_scope scope;
+	char path[PATH_MAX], err[1024];
+
+	if (session == NULL || tool_call == NULL) {
+		refuse(reply, "expected 'OpenScope {sessionId: string, toolCallId: string}'");
+		return;
+	}
+	if (!fsb_id_valid(session) || !fsb_id_valid(tool_call)) {
+		refuse(reply, "sessionId and toolCallId must be 1-128 characters of A-Z a-z 0-9 "
+		       ". _ : - and not start with '.'");
+		return;
+	}
+	if (fsb_broker_session(conn->srv->broker, session) == NULL) {
+		refuse(reply, "the core cannot keep another session (at most 16), or cannot open "
+		       "its audit log (see the core's log)");
+		return;
+	}
+	memset(&scope, 0, sizeof(scope));
+	snprintf(scope.session, sizeof(scope.session), "%s", session);
+	snprintf(scope.tool_call, sizeof(scope.tool_call), "%s", tool_call);
+	if (fsb_server_open_scope(conn->srv, conn, &scope, path, sizeof(path), err,
+				  sizeof(err)) < 0) {
+		refuse(reply, err);
+		return;
+	}
+	audit_scope(conn, "open", &scope, path);
+	cJSON_AddStringToObject(reply, "socket", path);
+	cJSON_AddStringToObject(reply, "sessionId", session);
+	cJSON_AddStringToObject(reply, "toolCallId", tool_call);
+}
+
+static void close_scope(struct fsb_conn *conn, const cJSON *req, cJSON *reply)
+{
+	const char *path = get_string(req, "socket");
+
+	if (path == NULL) {
+		refuse(reply, "expected 'CloseScope {socket: string}'");
+		return;
+	}
+	if (fsb_server_close_scope(conn->srv, conn, path) < 0) {
+		refuse(reply, "no scoped socket of this connection has that path");
+		return;
+	}
+	cJSON_AddStringToObject(reply, "socket", path);
+}
+
+void fsb_serve_admin(struct fsb_conn *conn, char *line, size_t len)
+{
+	const cJSON *id, *cmd;
+	const char *why;
+	cJSON *req, *reply = cJSON_CreateObject();
+
+	cJSON_AddTrueToObject(reply, "ok");
+	if (len == 0) {
+		cJSON_Delete(reply);
+		return;
+	}
+	if ((req = fsb_json_parse_object(line, len, &why)) == NULL) {
+		cJSON_AddNullToObject(reply, "id");
+		refuse(reply, why);
+		fsb_conn_reply_json(conn, reply);
+		conn->malformed++;
+		return;
+	}
+	id = cJSON_GetObjectItemCaseSensitive(req, "id");
+	cmd = cJSON_GetObjectItemCaseSensitive(req, "command");
+	cJSON_AddItemToObject(reply, "id", cJSON_IsNumber(id) || cJSON_IsString(id)
+						   ? cJSON_Duplicate(id, 0) : cJSON_CreateNull());
+	if (!cJSON_IsNumber(id) && !cJSON_IsString(id)) {
+		refuse(reply, "every admin request needs an \"id\" (number or string)");
+		conn->malformed++;
+	} else if (!cJSON_IsString(cmd)) {
+		refuse(reply, "expected {\"id\": ..., \"command\": \"<Name>\", ...}");
+		conn->malformed++;
+	} else if (strcmp(cmd->valuestring, "OpenScope") == 0) {
+		open_scope(conn, req, reply);
+	} else if (strcmp(cmd->valuestring, "CloseScope") == 0) {
+		close_scope(conn, req, reply);
+	} else if (strcmp(cmd->valuestring, "Supervise") == 0) {
+		refuse(reply, "Supervise comes with the Linux runtime (fsbroker run), which this "
+		       "core does not have yet");
+	} else {
+		refuse(reply, "unknown admin command (OpenScope, CloseScope, Supervise)");
+		conn->malformed++;
+	}
+	cJSON_Delete(req);
+	fsb_conn_reply_json(conn, reply);
+	if (conn->malformed >= FSB_MAX_MALFORMED)
+		fsb_chan_close_after_flush(&conn->chan);
+}
