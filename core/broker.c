@@ -285,7 +285,8 @@ void fsb_broker_decide(struct fsb_broker *b, struct fsb_access *d)
 	if (!d->given_resolved) {
 		d->res.exists = false;
 		d->res.path[0] = '\0';
-		d->resolve_err = fsb_resolve(b->rootfd, d->requested, d->strategy, &d->res);
+		d->resolve_err = fsb_resolve(d->has_view ? d->view_fd : b->rootfd, d->requested,
+					     d->strategy, &d->res);
 		d->resolved_early = true;
 	}
 	fsb_broker_lock(b);

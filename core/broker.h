@@ -126,6 +126,10 @@ struct fsb_access {
 	 * a rename): `requested` is that real path, and no lookup is made. */
 	bool given_resolved;
 	bool resolved_early;	/* internal to fsb_broker_decide */
+	/* The requester's "/" when it is not the core's (a sandboxed process:
+	 * its /proc/<pid>/root), used when has_view is set (DESIGN §5). */
+	bool has_view;
+	int view_fd;
 	/* out */
 	char normalised[PATH_MAX];	/* lexical form of `requested` */
 	struct fsb_resolved res;	/* valid when resolve_err == 0; in with given_resolved */

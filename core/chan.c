@@ -28,6 +28,7 @@ struct fsb_chan_out {
 static void update_events(struct fsb_chan *c);
 static void on_poll(uv_poll_t *h, int status, int events);
 static void on_handle_closed(uv_handle_t *h);
+static void close_pending_fds(struct fsb_chan *c);
 
 static void restore_flags(struct fsb_chan *c)
 {
@@ -140,6 +141,7 @@ static void on_handle_closed(uv_handle_t *h)
 	if (--c->handles_open > 0)
 		return;
 	free_queue(c);
+	close_pending_fds(c);
 	if (c->own_fds) {
 		close(c->rfd);
 		if (c->wfd != c->rfd)
@@ -293,7 +295,27 @@ void fsb_chan_close_after_flush(struct fsb_chan *c)
 		flush(c);
 }
 
-/* Close every fd in the ancillary data: nobody asked for them. */
+static void close_pending_fds(struct fsb_chan *c)
+{
+	for (int i = 0; i < c->nfds; i++)
+		close(c->fds[i]);
+	c->nfds = 0;
+}
+
+int fsb_chan_take_fd(struct fsb_chan *c)
+{
+	int fd;
+
+	if (c->nfds == 0)
+		return -1;
+	fd = c->fds[0];
+	memmove(c->fds, c->fds + 1, (size_t)(c->nfds - 1) * sizeof(c->fds[0]));
+	c->nfds--;
+	return fd;
+}
+
+/* Keep the fds in the ancillary data for the line they came with, on a
+ * channel that takes them (up to FSB_CHAN_MAX_FDS); close every other. */
 static void drop_fds(struct fsb_chan *c, struct msghdr *msg)
 {
 	for (struct cmsghdr *cm = CMSG_FIRSTHDR(msg); cm != NULL; cm = CMSG_NXTHDR(msg, cm)) {
@@ -304,6 +326,10 @@ static void drop_fds(struct fsb_chan *c, struct msghdr *msg)
 			int fd;
 
 			memcpy(&fd, CMSG_DATA(cm) + i * sizeof(int), sizeof(int));
+			if (c->takes_fds && c->nfds < FSB_CHAN_MAX_FDS) {
+				c->fds[c->nfds++] = fd;
+				continue;
+			}
 			close(fd);
 			c->fds_dropped++;
 		}
@@ -337,7 +363,7 @@ static ssize_t read_some(struct fsb_chan *c)
 	if (n >= 0 && msg.msg_controllen > 0) {
 		/* Logged once per connection: a client must not be able to flood
 		 * the log. */
-		if (c->fds_dropped == 0)
+		if (c->fds_dropped == 0 && !c->takes_fds)
 			fsb_warn("closing file descriptors a client sends unasked");
 		drop_fds(c, &msg);
 	}
@@ -367,6 +393,8 @@ static void deliver_lines(struct fsb_chan *c)
 			break;
 		}
 		c->on_line(c, c->buf + start, len);
+		/* What the line's handler did not take nobody asked for. */
+		close_pending_fds(c);
 		start += len + 1;
 	}
 	c->in_callback = false;

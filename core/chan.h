@@ -16,6 +16,8 @@
 
 struct fsb_chan;
 
+#define FSB_CHAN_MAX_FDS 4
+
 /* A complete line, without its newline, NUL-terminated at line[len]. When
  * the peer sent more than max_line bytes without a newline, `line` is NULL
  * and the over-long line starts at c->buf: the callback decides what to send
@@ -40,6 +42,11 @@ struct fsb_chan {
 	bool held;		/* a request is being served off the loop */
 	int handles_open;
 	unsigned long fds_dropped;	/* fds the peer sent unasked */
+	/* A channel that takes fds (the admin socket: Supervise) keeps those
+	 * that came with the bytes of the next line, for its handler. */
+	bool takes_fds;
+	int fds[FSB_CHAN_MAX_FDS];
+	int nfds;
 	fsb_chan_line_cb on_line;
 	fsb_chan_close_cb on_close;
 	void *data;		/* the owner's */
@@ -69,6 +76,13 @@ void fsb_chan_hold(struct fsb_chan *c);
 
 /** Go on after fsb_chan_hold(): the lines already read are delivered. */
 void fsb_chan_resume(struct fsb_chan *c);
+
+/**
+ * In a line callback of a channel with takes_fds set: take the first fd
+ * that came with this line (the caller owns it), or -1. Fds a line's
+ * handler does not take are closed after it.
+ */
+int fsb_chan_take_fd(struct fsb_chan *c);
 
 /** Close once every queued byte is sent (or the peer is gone). */
 void fsb_chan_close_after_flush(struct fsb_chan *c);

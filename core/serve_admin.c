@@ -7,6 +7,7 @@
  * One JSON object per line, as on the control channel:
  *   -> {"id":1,"command":"OpenScope","sessionId":"s1","toolCallId":"tc-7"}
  *   <- {"id":1,"ok":true,"socket":"/tmp/fsb-1000/run-4242-1.sock", ...}
+ *   -> {"command":"Supervise"} + the seccomp listener in SCM_RIGHTS
  *   -> {"id":2,"command":"CloseScope","socket":"..."}
  * A scoped socket ends with CloseScope or with the admin connection that
  * opened it (the run is over), and so do the connections made through it.
@@ -15,9 +16,11 @@
 #include <limits.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "proto_json.h"
 #include "server.h"
+#include "supervisor.h"
 
 static const char *get_string(const cJSON *req, const char *field)
 {
@@ -76,9 +79,48 @@ static void open_scope(struct fsb_conn *conn, const cJSON *req, cJSON *reply)
 		return;
 	}
 	audit_scope(conn, "open", &scope, path);
+	/* The run's scope: Supervise on this connection supervises for it. */
+	conn->scope = scope;
 	cJSON_AddStringToObject(reply, "socket", path);
 	cJSON_AddStringToObject(reply, "sessionId", session);
 	cJSON_AddStringToObject(reply, "toolCallId", tool_call);
+}
+
+static void supervisor_ended(struct fsb_supervisor *sv, void *arg)
+{
+	struct fsb_conn *conn = arg;
+
+	(void)sv;
+	conn->supervisor = NULL;
+}
+
+/* The seccomp listener of the run, in SCM_RIGHTS with this line. */
+static void supervise(struct fsb_conn *conn, cJSON *reply)
+{
+	int fd = fsb_chan_take_fd(&conn->chan), rc;
+
+	if (fd < 0) {
+		refuse(reply, "Supervise comes with the seccomp listener fd in SCM_RIGHTS");
+		return;
+	}
+	if (conn->scope.session[0] == '\0') {
+		close(fd);
+		refuse(reply, "no scope on this connection: OpenScope first");
+		return;
+	}
+	if (conn->supervisor != NULL) {
+		close(fd);
+		refuse(reply, "this run is supervised already");
+		return;
+	}
+	rc = fsb_supervisor_start(conn->srv->broker, fd, &conn->scope, supervisor_ended, conn,
+				  &conn->supervisor);
+	if (rc < 0) {
+		close(fd);
+		refuse(reply, "cannot watch the seccomp listener");
+		return;
+	}
+	audit_scope(conn, "supervise", &conn->scope, "");
 }
 
 static void close_scope(struct fsb_conn *conn, const cJSON *req, cJSON *reply)
@@ -118,7 +160,10 @@ void fsb_serve_admin(struct fsb_conn *conn, char *line, size_t len)
 	cmd = cJSON_GetObjectItemCaseSensitive(req, "command");
 	cJSON_AddItemToObject(reply, "id", cJSON_IsNumber(id) || cJSON_IsString(id)
 						   ? cJSON_Duplicate(id, 0) : cJSON_CreateNull());
-	if (!cJSON_IsNumber(id) && !cJSON_IsString(id)) {
+	/* fsbroker-init sends Supervise bare: {"command":"Supervise"}. */
+	if (cJSON_IsString(cmd) && strcmp(cmd->valuestring, "Supervise") == 0) {
+		supervise(conn, reply);
+	} else if (!cJSON_IsNumber(id) && !cJSON_IsString(id)) {
 		refuse(reply, "every admin request needs an \"id\" (number or string)");
 		conn->malformed++;
 	} else if (!cJSON_IsString(cmd)) {
@@ -128,9 +173,6 @@ void fsb_serve_admin(struct fsb_conn *conn, char *line, size_t len)
 		open_scope(conn, req, reply);
 	} else if (strcmp(cmd->valuestring, "CloseScope") == 0) {
 		close_scope(conn, req, reply);
-	} else if (strcmp(cmd->valuestring, "Supervise") == 0) {
-		refuse(reply, "Supervise comes with the Linux runtime (fsbroker run), which this "
-		       "core does not have yet");
 	} else {
 		refuse(reply, "unknown admin command (OpenScope, CloseScope, Supervise)");
 		conn->malformed++;

@@ -17,6 +17,7 @@
 
 #include "log.h"
 #include "server.h"
+#include "supervisor.h"
 
 #ifndef SO_PEERPIDFD
 #define SO_PEERPIDFD 77		/* Linux 6.5; Debian 12's headers predate it */
@@ -80,6 +81,9 @@ static void on_conn_closed(struct fsb_chan *c)
 	/* The scoped sockets an `fsbroker run` opened end with its connection. */
 	if (conn->admin)
 		close_owned_scopes(srv, conn);
+	if (conn->supervisor != NULL)
+		fsb_supervisor_stop_for(conn->supervisor);
+	conn->supervisor = NULL;
 	/* A job on the thread pool still uses it: freed when the job ends. */
 	if (conn->job != NULL) {
 		conn->gone = true;
@@ -217,6 +221,8 @@ static bool accept_one(struct fsb_listener *l)
 		conn->pidfd = -1;
 	rc = fsb_chan_start(srv->loop, &conn->chan, fd, fd, true, true, FSB_MAX_LINE,
 			    on_conn_line, on_conn_closed);
+	/* Supervise comes with the seccomp listener in SCM_RIGHTS. */
+	conn->chan.takes_fds = l->admin;
 	if (rc < 0) {
 		fsb_warn("cannot watch a connection: %s", uv_strerror(rc));
 		if (conn->pidfd >= 0)

@@ -25,6 +25,7 @@
 
 struct fsb_server;
 struct fsb_job;
+struct fsb_supervisor;
 
 /** One client connection. */
 struct fsb_conn {
@@ -36,6 +37,7 @@ struct fsb_conn {
 	unsigned malformed;	/* malformed requests so far */
 	bool admin;		/* came in on the admin socket */
 	unsigned long scope_id;	/* the scoped socket it came in on, or 0 */
+	struct fsb_supervisor *supervisor;	/* an admin connection's run, supervised */
 	struct fsb_job *job;	/* the request being served off the loop */
 	bool gone;		/* closed while a job ran: freed when it ends */
 	struct fsb_server *srv;

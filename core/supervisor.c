@@ -1,0 +1,453 @@
+/*
+ * supervisor.c — serve the calls a run's seccomp filter routes to the core
+ * (see supervisor.h). One notification, start to answer:
+ *
+ *   receive   on the loop, one SECCOMP_IOCTL_NOTIF_RECV per wake-up (the
+ *             listener is level-triggered; a notification whose process
+ *             died meanwhile answers ENOENT, never blocks);
+ *   read      the path from the target's memory with process_vm_readv, its
+ *             cwd or dirfd and its umask from /proc, its root pinned;
+ *             then NOTIF_ID_VALID: the pid is still the process that
+ *             trapped, so nothing read belongs to a successor;
+ *   decide    in the target's view (its root), as any request;
+ *   back up   and open, as a grant does (grant.c, modify_backup.c);
+ *   answer    with the fd (SECCOMP_IOCTL_NOTIF_ADDFD + ADDFD_FLAG_SEND, one
+ *             ioctl that is also the reply) or with an errno.
+ *
+ * Everything after "receive" runs on the thread pool as shared work.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
+#include <linux/openat2.h>
+#include <linux/seccomp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include "grant.h"
+#include "log.h"
+#include "modify_backup.h"
+#include "openflags.h"
+#include "supervisor.h"
+#include "work.h"
+
+#ifndef SECCOMP_ADDFD_FLAG_SEND
+#define SECCOMP_ADDFD_FLAG_SEND (1UL << 1)	/* Linux 5.14; Debian 12's headers have it */
+#endif
+
+struct fsb_supervisor {
+	struct fsb_broker *b;
+	struct fsb_scope scope;
+	int listener;
+	uv_poll_t poll;
+	bool stopping, poll_closed;
+	unsigned long inflight;	/* notifications being served */
+	void (*on_end)(struct fsb_supervisor *sv, void *arg);
+	void *arg;
+};
+
+struct notif_job {
+	struct fsb_work work;
+	struct fsb_supervisor *sv;
+	struct seccomp_notif req;
+};
+
+/* One call, as the target made it. */
+struct call {
+	struct fsb_supervisor *sv;
+	const struct seccomp_notif *req;
+	pid_t pid;
+	int rootfd;			/* /proc/<pid>/root, O_PATH */
+	char path[PATH_MAX];		/* absolute, in the target's view */
+	int flags;
+	mode_t mode;
+};
+
+/* ---- reading the target ------------------------------------------------- */
+
+/* A NUL-terminated string at `addr` in the target. process_vm_readv never
+ * splits one remote iovec across pages, so the first page's rest and what
+ * follows are two. 0, or -EFAULT, -ENAMETOOLONG. */
+static int read_string(pid_t pid, unsigned long addr, char *buf, size_t len)
+{
+	size_t first = 4096 - (addr & 4095);
+	struct iovec local = { buf, len - 1 };
+	struct iovec remote[2];
+	ssize_t n;
+
+	if (first > len - 1)
+		first = len - 1;
+	remote[0] = (struct iovec){ (void *)addr, first };
+	remote[1] = (struct iovec){ (void *)(addr + first), len - 1 - first };
+	n = process_vm_readv(pid, &local, 1, remote, remote[1].iov_len ? 2 : 1, 0);
+	if (n <= 0)
+		return -EFAULT;
+	buf[n] = '\0';
+	return strlen(buf) == (size_t)n ? -ENAMETOOLONG : 0;
+}
+
+static int read_bytes(pid_t pid, unsigned long addr, void *buf, size_t len)
+{
+	struct iovec local = { buf, len }, remote = { (void *)addr, len };
+
+	return process_vm_readv(pid, &local, 1, &remote, 1, 0) == (ssize_t)len ? 0 : -EFAULT;
+}
+
+/* The target's umask, from /proc/<pid>/status; 022 when it cannot be read. */
+static mode_t target_umask(pid_t pid)
+{
+	char path[64], buf[2048], *p;
+	mode_t mask = 022;
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+		return mask;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n > 0) {
+		buf[n] = '\0';
+		if ((p = strstr(buf, "\nUmask:")) != NULL)
+			mask = (mode_t)strtoul(p + 7, NULL, 8) & 0777;
+	}
+	return mask;
+}
+
+/* The absolute path the target named: relative ones joined to its cwd or
+ * to the directory its dirfd is open on. */
+static int absolute_path(pid_t pid, int dirfd, const char *rel, char *out, size_t len)
+{
+	char link[64], base[PATH_MAX];
+	ssize_t n;
+
+	if (rel[0] == '/') {
+		snprintf(out, len, "%s", rel);
+		return 0;
+	}
+	if (rel[0] == '\0')
+		return -ENOENT;
+	if (dirfd == AT_FDCWD)
+		snprintf(link, sizeof(link), "/proc/%d/cwd", (int)pid);
+	else
+		snprintf(link, sizeof(link), "/proc/%d/fd/%d", (int)pid, dirfd);
+	n = readlink(link, base, sizeof(base) - 1);
+	if (n <= 0)
+		return dirfd == AT_FDCWD ? -ENOENT : -EBADF;
+	base[n] = '\0';
+	if (base[0] != '/')
+		return -ENOTDIR;	/* not a directory (a pipe, a socket) */
+	if ((size_t)snprintf(out, len, "%s/%s", strcmp(base, "/") == 0 ? "" : base, rel) >= len)
+		return -ENAMETOOLONG;
+	return 0;
+}
+
+/* ---- the open family ---------------------------------------------------- */
+
+static void audit_call(struct call *c, const struct fsb_access *acc, int fd, int err)
+{
+	cJSON *rec = fsb_access_audit_record(acc, "supervisor");
+
+	cJSON_AddNumberToObject(rec, "pid", c->pid);
+	cJSON_AddNumberToObject(rec, "syscall", c->req->data.nr);
+	cJSON_AddNumberToObject(rec, "openFlags", c->flags);
+	if (fd >= 0)
+		cJSON_AddStringToObject(rec, "grant", "fd");
+	if (err != 0 && !cJSON_HasObjectItem(rec, "errno"))
+		cJSON_AddStringToObject(rec, "errno", fsb_errno_name(err));
+	fsb_broker_audit(c->sv->b, c->sv->scope.session, rec);
+}
+
+struct backup_arg {
+	struct call *c;
+	const struct fsb_access *acc;
+};
+
+static int backup_opened_file(int rdfd, const struct stat *st, void *arg)
+{
+	struct backup_arg *a = arg;
+	struct fsb_backup_outcome out;
+
+	return fsb_backup_file(a->c->sv->b, a->c->sv->scope.session, a->acc, rdfd, st,
+			       a->c->flags, "supervisor-backup", &out);
+}
+
+/*
+ * Decide, back up, open. Returns the fd for the target, or -errno to answer
+ * with. Writes only: the filter routes read opens here only in
+ * reads = "broker" mode, which comes later.
+ */
+static int open_for_target(struct call *c)
+{
+	struct fsb_broker *b = c->sv->b;
+	struct fsb_access acc;
+	struct backup_arg ba = { c, &acc };
+	const char *why;
+	struct stat st;
+	int fd = -1, err;
+
+	if (fsb_openflags_check(c->flags, true, &why) < 0)
+		return -EINVAL;
+	memset(&acc, 0, sizeof(acc));
+	acc.op = fsb_openflags_writes(c->flags) ? FSB_OP_WRITE : FSB_OP_READ;
+	acc.requested = c->path;
+	acc.strategy = (c->flags & O_NOFOLLOW) ||
+				       (c->flags & (O_CREAT | O_EXCL)) == (O_CREAT | O_EXCL)
+			       ? FSB_RESOLVE_THROUGH_PARENT
+			       : FSB_RESOLVE_EXISTING_OR_CREATABLE;
+	acc.session = c->sv->scope.session;
+	acc.tool_call = c->sv->scope.tool_call;
+	acc.pid = c->pid;
+	acc.uid = getuid();
+	acc.has_view = true;
+	acc.view_fd = c->rootfd;
+	fsb_broker_decide(b, &acc);
+	if (acc.verdict.decision != FSB_ALLOW || acc.errnum != 0) {
+		err = acc.errnum ? acc.errnum : EACCES;
+		audit_call(c, &acc, -1, err);
+		return -err;
+	}
+	/* O_TRUNC after the audit line, as for a grant (serve_text.c). */
+	fd = fsb_grant_open(c->rootfd, &acc.res, c->flags & ~O_TRUNC, c->mode & 07777,
+			    backup_opened_file, &ba);
+	if (fd >= 0 && !acc.res.exists && fsb_backup_note_created(b, c->sv->scope.session,
+								  &acc, c->flags) < 0) {
+		fsb_grant_undo_create(c->rootfd, &acc.res, fd);
+		close(fd);
+		fd = -EIO;
+	}
+	audit_call(c, &acc, fd, fd < 0 ? -fd : 0);
+	if (fd < 0)
+		return fd;
+	if ((c->flags & O_TRUNC) && fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&
+	    ftruncate(fd, 0) < 0) {
+		err = -errno;
+		close(fd);
+		return err;
+	}
+	if (fstat(fd, &st) == 0)
+		fsb_backup_note_write_grant(b, c->sv->scope.session,
+					    acc.verdict.backup ? fd : -1, st.st_dev, st.st_ino);
+	return fd;
+}
+
+/* ---- one notification --------------------------------------------------- */
+
+static void answer(struct fsb_supervisor *sv, const struct seccomp_notif *req, int err)
+{
+	struct seccomp_notif_resp resp = { .id = req->id, .error = err };
+
+	/* ENOENT: the target is gone; nobody waits for the answer. */
+	if (ioctl(sv->listener, SECCOMP_IOCTL_NOTIF_SEND, &resp) < 0 && errno != ENOENT)
+		fsb_log_limited(FSB_LOG_WARN, "cannot answer pid %d: %s", (int)req->pid,
+				strerror(errno));
+}
+
+static void answer_fd(struct fsb_supervisor *sv, const struct seccomp_notif *req, int fd,
+		      int flags)
+{
+	struct seccomp_notif_addfd add = {
+		.id = req->id,
+		.flags = SECCOMP_ADDFD_FLAG_SEND,
+		.srcfd = (unsigned)fd,
+		.newfd_flags = (unsigned)(flags & O_CLOEXEC),
+	};
+
+	/* On success this is the answer: the target's call returns the new fd. */
+	if (ioctl(sv->listener, SECCOMP_IOCTL_NOTIF_ADDFD, &add) < 0 && errno != ENOENT)
+		answer(sv, req, -errno);
+	close(fd);
+}
+
+static void serve(struct fsb_supervisor *sv, const struct seccomp_notif *req)
+{
+	const unsigned long long *a = req->data.args;
+	struct call c = { .sv = sv, .req = req, .pid = (pid_t)req->pid, .rootfd = -1 };
+	char rel[PATH_MAX], root[64];
+	int dirfd = AT_FDCWD, err, fd;
+	unsigned long addr;
+
+	switch (req->data.nr) {
+	case __NR_open:
+		addr = a[0];
+		c.flags = (int)a[1];
+		c.mode = (mode_t)a[2];
+		break;
+	case __NR_creat:
+		addr = a[0];
+		c.flags = O_CREAT | O_WRONLY | O_TRUNC;
+		c.mode = (mode_t)a[1];
+		break;
+	case __NR_openat:
+		dirfd = (int)a[0];
+		addr = a[1];
+		c.flags = (int)a[2];
+		c.mode = (mode_t)a[3];
+		break;
+	case __NR_openat2: {
+		struct open_how how;
+
+		dirfd = (int)a[0];
+		addr = a[1];
+		if (a[3] < sizeof(how) || read_bytes(c.pid, a[2], &how, sizeof(how)) < 0) {
+			answer(sv, req, -EFAULT);
+			return;
+		}
+		/* RESOLVE_* restrictions the core's own resolution does not
+		 * promise to keep: refused rather than widened. */
+		if (how.resolve != 0) {
+			answer(sv, req, -EPERM);
+			return;
+		}
+		c.flags = (int)how.flags;
+		c.mode = (mode_t)how.mode;
+		break;
+	}
+	default:
+		fsb_log_limited(FSB_LOG_WARN, "pid %d: system call %d is not emulated yet; "
+				"refused (EPERM)", (int)req->pid, (int)req->data.nr);
+		answer(sv, req, -EPERM);
+		return;
+	}
+	if ((err = read_string(c.pid, addr, rel, sizeof(rel))) < 0 ||
+	    (err = absolute_path(c.pid, dirfd, rel, c.path, sizeof(c.path))) < 0) {
+		answer(sv, req, err);
+		return;
+	}
+	snprintf(root, sizeof(root), "/proc/%d/root", (int)c.pid);
+	c.rootfd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	/* Everything read through the pid: is it still the process that
+	 * trapped? If not, all of it may belong to another. */
+	if (ioctl(sv->listener, SECCOMP_IOCTL_NOTIF_ID_VALID, &req->id) < 0) {
+		if (c.rootfd >= 0)
+			close(c.rootfd);
+		return;
+	}
+	if (c.rootfd < 0) {
+		answer(sv, req, -EACCES);
+		return;
+	}
+	if (c.flags & O_CREAT)
+		c.mode &= ~target_umask(c.pid);
+	fd = open_for_target(&c);
+	close(c.rootfd);
+	if (fd < 0)
+		answer(sv, req, fd);
+	else
+		answer_fd(sv, req, fd, c.flags);
+}
+
+/* ---- lifetime ----------------------------------------------------------- */
+
+static void maybe_end(struct fsb_supervisor *sv)
+{
+	if (!sv->stopping || !sv->poll_closed || sv->inflight > 0)
+		return;
+	if (sv->on_end != NULL)
+		sv->on_end(sv, sv->arg);
+	close(sv->listener);
+	free(sv);
+}
+
+static void on_poll_closed(uv_handle_t *h)
+{
+	struct fsb_supervisor *sv = h->data;
+
+	sv->poll_closed = true;
+	maybe_end(sv);
+}
+
+void fsb_supervisor_stop(struct fsb_supervisor *sv)
+{
+	if (sv->stopping)
+		return;
+	sv->stopping = true;
+	uv_close((uv_handle_t *)&sv->poll, on_poll_closed);
+}
+
+void fsb_supervisor_stop_for(struct fsb_supervisor *sv)
+{
+	sv->on_end = NULL;
+	fsb_supervisor_stop(sv);
+}
+
+static void job_run(struct fsb_work *w)
+{
+	struct notif_job *j = (struct notif_job *)w;
+
+	serve(j->sv, &j->req);
+}
+
+static void job_done(struct fsb_work *w)
+{
+	struct notif_job *j = (struct notif_job *)w;
+	struct fsb_supervisor *sv = j->sv;
+
+	free(j);
+	sv->inflight--;
+	maybe_end(sv);
+}
+
+static void on_listener(uv_poll_t *h, int status, int events)
+{
+	struct fsb_supervisor *sv = h->data;
+	struct notif_job *j;
+
+	struct pollfd p = { .fd = sv->listener, .events = POLLIN };
+
+	(void)events;
+	/* NOTIF_RECV blocks while nothing is pending, and libuv reports a hang
+	 * up as readable: only a notification waiting (POLLIN) is received.
+	 * POLLHUP without it: every filtered process is gone. */
+	if (status < 0 || poll(&p, 1, 0) < 0 || !(p.revents & POLLIN)) {
+		if (status < 0 || (p.revents & (POLLHUP | POLLERR | POLLNVAL)))
+			fsb_supervisor_stop(sv);
+		return;
+	}
+	if ((j = calloc(1, sizeof(*j))) == NULL)
+		return;	/* level-triggered: tried again on the next turn */
+	if (ioctl(sv->listener, SECCOMP_IOCTL_NOTIF_RECV, &j->req) < 0) {
+		free(j);
+		/* ENOENT: its process died between the wake-up and now. */
+		if (errno != ENOENT && errno != EINTR)
+			fsb_supervisor_stop(sv);
+		return;
+	}
+	j->sv = sv;
+	j->work.kind = FSB_WORK_SHARED;
+	j->work.run = job_run;
+	j->work.done = job_done;
+	sv->inflight++;
+	fsb_work_submit(&sv->b->work, &j->work);
+}
+
+int fsb_supervisor_start(struct fsb_broker *b, int listener, const struct fsb_scope *scope,
+			 void (*on_end)(struct fsb_supervisor *sv, void *arg), void *arg,
+			 struct fsb_supervisor **out)
+{
+	struct fsb_supervisor *sv = calloc(1, sizeof(*sv));
+	int rc;
+
+	if (sv == NULL)
+		return -ENOMEM;
+	sv->b = b;
+	sv->scope = *scope;
+	sv->listener = listener;
+	sv->on_end = on_end;
+	sv->arg = arg;
+	if ((rc = uv_poll_init(b->loop, &sv->poll, listener)) < 0) {
+		free(sv);
+		return rc;
+	}
+	sv->poll.data = sv;
+	uv_poll_start(&sv->poll, UV_READABLE, on_listener);
+	*out = sv;
+	return 0;
+}

@@ -1,0 +1,39 @@
+/*
+ * supervisor.h — the seccomp supervisor of one run (DESIGN §7.4): the
+ * listener fsbroker-init handed over; every call the filter routes here is
+ * decided by the policy, backed up and performed by the core in the
+ * target's view, and answered with its result or its fd.
+ *
+ * This slice emulates the open family (open, openat, creat, openat2 with
+ * write intent). Every other routed call is refused with EPERM and a log
+ * line until it is emulated: fail closed, never CONTINUE.
+ */
+#ifndef FSB_SUPERVISOR_H
+#define FSB_SUPERVISOR_H
+
+#include <uv.h>
+
+#include "broker.h"
+
+struct fsb_supervisor;
+
+/**
+ * Start supervising `listener` (a seccomp user-notification fd, taken over)
+ * for `scope`. Notifications are received on the loop and served on the
+ * thread pool as shared work (work.h). `on_end` (may be NULL) is called on
+ * the loop once the listener hangs up (every filtered process is gone) or
+ * fsb_supervisor_stop() was called, and every notification is answered.
+ * 0 or -errno.
+ */
+int fsb_supervisor_start(struct fsb_broker *b, int listener, const struct fsb_scope *scope,
+			 void (*on_end)(struct fsb_supervisor *sv, void *arg), void *arg,
+			 struct fsb_supervisor **out);
+
+/** Stop receiving; the supervisor frees itself once its work is done. */
+void fsb_supervisor_stop(struct fsb_supervisor *sv);
+
+/** fsb_supervisor_stop() by the one that started it: `on_end` is not
+ * called any more (that owner is going away). */
+void fsb_supervisor_stop_for(struct fsb_supervisor *sv);
+
+#endif

@@ -1,0 +1,199 @@
+/*
+ * test_supervisor.c — the seccomp supervisor through the real core: a
+ * process whose filter routes write-opens to the core (handed over with
+ * Supervise on the admin socket) gets them decided by the pack, backed up
+ * and opened for it, and a refusal as EACCES.
+ *
+ * The filter here is a minimal one of the test's own (openat with write
+ * flags); the product's filter and fsbroker-init are tested on their own.
+ */
+#include "harness.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#ifndef SECCOMP_FILTER_FLAG_NEW_LISTENER
+#define SECCOMP_FILTER_FLAG_NEW_LISTENER (1UL << 3)
+#endif
+#ifndef SECCOMP_RET_USER_NOTIF
+#define SECCOMP_RET_USER_NOTIF 0x7fc00000U
+#endif
+
+/* What the child saw, one errno per step (0: worked). */
+struct seen {
+	int setup;		/* -1 when it could not install the filter */
+	int overwrite, create_relative, secret, read_native;
+	char why[128];
+};
+
+static int install_filter(void)
+{
+	struct sock_filter f[] = {
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_openat, 0, 3),
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, args[2])),
+		BPF_JUMP(BPF_JMP | BPF_JSET | BPF_K, O_WRONLY | O_RDWR | O_CREAT | O_TRUNC, 0, 1),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_USER_NOTIF),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+	};
+	struct sock_fprog prog = { .len = sizeof(f) / sizeof(f[0]), .filter = f };
+
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
+		return -1;
+	return (int)syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER,
+			    SECCOMP_FILTER_FLAG_NEW_LISTENER, &prog);
+}
+
+static int send_with_fd(int sock, const char *line, int fd)
+{
+	union {
+		struct cmsghdr h;
+		char buf[CMSG_SPACE(sizeof(int))];
+	} ctl;
+	struct iovec iov = { (void *)line, strlen(line) };
+	struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1,
+			      .msg_control = ctl.buf, .msg_controllen = sizeof(ctl.buf) };
+	struct cmsghdr *cm = CMSG_FIRSTHDR(&msg);
+
+	cm->cmsg_level = SOL_SOCKET;
+	cm->cmsg_type = SCM_RIGHTS;
+	cm->cmsg_len = CMSG_LEN(sizeof(int));
+	memcpy(CMSG_DATA(cm), &fd, sizeof(int));
+	return sendmsg(sock, &msg, 0) < 0 ? -1 : 0;
+}
+
+static int errno_of(int fd)
+{
+	if (fd < 0)
+		return errno;
+	close(fd);
+	return 0;
+}
+
+static void child(struct fsbt_core *c, int report)
+{
+	struct seen s = { 0 };
+	char path[PATH_MAX + 32], line[512], reply[4096];
+	int admin, listener, fd;
+
+	snprintf(path, sizeof(path), "%s/admin.sock", c->state);
+	admin = fsbt_connect_path(path);
+	snprintf(line, sizeof(line), "{\"id\":1,\"command\":\"OpenScope\",\"sessionId\":\"%s\","
+		 "\"toolCallId\":\"tc-sv\"}", c->session);
+	if (admin < 0 || fsbt_request(admin, line, reply, sizeof(reply), NULL) <= 0 ||
+	    strstr(reply, "\"ok\":true") == NULL) {
+		s.setup = -1;
+		snprintf(s.why, sizeof(s.why), "OpenScope failed: %s", reply);
+		goto out;
+	}
+	umask(022);
+	if ((listener = install_filter()) < 0) {
+		s.setup = -1;
+		snprintf(s.why, sizeof(s.why), "seccomp NEW_LISTENER: %s", strerror(errno));
+		goto out;
+	}
+	if (send_with_fd(admin, "{\"command\":\"Supervise\"}\n", listener) < 0 ||
+	    fsbt_read_reply(admin, reply, sizeof(reply), NULL) <= 0 ||
+	    strstr(reply, "\"ok\":true") == NULL) {
+		s.setup = -1;
+		snprintf(s.why, sizeof(s.why), "Supervise failed: %s", reply);
+		goto out;
+	}
+	close(listener);
+
+	snprintf(path, sizeof(path), "%s/a.txt", c->ws);
+	fd = open(path, O_WRONLY | O_TRUNC | O_CLOEXEC);
+	if (fd >= 0 && write(fd, "new\n", 4) != 4)
+		fd = -1;
+	s.overwrite = errno_of(fd);
+	if (chdir(c->ws) == 0)
+		s.create_relative = errno_of(open("made.txt", O_WRONLY | O_CREAT | O_EXCL |
+						  O_CLOEXEC, 0666));
+	snprintf(path, sizeof(path), "%s/.ssh/id_ed25519", c->home);
+	s.secret = errno_of(open(path, O_WRONLY | O_CLOEXEC));
+	snprintf(path, sizeof(path), "%s/a.txt", c->ws);
+	s.read_native = errno_of(open(path, O_RDONLY | O_CLOEXEC));
+out:
+	if (write(report, &s, sizeof(s)) != (ssize_t)sizeof(s))
+		_exit(2);
+	_exit(0);
+}
+
+static void write_opens_are_decided_backed_up_and_opened_by_the_core(void **state)
+{
+	struct fsbt_core *c = *state;
+	char path[PATH_MAX + 32], *text;
+	struct seen s;
+	struct stat st;
+	int p[2], status;
+	pid_t pid;
+
+	snprintf(path, sizeof(path), "%s/a.txt", c->ws);
+	fsbt_write_file(path, "original\n");
+	assert_int_equal(pipe2(p, O_CLOEXEC), 0);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		close(p[0]);
+		child(c, p[1]);
+	}
+	close(p[1]);
+	memset(&s, 0, sizeof(s));
+	assert_int_equal(read(p[0], &s, sizeof(s)), (ssize_t)sizeof(s));
+	close(p[0]);
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	if (s.setup < 0) {
+		fprintf(stderr, "# %s\n", s.why);
+		if (strstr(s.why, "seccomp") != NULL)
+			fsbt_skip("no seccomp user notification here: %s", s.why);
+		fail_msg("%s", s.why);
+	}
+	/* The overwrite went through the core: the file holds the new text,
+	 * and the store the old. */
+	assert_int_equal(s.overwrite, 0);
+	text = fsbt_read_file(path, NULL);
+	assert_string_equal(text, "new\n");
+	free(text);
+	{
+		char journal[PATH_MAX * 2];
+
+		snprintf(journal, sizeof(journal),
+			 "%s/sessions/%s/modify_backup/cycles/1/journal.jsonl", c->state, c->session);
+		text = fsbt_read_file(journal, NULL);
+		assert_non_null(text);
+		assert_non_null(strstr(text, "a.txt"));
+		assert_non_null(strstr(text, "\"toolCallId\":\"tc-sv\""));
+		free(text);
+	}
+	/* Relative to the target's cwd, with the target's umask. */
+	assert_int_equal(s.create_relative, 0);
+	snprintf(path, sizeof(path), "%s/made.txt", c->ws);
+	assert_int_equal(stat(path, &st), 0);
+	assert_int_equal(st.st_mode & 0777, 0644);
+	/* The pack denies the credential: the call fails with EACCES. */
+	assert_int_equal(s.secret, EACCES);
+	/* A read is not routed to the core at all. */
+	assert_int_equal(s.read_native, 0);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(write_opens_are_decided_backed_up_and_opened_by_the_core,
+						fsbt_setup_core, fsbt_teardown_core),
+	};
+
+	return fsbt_run_group(tests, NULL, NULL);
+}
