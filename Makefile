@@ -1,6 +1,6 @@
 # fsbroker — build, test, demo, bench, install.
 #
-#   make                 build build/fsbroker
+#   make                 build build/fsbroker and build/fsbroker-init
 #   make test            C unit tests, Lua specs, integration tests
 #   make demo            a scripted session against `fsbroker serve`
 #   make bench           ratios against a bare Unix-socket round trip
@@ -21,6 +21,7 @@ PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 # Debian's lua-lpeg ships the module as a shared library with no link name;
 # linking it lets the core preload lpeg without enabling package.loadlib.
 LPEG_LIB := -l:liblua5.4-lpeg.so.2
+INIT_LIBS  := $(shell pkg-config --libs libcjson 2>/dev/null)
 
 # Messages are cut to fixed buffers on purpose; paths are built with their
 # snprintf result checked, so the truncation warning is only noise here.
@@ -48,7 +49,8 @@ ifneq ($(V),1)
 Q        := @
 endif
 
-CORE_SRC := $(filter-out core/main.c,$(wildcard core/*.c))
+# main.c and init_main.c are the two programs; the rest is the library.
+CORE_SRC := $(filter-out core/main.c core/init_main.c,$(wildcard core/*.c))
 CORE_OBJ := $(CORE_SRC:core/%.c=$(BUILD)/core/%.o)
 UNIT_SRC := $(wildcard tests/unit/test_*.c)
 UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
@@ -61,7 +63,7 @@ BENCH_BIN := $(BENCH_SRC:bench/%.c=$(BUILD)/bench/%)
 .PHONY: all deps test test-c test-lua test-integration test-c-sanitize demo bench \
         install lint clean
 
-all: $(BUILD)/fsbroker
+all: $(BUILD)/fsbroker $(BUILD)/fsbroker-init
 
 $(BUILD)/core/%.o: core/%.c $(wildcard core/*.h)
 	@mkdir -p $(@D)
@@ -75,6 +77,12 @@ $(BUILD)/libfsbcore.a: $(CORE_OBJ)
 $(BUILD)/fsbroker: $(BUILD)/core/main.o $(BUILD)/libfsbcore.a
 	@echo "  LD      $@"
 	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+# fsbroker-init runs inside every sandbox: it links only what it uses
+# (Landlock, the seccomp filter, cJSON for the core's reply).
+$(BUILD)/fsbroker-init: $(BUILD)/core/init_main.o $(BUILD)/libfsbcore.a
+	@echo "  LD      $@"
+	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(INIT_LIBS)
 
 $(BUILD)/core/main.o: core/main.c $(wildcard core/*.h)
 	@mkdir -p $(@D)
@@ -134,6 +142,7 @@ bench: all $(BENCH_BIN)
 install: all
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(DATADIR)/lua/policy $(DESTDIR)$(DATADIR)/lua/rules
 	install -m 0755 $(BUILD)/fsbroker $(DESTDIR)$(BINDIR)/fsbroker
+	install -m 0755 $(BUILD)/fsbroker-init $(DESTDIR)$(BINDIR)/fsbroker-init
 	install -m 0644 lua/policy/*.lua $(DESTDIR)$(DATADIR)/lua/policy/
 	install -m 0644 lua/rules/*.lua $(DESTDIR)$(DATADIR)/lua/rules/
 

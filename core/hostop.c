@@ -66,6 +66,7 @@ struct approved {
 struct hostop {
 	struct fsb_broker *b;
 	const struct fsb_hostop_client *who;
+	int rootfd;			/* the requester's "/" */
 	const struct fsb_hostop_req *req;
 	struct fsb_access src, dst;	/* `path` (or `from`), and `to` */
 	struct fsb_access entry;	/* an entry beneath a directory, in turn */
@@ -168,6 +169,8 @@ static void access_init(struct hostop *h, struct fsb_access *a, enum fsb_op op,
 	a->tool_call = h->who->tool_call;
 	a->pid = h->who->pid;
 	a->uid = h->who->uid;
+	a->has_view = h->who->view_fd >= 0;
+	a->view_fd = h->who->view_fd;
 }
 
 /* Every path is judged as a question first (peek): an approval it rests
@@ -272,7 +275,7 @@ static int take_approvals(struct hostop *h)
 
 static int open_parent(struct hostop *h, const struct fsb_access *a, const char **name)
 {
-	int fd = fsb_at_open_parent(h->b->rootfd, a->res.path, name);
+	int fd = fsb_at_open_parent(h->rootfd, a->res.path, name);
 
 	if (fd >= 0)
 		return fd;
@@ -295,7 +298,7 @@ static int still_there(struct hostop *h, int pfd, const char *name, const struct
 
 static int reach(struct hostop *h, const struct fsb_access *a, struct stat *st)
 {
-	int fd = fsb_at_reach(h->b->rootfd, &a->res, st);
+	int fd = fsb_at_reach(h->rootfd, &a->res, st);
 
 	if (fd >= 0)
 		return fd;
@@ -792,6 +795,14 @@ static int op_delete(struct hostop *h)
 	if (still_there(h, pfd, name, a, &st) < 0)
 		goto out;
 	dir = S_ISDIR(st.st_mode);
+	if (dir && h->who->delete_file_only) {
+		fail(h, EISDIR, "%s is a directory", a->res.path);
+		goto out;
+	}
+	if (!dir && h->who->delete_dir_only) {
+		fail(h, ENOTDIR, "%s is not a directory", a->res.path);
+		goto out;
+	}
 	j.old_top = a->res.path;
 	if (dir && !r->recursive && !dir_is_empty(pfd, name, &st)) {
 		fail(h, ENOTEMPTY, "%s is a directory and not empty: delete it with "
@@ -902,7 +913,7 @@ static int mkdir_parents(struct hostop *h)
 		char *slash = strrchr(prefix, '/');
 
 		slash[slash == prefix] = '\0';	/* "/a/b" → "/a", "/a" → "/" */
-		rc = fsb_resolve(h->b->rootfd, prefix, FSB_RESOLVE_EXISTING, &base);
+		rc = fsb_resolve(h->rootfd, prefix, FSB_RESOLVE_EXISTING, &base);
 	} while (rc == -ENOENT && strcmp(prefix, "/") != 0);
 	if (rc < 0)
 		return fail(h, -rc, "cannot resolve %s: %s", prefix, strerror(-rc));
@@ -910,7 +921,7 @@ static int mkdir_parents(struct hostop *h)
 		return fail(h, ENOTDIR, "%s is not a directory", base.path);
 	missing = a->normalised + (strcmp(prefix, "/") == 0 ? 1 : strlen(prefix) + 1);
 	rc = -1;
-	if ((dfd = fsb_at_open(h->b->rootfd, base.path, O_RDONLY | O_DIRECTORY, 0)) < 0)
+	if ((dfd = fsb_at_open(h->rootfd, base.path, O_RDONLY | O_DIRECTORY, 0)) < 0)
 		return fail(h, dfd == -ELOOP ? EAGAIN : -dfd, "cannot open %s: %s", base.path,
 			    strerror(-dfd));
 	/* The first missing name may be there all the same, as a symlink whose
@@ -1001,6 +1012,8 @@ static int op_rename(struct hostop *h)
 	if (t->errnum != 0)
 		return fail(h, t->errnum, t->errnum == ENOENT ? "the parent of %s does not exist"
 			    : NULL, r->to);
+	if (h->who->rename_noreplace && t->res.exists)
+		return fail(h, EEXIST, "%s exists", t->res.path);
 	if (strcmp(a->res.path, t->res.path) == 0)
 		return 0;
 	dir = S_ISDIR(a->res.st.st_mode);
@@ -1280,7 +1293,7 @@ static int op_copy(struct hostop *h)
 	    t->res.st.st_ino == a->res.st.st_ino)
 		return fail(h, EINVAL, "%s and %s are the same file", a->res.path, t->res.path);
 
-	if ((in = fsb_grant_open_for_backup(h->b->rootfd, &a->res)) < 0)
+	if ((in = fsb_grant_open_for_backup(h->rootfd, &a->res)) < 0)
 		return fail(h, in == -EAGAIN ? EAGAIN : -in, "cannot read %s: %s", a->res.path,
 			    strerror(-in));
 	if (fstat(in, &st) < 0) {
@@ -1293,7 +1306,7 @@ static int op_copy(struct hostop *h)
 		rc = -1;
 		goto out_in;
 	}
-	out = fsb_grant_open(h->b->rootfd, &t->res, O_WRONLY | O_CREAT | O_TRUNC, 0600,
+	out = fsb_grant_open(h->rootfd, &t->res, O_WRONLY | O_CREAT | O_TRUNC, 0600,
 			     backup_copy_target, h);
 	if (out < 0) {
 		rc = h->err != 0 ? -1 : fail(h, out == -EEXIST ? EAGAIN : -out, "cannot open %s: %s",
@@ -1420,7 +1433,7 @@ static int op_touch(struct hostop *h)
 		if (record(h, FSB_OP_TOUCH, r->path, a->res.path, NULL, -1, NULL, false) < 0 ||
 		    sync_backups(h) < 0 || audit_before(h) < 0)
 			return -1;
-		fd = fsb_at_open(h->b->rootfd, a->res.path,
+		fd = fsb_at_open(h->rootfd, a->res.path,
 				 O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_NOCTTY, 0666);
 		if (fd < 0)
 			return fail(h, fd == -ELOOP || fd == -EEXIST ? EAGAIN : -fd,
@@ -1499,22 +1512,11 @@ static cJSON *reply_of(struct hostop *h)
 	return o;
 }
 
-cJSON *fsb_hostop_run(struct fsb_broker *b, const struct fsb_hostop_client *who,
-		      const struct fsb_hostop_req *req)
+static void run(struct hostop *h)
 {
-	struct hostop *h = calloc(1, sizeof(*h));
-	cJSON *reply;
+	const struct fsb_hostop_req *req = h->req;
+	struct fsb_broker *b = h->b;
 
-	if (h == NULL) {
-		reply = cJSON_CreateObject();
-		cJSON_AddFalseToObject(reply, "ok");
-		cJSON_AddStringToObject(reply, "errno", "ENOMEM");
-		cJSON_AddStringToObject(reply, "error", "out of memory; nothing was changed");
-		return reply;
-	}
-	h->b = b;
-	h->who = who;
-	h->req = req;
 	switch (req->op) {
 	case FSB_HOSTOP_DELETE:
 		op_delete(h);
@@ -1548,7 +1550,24 @@ cJSON *fsb_hostop_run(struct fsb_broker *b, const struct fsb_hostop_client *who,
 		b->stats.asked++;
 	else
 		b->stats.denied++;
-	reply = reply_of(h);
+}
+
+static struct hostop *hostop_new(struct fsb_broker *b, const struct fsb_hostop_client *who,
+				 const struct fsb_hostop_req *req)
+{
+	struct hostop *h = calloc(1, sizeof(*h));
+
+	if (h == NULL)
+		return NULL;
+	h->b = b;
+	h->who = who;
+	h->rootfd = who->view_fd >= 0 ? who->view_fd : b->rootfd;
+	h->req = req;
+	return h;
+}
+
+static void hostop_free(struct hostop *h)
+{
 	free(h->judged.keys);
 	free(h->unsaved.keys);
 	for (size_t i = 0; i < h->napproved; i++)
@@ -1558,5 +1577,37 @@ cJSON *fsb_hostop_run(struct fsb_broker *b, const struct fsb_hostop_client *who,
 		free(h->too_large[i].path);
 	free(h->too_large);
 	free(h);
+}
+
+cJSON *fsb_hostop_run(struct fsb_broker *b, const struct fsb_hostop_client *who,
+		      const struct fsb_hostop_req *req)
+{
+	struct hostop *h = hostop_new(b, who, req);
+	cJSON *reply;
+
+	if (h == NULL) {
+		reply = cJSON_CreateObject();
+		cJSON_AddFalseToObject(reply, "ok");
+		cJSON_AddStringToObject(reply, "errno", "ENOMEM");
+		cJSON_AddStringToObject(reply, "error", "out of memory; nothing was changed");
+		return reply;
+	}
+	run(h);
+	reply = reply_of(h);
+	hostop_free(h);
 	return reply;
+}
+
+int fsb_hostop_perform(struct fsb_broker *b, const struct fsb_hostop_client *who,
+		       const struct fsb_hostop_req *req)
+{
+	struct hostop *h = hostop_new(b, who, req);
+	int err;
+
+	if (h == NULL)
+		return -ENOMEM;
+	run(h);
+	err = h->err;
+	hostop_free(h);
+	return -err;
 }

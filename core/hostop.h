@@ -18,6 +18,13 @@ struct fsb_hostop_client {
 	const char *tool_call;	/* the request's, else the scope's; may be "" */
 	pid_t pid;
 	uid_t uid;
+	/* The requester's "/" (a sandboxed process's /proc/<pid>/root), or -1:
+	 * the core's own. Paths are resolved and reached under it. */
+	int view_fd;
+	/* For the seccomp supervisor: a delete that is unlink(2) (never a
+	 * directory: EISDIR) or rmdir(2) (only a directory: ENOTDIR). */
+	bool delete_file_only, delete_dir_only;
+	bool rename_noreplace;	/* renameat2(RENAME_NOREPLACE): an existing target is EEXIST */
 };
 
 /**
@@ -28,5 +35,12 @@ struct fsb_hostop_client {
  */
 cJSON *fsb_hostop_run(struct fsb_broker *b, const struct fsb_hostop_client *who,
 		      const struct fsb_hostop_req *req);
+
+/**
+ * fsb_hostop_run() for the seccomp supervisor, which answers a system call:
+ * the same steps and audit lines, and 0 or -errno instead of a reply.
+ */
+int fsb_hostop_perform(struct fsb_broker *b, const struct fsb_hostop_client *who,
+		       const struct fsb_hostop_req *req);
 
 #endif

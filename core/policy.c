@@ -522,3 +522,170 @@ int fsb_policy_move_approvals(struct fsb_policy *from, struct fsb_policy *to)
 	lua_pop(F, 1);
 	return rc;
 }
+
+/* ------------------------------------------------------------------------ */
+/* What the mount plan needs: engine:summary() and engine:denied_read(). */
+
+static char *dup_field(lua_State *L, int idx, const char *key)
+{
+	char *s = NULL;
+
+	lua_getfield(L, idx, key);
+	if (lua_type(L, -1) == LUA_TSTRING)
+		s = strdup(lua_tostring(L, -1));
+	lua_pop(L, 1);
+	return s;
+}
+
+/* Fill `l` from summary.bases[name] and summary.rules[name]; entries are
+ * stored as they are read, so a Lua error half-way leaves nothing to leak
+ * that fsb_policy_summary_free() does not find. stack: summary */
+static int read_glob_list(lua_State *L, const char *name, struct fsb_glob_list *l)
+{
+	lua_Integer n;
+
+	lua_getfield(L, -1, "bases");
+	lua_getfield(L, -2, "rules");
+	/* stack: summary, bases, rules */
+	if (lua_type(L, -2) != LUA_TTABLE || lua_type(L, -1) != LUA_TTABLE)
+		return luaL_error(L, "engine:summary() has no bases or rules");
+	lua_getfield(L, -2, name);
+	lua_getfield(L, -2, name);
+	/* stack: summary, bases, rules, bases[name], rules[name] */
+	if (lua_type(L, -2) != LUA_TTABLE || lua_type(L, -1) != LUA_TTABLE)
+		return luaL_error(L, "engine:summary() has no list %s", name);
+	n = (lua_Integer)lua_rawlen(L, -2);
+	l->v = calloc((size_t)n + 1, sizeof(*l->v));
+	if (l->v == NULL)
+		return luaL_error(L, "out of memory");
+	for (lua_Integer i = 1; i <= n; i++) {
+		struct fsb_glob_entry *e = &l->v[l->n++];
+		const char *kind;
+
+		lua_rawgeti(L, -2, i);
+		lua_rawgeti(L, -2, i);
+		/* stack: ..., bases[name], rules[name], entry, rule */
+		if (lua_type(L, -2) != LUA_TTABLE || lua_type(L, -1) != LUA_TSTRING)
+			return luaL_error(L, "engine:summary() %s[%d] is malformed", name, (int)i);
+		e->rule = strdup(lua_tostring(L, -1));
+		e->glob = dup_field(L, -2, "glob");
+		e->base = dup_field(L, -2, "base");
+		lua_getfield(L, -2, "kind");
+		kind = lua_tostring(L, -1);
+		if (kind != NULL && strcmp(kind, "exact") == 0)
+			e->kind = FSB_GLOB_EXACT;
+		else if (kind != NULL && strcmp(kind, "tree") == 0)
+			e->kind = FSB_GLOB_TREE;
+		else
+			e->kind = FSB_GLOB_PATTERN;
+		lua_getfield(L, -3, "except");
+		e->except = lua_toboolean(L, -1);
+		lua_pop(L, 4);
+		if (e->rule == NULL || e->glob == NULL || e->base == NULL)
+			return luaL_error(L, "out of memory");
+	}
+	lua_pop(L, 4);
+	return 0;
+}
+
+struct summary_call {
+	struct fsb_policy *p;
+	struct fsb_policy_summary *s;
+};
+
+static int l_summary(lua_State *L)
+{
+	struct summary_call *c = lua_touserdata(L, 1);
+	const char *reads;
+
+	call_method(L, c->p->engine_ref, "summary", 0, 1);
+	if (lua_type(L, -1) != LUA_TTABLE)
+		return luaL_error(L, "engine:summary() returned no table");
+	/* stack: ctx, summary */
+	read_glob_list(L, "read", &c->s->read);
+	read_glob_list(L, "modify", &c->s->modify);
+	read_glob_list(L, "denyRead", &c->s->deny_read);
+	read_glob_list(L, "denyModify", &c->s->deny_modify);
+	read_glob_list(L, "ask", &c->s->ask);
+	read_glob_list(L, "ask_read", &c->s->ask_read);
+	lua_getfield(L, -1, "reads");
+	reads = lua_tostring(L, -1);
+	c->s->reads = reads != NULL && strcmp(reads, "broker") == 0 ? FSB_READS_BROKER : FSB_READS_MASK;
+	return 0;
+}
+
+int fsb_policy_summary(struct fsb_policy *p, struct fsb_policy_summary *out,
+		       char *err, size_t errlen)
+{
+	struct summary_call c = { .p = p, .s = out };
+	lua_State *L = fsb_lua_state(p->lua);
+
+	memset(out, 0, sizeof(*out));
+	lua_pushcfunction(L, l_summary);
+	lua_pushlightuserdata(L, &c);
+	if (fsb_lua_pcall(p->lua, 1, 0, FSB_LUA_BUDGET_CALL, err, errlen) < 0)
+		return strstr(err, "out of memory") != NULL ? -ENOMEM : -EINVAL;
+	return 0;
+}
+
+static void free_glob_list(struct fsb_glob_list *l)
+{
+	for (size_t i = 0; i < l->n; i++) {
+		free(l->v[i].glob);
+		free(l->v[i].rule);
+		free(l->v[i].base);
+	}
+	free(l->v);
+	l->v = NULL;
+	l->n = 0;
+}
+
+void fsb_policy_summary_free(struct fsb_policy_summary *s)
+{
+	if (s == NULL)
+		return;
+	free_glob_list(&s->read);
+	free_glob_list(&s->modify);
+	free_glob_list(&s->deny_read);
+	free_glob_list(&s->deny_modify);
+	free_glob_list(&s->ask);
+	free_glob_list(&s->ask_read);
+}
+
+struct denied_call {
+	struct fsb_policy *p;
+	const char *path;
+	char *rule;
+	size_t len;
+	int denied;
+};
+
+static int l_denied_read(lua_State *L)
+{
+	struct denied_call *c = lua_touserdata(L, 1);
+
+	lua_pushstring(L, c->path);
+	call_method(L, c->p->engine_ref, "denied_read", 1, 1);
+	if (lua_type(L, -1) == LUA_TSTRING) {
+		snprintf(c->rule, c->len, "%s", lua_tostring(L, -1));
+		c->denied = 1;
+	}
+	return 0;
+}
+
+int fsb_policy_denied_read(struct fsb_policy *p, const char *path, char *rule, size_t len)
+{
+	struct denied_call c = { .p = p, .path = path, .rule = rule, .len = len };
+	lua_State *L = fsb_lua_state(p->lua);
+	char err[512];
+
+	if (len > 0)
+		rule[0] = '\0';
+	lua_pushcfunction(L, l_denied_read);
+	lua_pushlightuserdata(L, &c);
+	if (fsb_lua_pcall(p->lua, 1, 0, FSB_LUA_BUDGET_CALL, err, sizeof(err)) < 0) {
+		fsb_log_limited(FSB_LOG_WARN, "policy error in denied_read(%s): %s", path, err);
+		return -EINVAL;
+	}
+	return c.denied;
+}

@@ -103,6 +103,51 @@ uint64_t fsb_clamp_quota_mb(double mb);
 /** The pack's backup settings, read once when it loaded. */
 const struct fsb_backup_settings *fsb_policy_backup(const struct fsb_policy *p);
 
+/** Where the paths a glob matches live (policy.glob base_of). */
+enum fsb_glob_kind {
+	FSB_GLOB_EXACT,		/* exactly `base` */
+	FSB_GLOB_TREE,		/* `base` and everything beneath it */
+	FSB_GLOB_PATTERN,	/* some paths beneath `base` */
+};
+
+struct fsb_glob_entry {
+	char *glob;		/* variables, '~' and {a,b} expanded */
+	char *rule;		/* as a verdict names it: "denyRead ~/.netrc" */
+	char *base;		/* the longest literal prefix, a directory or the path */
+	enum fsb_glob_kind kind;
+	bool except;		/* a "!glob" exception */
+};
+
+struct fsb_glob_list {
+	struct fsb_glob_entry *v;
+	size_t n;
+};
+
+enum fsb_reads_mode { FSB_READS_MASK, FSB_READS_BROKER };
+
+/** The pack's lists for the runtime's mount plan (engine:summary()). */
+struct fsb_policy_summary {
+	struct fsb_glob_list read, modify, deny_read, deny_modify, ask, ask_read;
+	enum fsb_reads_mode reads;
+};
+
+/**
+ * Copy engine:summary() into `out` (freed with fsb_policy_summary_free(),
+ * also after a failure). 0, or -EINVAL / -ENOMEM with a sentence in `err`.
+ */
+int fsb_policy_summary(struct fsb_policy *p, struct fsb_policy_summary *out,
+		       char *err, size_t errlen);
+
+void fsb_policy_summary_free(struct fsb_policy_summary *s);
+
+/**
+ * Whether denyRead hides `path` (every spelling, exceptions honoured; the
+ * other lists and the decide hooks are not consulted, as none can lift a
+ * denyRead deny). 1 with the rule in `rule`, 0 when not, -EINVAL when the
+ * engine failed.
+ */
+int fsb_policy_denied_read(struct fsb_policy *p, const char *path, char *rule, size_t len);
+
 /** "allow", "ask", "deny". */
 const char *fsb_decision_name(enum fsb_decision d);
 

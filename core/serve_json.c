@@ -146,6 +146,7 @@ void fsb_serve_json(struct fsb_conn *conn, char *line, size_t len)
 	j->who.tool_call = req.tool_call != NULL ? req.tool_call : conn->scope.tool_call;
 	j->who.pid = conn->pid;
 	j->who.uid = conn->uid;
+	j->who.view_fd = -1;
 	j->job.run = hostop_run;
 	j->job.done = hostop_done;
 	/* Alone: it judges directories and then changes them (work.h). */

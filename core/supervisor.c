@@ -32,6 +32,7 @@
 #include <unistd.h>
 
 #include "grant.h"
+#include "hostop.h"
 #include "log.h"
 #include "modify_backup.h"
 #include "openflags.h"
@@ -266,6 +267,155 @@ static void answer_fd(struct fsb_supervisor *sv, const struct seccomp_notif *req
 	close(fd);
 }
 
+/* ---- calls that change names: host operations ---------------------------- */
+
+/* The absolute path of argument `addr` relative to `dirfd`, in `out`. */
+static int target_path(pid_t pid, int dirfd, unsigned long addr, char *out, size_t len)
+{
+	char rel[PATH_MAX];
+	int err = read_string(pid, addr, rel, sizeof(rel));
+
+	return err < 0 ? err : absolute_path(pid, dirfd, rel, out, len);
+}
+
+/*
+ * unlink, rmdir, rename, mkdir, symlink, link, chmod: performed as the host
+ * operation of the same meaning (hostop.c), which judges, backs up and acts
+ * race-safe in the target's view. Run alone, as every host operation
+ * (work.h). What has no host operation yet is refused: EPERM, never
+ * CONTINUE.
+ */
+static void serve_change(struct fsb_supervisor *sv, const struct seccomp_notif *req)
+{
+	const unsigned long long *a = req->data.args;
+	pid_t pid = (pid_t)req->pid;
+	struct fsb_hostop_client who = {
+		.session = sv->scope.session, .tool_call = sv->scope.tool_call,
+		.pid = pid, .uid = getuid(), .view_fd = -1,
+	};
+	struct fsb_hostop_req hr;
+	char p1[PATH_MAX], p2[PATH_MAX], target[PATH_MAX], root[64];
+	int err = 0, rootfd;
+	unsigned flags = 0;
+
+	memset(&hr, 0, sizeof(hr));
+	switch (req->data.nr) {
+	case __NR_unlink:
+	case __NR_rmdir:
+	case __NR_unlinkat:
+		flags = req->data.nr == __NR_unlinkat ? (unsigned)a[2] : 0;
+		err = req->data.nr == __NR_unlinkat ? target_path(pid, (int)a[0], a[1], p1, sizeof(p1))
+						    : target_path(pid, AT_FDCWD, a[0], p1, sizeof(p1));
+		hr.op = FSB_HOSTOP_DELETE;
+		hr.path = p1;
+		if (req->data.nr == __NR_rmdir || (flags & AT_REMOVEDIR))
+			who.delete_dir_only = true;
+		else
+			who.delete_file_only = true;
+		break;
+	case __NR_rename:
+	case __NR_renameat:
+	case __NR_renameat2:
+		if (req->data.nr == __NR_rename) {
+			err = target_path(pid, AT_FDCWD, a[0], p1, sizeof(p1));
+			if (err == 0)
+				err = target_path(pid, AT_FDCWD, a[1], p2, sizeof(p2));
+		} else {
+			err = target_path(pid, (int)a[0], a[1], p1, sizeof(p1));
+			if (err == 0)
+				err = target_path(pid, (int)a[2], a[3], p2, sizeof(p2));
+			flags = req->data.nr == __NR_renameat2 ? (unsigned)a[4] : 0;
+		}
+		/* RENAME_EXCHANGE and WHITEOUT are not emulated yet. */
+		if (err == 0 && (flags & ~RENAME_NOREPLACE))
+			err = -EPERM;
+		who.rename_noreplace = flags & RENAME_NOREPLACE;
+		hr.op = FSB_HOSTOP_RENAME;
+		hr.from = p1;
+		hr.to = p2;
+		break;
+	case __NR_mkdir:
+	case __NR_mkdirat:
+		err = req->data.nr == __NR_mkdir ? target_path(pid, AT_FDCWD, a[0], p1, sizeof(p1))
+						 : target_path(pid, (int)a[0], a[1], p1, sizeof(p1));
+		hr.op = FSB_HOSTOP_MKDIR;
+		hr.path = p1;
+		hr.has_mode = true;
+		hr.mode = (mode_t)(req->data.nr == __NR_mkdir ? a[1] : a[2]) & 07777 &
+			  ~target_umask(pid);
+		break;
+	case __NR_symlink:
+	case __NR_symlinkat:
+		/* The link's content is written as given, never resolved. */
+		err = read_string(pid, a[0], target, sizeof(target));
+		if (err == 0)
+			err = req->data.nr == __NR_symlink
+				      ? target_path(pid, AT_FDCWD, a[1], p2, sizeof(p2))
+				      : target_path(pid, (int)a[1], a[2], p2, sizeof(p2));
+		hr.op = FSB_HOSTOP_LINK;
+		hr.symbolic = true;
+		hr.from = target;
+		hr.to = p2;
+		break;
+	case __NR_link:
+	case __NR_linkat:
+		if (req->data.nr == __NR_link) {
+			err = target_path(pid, AT_FDCWD, a[0], p1, sizeof(p1));
+			if (err == 0)
+				err = target_path(pid, AT_FDCWD, a[1], p2, sizeof(p2));
+		} else {
+			/* AT_EMPTY_PATH names an fd (an O_TMPFILE being published). */
+			err = (a[4] & AT_EMPTY_PATH) ? -EPERM
+						      : target_path(pid, (int)a[0], a[1], p1, sizeof(p1));
+			if (err == 0)
+				err = target_path(pid, (int)a[2], a[3], p2, sizeof(p2));
+		}
+		hr.op = FSB_HOSTOP_LINK;
+		hr.from = p1;
+		hr.to = p2;
+		break;
+	case __NR_chmod:
+	case __NR_fchmodat:
+		err = req->data.nr == __NR_chmod ? target_path(pid, AT_FDCWD, a[0], p1, sizeof(p1))
+						 : target_path(pid, (int)a[0], a[1], p1, sizeof(p1));
+		hr.op = FSB_HOSTOP_CHMOD;
+		hr.path = p1;
+		hr.has_mode = true;
+		hr.mode = (mode_t)(req->data.nr == __NR_chmod ? a[1] : a[2]) & 07777;
+		break;
+	default:
+		fsb_log_limited(FSB_LOG_WARN, "pid %d: system call %d is not emulated yet; "
+				"refused (EPERM)", (int)pid, (int)req->data.nr);
+		answer(sv, req, -EPERM);
+		return;
+	}
+	if (err < 0) {
+		answer(sv, req, err);
+		return;
+	}
+	snprintf(root, sizeof(root), "/proc/%d/root", (int)pid);
+	rootfd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (ioctl(sv->listener, SECCOMP_IOCTL_NOTIF_ID_VALID, &req->id) < 0) {
+		if (rootfd >= 0)
+			close(rootfd);
+		return;
+	}
+	if (rootfd < 0) {
+		answer(sv, req, -EACCES);
+		return;
+	}
+	who.view_fd = rootfd;
+	err = fsb_hostop_perform(sv->b, &who, &hr);
+	close(rootfd);
+	answer(sv, req, err);
+}
+
+/* The calls served beside others; the rest run alone (work.h). */
+static bool is_open_call(int nr)
+{
+	return nr == __NR_open || nr == __NR_openat || nr == __NR_creat || nr == __NR_openat2;
+}
+
 static void serve(struct fsb_supervisor *sv, const struct seccomp_notif *req)
 {
 	const unsigned long long *a = req->data.args;
@@ -292,7 +442,7 @@ static void serve(struct fsb_supervisor *sv, const struct seccomp_notif *req)
 		c.mode = (mode_t)a[3];
 		break;
 	case __NR_openat2: {
-		struct open_how how;
+		struct open_how how = { 0 };
 
 		dirfd = (int)a[0];
 		addr = a[1];
@@ -311,9 +461,7 @@ static void serve(struct fsb_supervisor *sv, const struct seccomp_notif *req)
 		break;
 	}
 	default:
-		fsb_log_limited(FSB_LOG_WARN, "pid %d: system call %d is not emulated yet; "
-				"refused (EPERM)", (int)req->pid, (int)req->data.nr);
-		answer(sv, req, -EPERM);
+		serve_change(sv, req);
 		return;
 	}
 	if ((err = read_string(c.pid, addr, rel, sizeof(rel))) < 0 ||
@@ -421,7 +569,7 @@ static void on_listener(uv_poll_t *h, int status, int events)
 		return;
 	}
 	j->sv = sv;
-	j->work.kind = FSB_WORK_SHARED;
+	j->work.kind = is_open_call(j->req.data.nr) ? FSB_WORK_SHARED : FSB_WORK_EXCLUSIVE;
 	j->work.run = job_run;
 	j->work.done = job_done;
 	sv->inflight++;

@@ -493,6 +493,18 @@ local function bases(entries)
 	return out
 end
 
+-- The rule name a verdict would give each expanded glob of `entries`, in
+-- the order of bases(): "fsProfile.modify ${workspace}/**".
+local function rule_names(list, entries)
+	local out = {}
+	for _, e in ipairs(entries) do
+		for _ = 1, #e.expanded do
+			out[#out + 1] = list .. " " .. e.text
+		end
+	end
+	return out
+end
+
 --- What the pack says, for the runtime's mount plan: globs with variables,
 -- '~' and {a,b} expanded (a variable's glob characters escaped as "[*]").
 function Engine:summary()
@@ -539,7 +551,35 @@ function Engine:summary()
 			ask = bases(lists["ask.modify"]),
 			ask_read = bases(lists["ask.read"]),
 		},
+		-- rules.<list>[i] names the entry of bases.<list>[i] as a verdict
+		-- would, for messages about the plan.
+		rules = {
+			read = rule_names("fsProfile.read", lists["fsProfile.read"]),
+			modify = rule_names("fsProfile.modify", lists["fsProfile.modify"]),
+			denyRead = rule_names("denyRead", lists.denyRead),
+			denyModify = rule_names("denyModify", lists.denyModify),
+			ask = rule_names("ask.modify", lists["ask.modify"]),
+			ask_read = rule_names("ask.read", lists["ask.read"]),
+		},
 	}
+end
+
+--- The denyRead rule that hides `path` from reads ("denyRead **/.env"), or
+-- nil. Only the deny list is consulted, for every spelling of the path, so
+-- the runtime can test each entry of a workspace scan cheaply; a decide
+-- hook cannot lift a denyRead deny, so this is what evaluate() would say.
+function Engine:denied_read(path)
+	local st = state[self]
+	if type(path) ~= "string" or not normalize.is_absolute(path) or #path > M.PATH_MAX then
+		return nil
+	end
+	for _, f in ipairs(normalize.forms(path, st.platform)) do
+		local e = st.m.denyRead(f.path)
+		if e ~= nil then
+			return "denyRead " .. e.text
+		end
+	end
+	return nil
 end
 
 --- Builds an engine from a merged pack (policy.pack.merge) and the load

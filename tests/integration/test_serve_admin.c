@@ -145,8 +145,13 @@ static void close_scope_removes_the_socket_and_ends_its_connections(void **state
 	assert_true(fsbt_ok(r));
 	cJSON_Delete(r);
 	assert_false(exists(sock));
-	/* The connection made through it is closed by the core. */
-	assert_int_equal(fsbt_read_reply(s, reply, sizeof(reply), NULL), FSBT_EOF);
+	/* The connection made through it is closed by the core (an end of
+	 * file, or a reset when the close came with unread bytes). */
+	{
+		ssize_t n = fsbt_read_reply(s, reply, sizeof(reply), NULL);
+
+		assert_true(n == FSBT_EOF || n == -ECONNRESET);
+	}
 	fsbt_close(s);
 	/* Closing it again, or a path that is not ours, is an error. */
 	r = admin(a, line);

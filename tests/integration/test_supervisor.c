@@ -1,8 +1,9 @@
 /*
  * test_supervisor.c — the seccomp supervisor through the real core: a
- * process whose filter routes write-opens to the core (handed over with
- * Supervise on the admin socket) gets them decided by the pack, backed up
- * and opened for it, and a refusal as EACCES.
+ * process whose filter routes write-opens and name changes to the core
+ * (handed over with Supervise on the admin socket) gets them decided by the
+ * pack, backed up and performed for it, a refusal as EACCES, and one
+ * restore undoes them all.
  *
  * The filter here is a minimal one of the test's own (openat with write
  * flags); the product's filter and fsbroker-init are tested on their own.
@@ -35,18 +36,34 @@
 struct seen {
 	int setup;		/* -1 when it could not install the filter */
 	int overwrite, create_relative, secret, read_native;
+	int unlinked, renamed, made_dir, symlinked, unlink_secret, unlink_dir, rmdir_file;
 	char why[128];
 };
 
 static int install_filter(void)
 {
+	/* openat with write flags, and the calls that change names, go to the
+	 * core; everything else runs. (A jump's offset counts from the
+	 * instruction after it: ALLOW is at index 15, USER_NOTIF at 16.) */
 	struct sock_filter f[] = {
-		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
-		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_openat, 0, 3),
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),	/* 0 */
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_openat, 0, 2),			/* 1 */
 		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, args[2])),
-		BPF_JUMP(BPF_JMP | BPF_JSET | BPF_K, O_WRONLY | O_RDWR | O_CREAT | O_TRUNC, 0, 1),
-		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_USER_NOTIF),
-		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+		BPF_JUMP(BPF_JMP | BPF_JSET | BPF_K, O_WRONLY | O_RDWR | O_CREAT | O_TRUNC,
+			 12, 11),							/* 3 */
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_unlink, 11, 0),		/* 4 */
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_unlinkat, 10, 0),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_rmdir, 9, 0),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_rename, 8, 0),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_renameat, 7, 0),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_renameat2, 6, 0),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_mkdir, 5, 0),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_mkdirat, 4, 0),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_symlink, 3, 0),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_symlinkat, 2, 0),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_chmod, 1, 0),		/* 14 */
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),				/* 15 */
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_USER_NOTIF),			/* 16 */
 	};
 	struct sock_fprog prog = { .len = sizeof(f) / sizeof(f[0]), .filter = f };
 
@@ -125,13 +142,22 @@ static void child(struct fsbt_core *c, int report)
 	s.secret = errno_of(open(path, O_WRONLY | O_CLOEXEC));
 	snprintf(path, sizeof(path), "%s/a.txt", c->ws);
 	s.read_native = errno_of(open(path, O_RDONLY | O_CLOEXEC));
+	/* The calls that change names, relative to the cwd (the workspace). */
+	s.unlinked = unlink("gone.txt") == 0 ? 0 : errno;
+	s.renamed = rename("old-name.txt", "new-name.txt") == 0 ? 0 : errno;
+	s.made_dir = mkdir("made-dir", 0777) == 0 ? 0 : errno;
+	s.symlinked = symlink("new-name.txt", "link") == 0 ? 0 : errno;
+	snprintf(path, sizeof(path), "%s/.ssh/id_ed25519", c->home);
+	s.unlink_secret = unlink(path) == 0 ? 0 : errno;
+	s.unlink_dir = unlink("made-dir") == 0 ? 0 : errno;
+	s.rmdir_file = rmdir("new-name.txt") == 0 ? 0 : errno;
 out:
 	if (write(report, &s, sizeof(s)) != (ssize_t)sizeof(s))
 		_exit(2);
 	_exit(0);
 }
 
-static void write_opens_are_decided_backed_up_and_opened_by_the_core(void **state)
+static void calls_under_the_filter_are_decided_backed_up_and_performed_by_the_core(void **state)
 {
 	struct fsbt_core *c = *state;
 	char path[PATH_MAX + 32], *text;
@@ -140,6 +166,10 @@ static void write_opens_are_decided_backed_up_and_opened_by_the_core(void **stat
 	int p[2], status;
 	pid_t pid;
 
+	snprintf(path, sizeof(path), "%s/gone.txt", c->ws);
+	fsbt_write_file(path, "gone\n");
+	snprintf(path, sizeof(path), "%s/old-name.txt", c->ws);
+	fsbt_write_file(path, "renamed\n");
 	snprintf(path, sizeof(path), "%s/a.txt", c->ws);
 	fsbt_write_file(path, "original\n");
 	assert_int_equal(pipe2(p, O_CLOEXEC), 0);
@@ -186,12 +216,58 @@ static void write_opens_are_decided_backed_up_and_opened_by_the_core(void **stat
 	assert_int_equal(s.secret, EACCES);
 	/* A read is not routed to the core at all. */
 	assert_int_equal(s.read_native, 0);
+
+	/* Names changed by the core, with the system calls' own errors. */
+	assert_int_equal(s.unlinked, 0);
+	snprintf(path, sizeof(path), "%s/gone.txt", c->ws);
+	assert_int_equal(access(path, F_OK), -1);
+	assert_int_equal(s.renamed, 0);
+	snprintf(path, sizeof(path), "%s/new-name.txt", c->ws);
+	assert_int_equal(access(path, F_OK), 0);
+	assert_int_equal(s.made_dir, 0);
+	snprintf(path, sizeof(path), "%s/made-dir", c->ws);
+	assert_int_equal(stat(path, &st), 0);
+	assert_int_equal(st.st_mode & 0777, 0755);
+	assert_int_equal(s.symlinked, 0);
+	assert_int_equal(s.unlink_secret, EACCES);
+	snprintf(path, sizeof(path), "%s/.ssh/id_ed25519", c->home);
+	assert_int_equal(access(path, F_OK), 0);
+	assert_int_equal(s.unlink_dir, EISDIR);
+	assert_int_equal(s.rmdir_file, ENOTDIR);
+
+	/* And one restore puts the workspace back as it was. */
+	{
+		char *out = NULL;
+		cJSON *r = fsbt_control_cmd(c, "CommitModifyBackup", "\"commitMsg\":\"run\"");
+		int rc;
+
+		cJSON_Delete(r);
+		rc = fsbt_run((char *[]){ (char *)fsbt_binary(), "backup", "restore", "--last",
+					  "--state-dir", c->state, "--session", c->session, NULL },
+			      &out);
+		if (rc != 0)
+			fail_msg("restore exited 0x%x:\n%s", (unsigned)rc, out ? out : "");
+		free(out);
+		snprintf(path, sizeof(path), "%s/gone.txt", c->ws);
+		text = fsbt_read_file(path, NULL);
+		assert_non_null(text);
+		assert_string_equal(text, "gone\n");
+		free(text);
+		snprintf(path, sizeof(path), "%s/a.txt", c->ws);
+		text = fsbt_read_file(path, NULL);
+		assert_string_equal(text, "original\n");
+		free(text);
+		snprintf(path, sizeof(path), "%s/new-name.txt", c->ws);
+		assert_int_equal(access(path, F_OK), -1);
+		snprintf(path, sizeof(path), "%s/made-dir", c->ws);
+		assert_int_equal(access(path, F_OK), -1);
+	}
 }
 
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(write_opens_are_decided_backed_up_and_opened_by_the_core,
+		cmocka_unit_test_setup_teardown(calls_under_the_filter_are_decided_backed_up_and_performed_by_the_core,
 						fsbt_setup_core, fsbt_teardown_core),
 	};
 

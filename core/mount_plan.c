@@ -1,0 +1,832 @@
+/*
+ * mount_plan.c — the bubblewrap arguments of `fsbroker run` (DESIGN §7.1):
+ * the host tree read-only, the trees the pack lets the broker modify bound
+ * read-write, denyRead paths, the state dir and the session's runtime dir
+ * masked, and only this run's scoped socket bound in.
+ *
+ * bwrap performs its mount options in the order given, each on top of what
+ * the earlier ones built, so a later mount covers an earlier one at the same
+ * or a deeper path. The plan is emitted in this order:
+ *
+ *   1. namespaces and process flags (no mounts);
+ *   2. --ro-bind / /: the base, the host tree read-only at the same paths;
+ *   3. --proc /proc, --dev /dev: over the base, for the new pid namespace;
+ *   4. --tmpfs /run, then every entry of the host's /run bound back
+ *      read-only except user/ (every session's runtime dir: keyrings, agent
+ *      and bus sockets) and fsbroker/; then --dir /run/fsbroker. /run has to
+ *      be a tmpfs because the base is read-only: bwrap cannot create the
+ *      socket's mount point in it;
+ *   5. the private tmp dirs (--tmpfs) and the read-write trees (--bind),
+ *      together, shallowest first, so that a workspace under /tmp is bound
+ *      on top of the private /tmp and not hidden by it;
+ *   6. the masks (denyRead paths, the state dir, $XDG_RUNTIME_DIR), after
+ *      every read-write tree so that none can uncover them; a read-write
+ *      tree inside a mask cannot be placed after it without showing what it
+ *      hides, so such a pack is refused. Masked dirs are made read-only
+ *      (--remount-ro), masked files are /dev/null bound read-only: neither
+ *      can be read or written;
+ *   7. the scoped socket, last among the binds, so nothing covers it;
+ *   8. --remount-ro /run: the tmpfs made in step 4 read-only again;
+ *   9. --chdir to the workspace.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "mount_plan.h"
+
+/* A path the plan places, with the rule or reason that put it there. */
+struct mp_path {
+	char *path;
+	char *rule;
+	bool dir;
+	bool emit;		/* false: hidden by step 4, named only for refusals */
+	bool tmpfs;		/* in the rw list: a private tmp dir, not a bind */
+};
+
+struct mp_list {
+	struct mp_path *v;
+	size_t n, cap;
+};
+
+struct builder {
+	struct fsb_policy *p;
+	const struct fsb_mount_inputs *in;
+	struct fsb_mount_plan *out;
+	struct fsb_policy_summary sum;
+	struct mp_list rw;	/* read-write trees and private tmp dirs */
+	struct mp_list masks;
+	struct mp_list run;	/* host /run entries bound back */
+	size_t budget;
+};
+
+/* ------------------------------------------------------------------------ */
+/* Paths. */
+
+/* True when `path` is `dir` or lies beneath it. Both lexically clean. */
+static bool is_under(const char *path, const char *dir)
+{
+	size_t n = strlen(dir);
+
+	if (strcmp(dir, "/") == 0)
+		return path[0] == '/';
+	return strncmp(path, dir, n) == 0 && (path[n] == '\0' || path[n] == '/');
+}
+
+static size_t depth_of(const char *path)
+{
+	size_t d = 0;
+
+	for (; *path; path++)
+		d += *path == '/';
+	return d;
+}
+
+/* A copy without trailing slashes ("/" stays "/"). */
+static char *clean_dup(const char *path)
+{
+	char *s = strdup(path);
+	size_t n;
+
+	if (s == NULL)
+		return NULL;
+	n = strlen(s);
+	while (n > 1 && s[n - 1] == '/')
+		s[--n] = '\0';
+	return s;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Growing arrays. */
+
+static int grow(void **v, size_t *cap, size_t n, size_t size)
+{
+	size_t ncap;
+	void *nv;
+
+	if (n < *cap)
+		return 0;
+	ncap = *cap ? *cap * 2 : 16;
+	nv = realloc(*v, ncap * size);
+	if (nv == NULL)
+		return -ENOMEM;
+	*v = nv;
+	*cap = ncap;
+	return 0;
+}
+
+static int list_add(struct mp_list *l, const char *path, const char *rule, bool dir, bool emit)
+{
+	struct mp_path *e;
+
+	if (grow((void **)&l->v, &l->cap, l->n, sizeof(*l->v)) < 0)
+		return -ENOMEM;
+	e = &l->v[l->n];
+	memset(e, 0, sizeof(*e));
+	e->path = clean_dup(path);
+	e->rule = strdup(rule);
+	if (e->path == NULL || e->rule == NULL) {
+		free(e->path);
+		free(e->rule);
+		return -ENOMEM;
+	}
+	e->dir = dir;
+	e->emit = emit;
+	l->n++;
+	return 0;
+}
+
+static void list_free(struct mp_list *l)
+{
+	for (size_t i = 0; i < l->n; i++) {
+		free(l->v[i].path);
+		free(l->v[i].rule);
+	}
+	free(l->v);
+	memset(l, 0, sizeof(*l));
+}
+
+static int fail(struct builder *b, int err, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static int fail(struct builder *b, int err, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(b->out->why, sizeof(b->out->why), fmt, ap);
+	va_end(ap);
+	return err;
+}
+
+static int note(struct builder *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static int note(struct builder *b, const char *fmt, ...)
+{
+	struct fsb_mount_plan *o = b->out;
+	va_list ap;
+	char *s;
+	int n;
+
+	if (grow((void **)&o->notes, &o->notes_cap, o->nnotes, sizeof(*o->notes)) < 0)
+		return -ENOMEM;
+	va_start(ap, fmt);
+	n = vasprintf(&s, fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		return -ENOMEM;
+	o->notes[o->nnotes++] = s;
+	return 0;
+}
+
+/* Start a step: a group of arguments with why it is there. */
+static int step_begin(struct builder *b, const char *why)
+{
+	struct fsb_mount_plan *o = b->out;
+	struct fsb_mount_step *s;
+
+	if (grow((void **)&o->steps, &o->steps_cap, o->nsteps, sizeof(*o->steps)) < 0)
+		return -ENOMEM;
+	s = &o->steps[o->nsteps];
+	s->first = o->argc;
+	s->count = 0;
+	s->why = strdup(why);
+	if (s->why == NULL)
+		return -ENOMEM;
+	o->nsteps++;
+	return 0;
+}
+
+/* Append arguments, up to a NULL, to the step begun last. */
+static int step_argv(struct builder *b, ...) __attribute__((sentinel));
+
+static int step_argv(struct builder *b, ...)
+{
+	struct fsb_mount_plan *o = b->out;
+	const char *arg;
+	va_list ap;
+	int err = 0;
+
+	va_start(ap, b);
+	while ((arg = va_arg(ap, const char *)) != NULL) {
+		/* One slot more than argc for the terminating NULL. */
+		if (grow((void **)&o->argv, &o->argv_cap, o->argc + 1, sizeof(*o->argv)) < 0 ||
+		    (o->argv[o->argc] = strdup(arg)) == NULL) {
+			err = -ENOMEM;
+			break;
+		}
+		o->argc++;
+		o->argv[o->argc] = NULL;
+		o->steps[o->nsteps - 1].count++;
+	}
+	va_end(ap);
+	return err;
+}
+
+/* The NULL that ends the list is typed: a bare NULL may be a plain 0. */
+#define step_args(b, ...) step_argv((b), __VA_ARGS__, (const char *)NULL)
+
+/* step_begin() and step_args() in one. */
+#define step(b, why, ...) (step_begin((b), (why)) ?: step_args((b), __VA_ARGS__))
+
+/* ------------------------------------------------------------------------ */
+/* Masks: denyRead paths that exist, found from the literal globs and by the
+ * bounded scan. */
+
+static int mask_walk(struct builder *b, const char *path, unsigned depth);
+
+/* True when an exception of denyRead ("!glob") may match something beneath
+ * `dir`: masking the whole directory would hide what the pack shows. */
+static bool exceptions_within(const struct builder *b, const char *dir)
+{
+	const struct fsb_glob_list *l = &b->sum.deny_read;
+
+	for (size_t i = 0; i < l->n; i++) {
+		const struct fsb_glob_entry *e = &l->v[i];
+
+		if (!e->except)
+			continue;
+		if (is_under(e->base, dir) && strcmp(e->base, dir) != 0)
+			return true;
+		if (is_under(dir, e->base) && e->kind != FSB_GLOB_EXACT)
+			return true;
+	}
+	return false;
+}
+
+/* True when an emitted mask already hides `path`. */
+static bool masked(const struct builder *b, const char *path)
+{
+	for (size_t i = 0; i < b->masks.n; i++) {
+		const struct mp_path *m = &b->masks.v[i];
+
+		if (m->dir ? is_under(path, m->path) : strcmp(path, m->path) == 0)
+			return true;
+	}
+	return false;
+}
+
+static int walk_children(struct builder *b, const char *dir, unsigned depth)
+{
+	struct dirent *de;
+	DIR *d;
+	int fd, err = 0;
+
+	if (depth >= FSB_MOUNT_SCAN_MAX_DEPTH) {
+		b->out->scan_truncated = true;
+		return 0;
+	}
+	/* O_NOFOLLOW: the scan never leaves the tree through a symlink. */
+	fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	d = fdopendir(fd);
+	if (d == NULL) {
+		close(fd);
+		return 0;
+	}
+	while (err == 0 && (de = readdir(d)) != NULL) {
+		char child[PATH_MAX];
+		int n;
+
+		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+			continue;
+		n = snprintf(child, sizeof(child), "%s%s%s", dir,
+			     strcmp(dir, "/") == 0 ? "" : "/", de->d_name);
+		if (n < 0 || (size_t)n >= sizeof(child)) {
+			b->out->scan_truncated = true;
+			continue;
+		}
+		err = mask_walk(b, child, depth + 1);
+		if (b->out->scanned >= b->budget)
+			break;
+	}
+	closedir(d);
+	return err;
+}
+
+/* A symlink whose name denyRead hides: reading through it reads its target,
+ * so the target is masked (bwrap would follow the link anyway). */
+static int mask_symlink_target(struct builder *b, const char *path, const char *rule)
+{
+	char real[PATH_MAX], why[PATH_MAX + 600];
+	struct stat st;
+
+	if (realpath(path, real) == NULL || stat(real, &st) < 0)
+		return 0;	/* dangling: nothing to read through it */
+	if (masked(b, real))
+		return 0;
+	snprintf(why, sizeof(why), "%s (through the symlink %s)", rule, path);
+	return list_add(&b->masks, real, why, S_ISDIR(st.st_mode), true);
+}
+
+/* Look at `path`: mask it when denyRead hides it, else look beneath it. */
+static int mask_walk(struct builder *b, const char *path, unsigned depth)
+{
+	char rule[600];
+	struct stat st;
+	int r;
+
+	if (b->out->scanned >= b->budget) {
+		b->out->scan_truncated = true;
+		return 0;
+	}
+	if (lstat(path, &st) < 0 || masked(b, path))
+		return 0;
+	b->out->scanned++;
+	r = fsb_policy_denied_read(b->p, path, rule, sizeof(rule));
+	if (r < 0)
+		return fail(b, -EINVAL, "the policy engine failed while planning the masks (at %s)", path);
+	if (r == 0)
+		return S_ISDIR(st.st_mode) ? walk_children(b, path, depth) : 0;
+	if (S_ISLNK(st.st_mode))
+		return mask_symlink_target(b, path, rule);
+	if (S_ISDIR(st.st_mode) && exceptions_within(b, path)) {
+		/* The directory's names stay listable; what it holds is masked
+		 * entry by entry, except what the exception lets through. */
+		r = note(b, "%s is masked entry by entry, not as a whole: an exception of denyRead "
+			 "applies beneath it", path);
+		return r < 0 ? r : walk_children(b, path, depth);
+	}
+	return list_add(&b->masks, path, rule, S_ISDIR(st.st_mode), true);
+}
+
+/* Masks from literal denyRead globs (their base is the path), then, with
+ * reads = "mask", the scan of the workspace and of the other globs' bases. */
+static int plan_masks(struct builder *b)
+{
+	const struct fsb_glob_list *l = &b->sum.deny_read;
+	int err;
+
+	for (size_t i = 0; i < l->n; i++) {
+		const struct fsb_glob_entry *e = &l->v[i];
+
+		if (e->except || e->kind == FSB_GLOB_PATTERN)
+			continue;
+		if ((err = mask_walk(b, e->base, 0)) < 0)
+			return err;
+	}
+	if (b->sum.reads != FSB_READS_MASK)
+		return 0;
+	if ((err = mask_walk(b, b->in->workspace, 0)) < 0)
+		return err;
+	/* A pattern rooted below "/" ("~/.config/<star>/token"): its base is
+	 * scanned too, with what is left of the budget. "**" globs rooted at
+	 * "/" are found only where the scan looks (the workspace). */
+	for (size_t i = 0; i < l->n; i++) {
+		const struct fsb_glob_entry *e = &l->v[i];
+
+		if (e->except || e->kind != FSB_GLOB_PATTERN || strcmp(e->base, "/") == 0 ||
+		    is_under(e->base, b->in->workspace))
+			continue;
+		if ((err = mask_walk(b, e->base, 0)) < 0)
+			return err;
+	}
+	return 0;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Read-write trees. */
+
+static int cmp_depth(const void *a, const void *b)
+{
+	const struct mp_path *x = a, *y = b;
+	size_t dx = depth_of(x->path), dy = depth_of(y->path);
+
+	if (dx != dy)
+		return dx < dy ? -1 : 1;
+	/* A private tmp dir before a bind at the same depth. */
+	if (x->tmpfs != y->tmpfs)
+		return x->tmpfs ? -1 : 1;
+	return strcmp(x->path, y->path);
+}
+
+static bool is_private_tmp(const struct builder *b, const char *path)
+{
+	for (size_t i = 0; i < b->rw.n; i++)
+		if (b->rw.v[i].tmpfs && strcmp(b->rw.v[i].path, path) == 0)
+			return true;
+	return false;
+}
+
+/* Refuse a tree the broker may modify that lies inside something hidden. */
+static int check_inside_mask(struct builder *b, const struct fsb_glob_entry *e)
+{
+	for (size_t i = 0; i < b->masks.n; i++) {
+		const struct mp_path *m = &b->masks.v[i];
+
+		if (m->dir ? is_under(e->base, m->path) : strcmp(e->base, m->path) == 0)
+			return fail(b, -EPERM, "%s lies inside %s: the sandbox cannot write it",
+				    e->rule, m->rule);
+	}
+	return 0;
+}
+
+static int add_rw_list(struct builder *b, const struct fsb_glob_list *l)
+{
+	for (size_t i = 0; i < l->n; i++) {
+		const struct fsb_glob_entry *e = &l->v[i];
+		struct stat st;
+		bool dup = false;
+		int err;
+
+		if (e->except)
+			continue;
+		if ((err = check_inside_mask(b, e)) < 0)
+			return err;
+		if (is_private_tmp(b, e->base)) {
+			err = note(b, "%s: %s is the sandbox's private tmp, not the host's", e->rule, e->base);
+			if (err < 0)
+				return err;
+			continue;
+		}
+		if (stat(e->base, &st) < 0 || !S_ISDIR(st.st_mode)) {
+			/* bwrap needs an existing directory to bind; a missing one
+			 * could only be created through a tree above it. */
+			err = note(b, "%s: %s is not bound read-write: %s", e->rule, e->base,
+				   errno == ENOENT ? "it does not exist" : "it is not a directory");
+			if (err < 0)
+				return err;
+			continue;
+		}
+		for (size_t j = 0; j < b->rw.n; j++)
+			dup |= strcmp(b->rw.v[j].path, e->base) == 0;
+		if (!dup && (err = list_add(&b->rw, e->base, e->rule, true, true)) < 0)
+			return err;
+	}
+	return 0;
+}
+
+/* True when a bind of rw[i] adds nothing: an earlier bind covers it and no
+ * private tmp dir lies between the two. */
+static bool rw_redundant(const struct builder *b, size_t i)
+{
+	const struct mp_path *x = &b->rw.v[i];
+
+	if (x->tmpfs)
+		return false;
+	for (size_t j = i; j-- > 0;) {
+		const struct mp_path *y = &b->rw.v[j];
+
+		if (is_under(x->path, y->path))
+			return !y->tmpfs;
+	}
+	return false;
+}
+
+/* Whether the host's `path` shows in the sandbox once steps 2-5 are done:
+ * the deepest of their mounts above it decides. */
+static bool host_visible(const struct builder *b, const char *path)
+{
+	size_t best = 0;
+	bool visible = true;	/* the base, "/" */
+
+	if (is_under(path, "/run")) {
+		best = 1;
+		visible = false;
+		for (size_t i = 0; i < b->run.n; i++)
+			if (is_under(path, b->run.v[i].path))
+				visible = true, best = 2;
+	}
+	for (size_t i = 0; i < b->rw.n; i++) {
+		const struct mp_path *m = &b->rw.v[i];
+		size_t d = depth_of(m->path);
+
+		if (is_under(path, m->path) && d >= best) {
+			best = d;
+			visible = !m->tmpfs;
+		}
+	}
+	return visible;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Steps. */
+
+static int emit_run(struct builder *b)
+{
+	struct dirent *de;
+	DIR *d;
+	int fd, err;
+
+	err = step(b, "a fresh /run, then the host's entries in it again, read-only, except user/ "
+		   "and fsbroker/ (the base is read-only: the socket's mount point is made here)",
+		   "--tmpfs", "/run");
+	if (err < 0)
+		return err;
+	fd = open("/run", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	d = fd < 0 ? NULL : fdopendir(fd);
+	if (d == NULL) {
+		if (fd >= 0)
+			close(fd);
+	} else {
+		while (err == 0 && (de = readdir(d)) != NULL) {
+			char path[PATH_MAX], target[PATH_MAX];
+			ssize_t n;
+
+			if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0 ||
+			    strcmp(de->d_name, "user") == 0 || strcmp(de->d_name, "fsbroker") == 0)
+				continue;
+			if ((size_t)snprintf(path, sizeof(path), "/run/%s", de->d_name) >= sizeof(path))
+				continue;
+			n = readlinkat(fd, de->d_name, target, sizeof(target) - 1);
+			if (n >= 0) {
+				target[n] = '\0';
+				err = step_args(b, "--symlink", target, path);
+				continue;
+			}
+			/* -try: an entry that goes away before the launch is no
+			 * reason to fail it. */
+			err = step_args(b, "--ro-bind-try", path, path);
+			if (err == 0)
+				err = list_add(&b->run, path, "/run", true, true);
+		}
+		closedir(d);
+	}
+	if (err == 0)
+		err = step(b, "/run/user empty: no session's runtime dir (keyrings, agent and bus sockets)",
+			   "--dir", "/run/user");
+	if (err == 0)
+		err = step(b, "the mount point of the scoped socket", "--dir", FSB_MOUNT_SOCKET_DIR);
+	return err;
+}
+
+static int emit_rw(struct builder *b)
+{
+	int err = 0;
+
+	for (size_t i = 0; i < b->rw.n && err == 0; i++) {
+		const struct mp_path *m = &b->rw.v[i];
+		char why[1200];
+
+		if (m->tmpfs) {
+			err = step(b, "a private, empty tmp", "--tmpfs", m->path);
+			continue;
+		}
+		if (rw_redundant(b, i))
+			continue;
+		snprintf(why, sizeof(why), "read-write, so that the broker's writes can land (%s)", m->rule);
+		err = step(b, why, "--bind", m->path, m->path);
+	}
+	return err;
+}
+
+static int cmp_path_depth(const void *a, const void *b)
+{
+	const struct mp_path *x = a, *y = b;
+	size_t dx = depth_of(x->path), dy = depth_of(y->path);
+
+	if (dx != dy)
+		return dx < dy ? -1 : 1;
+	return strcmp(x->path, y->path);
+}
+
+static int emit_masks(struct builder *b)
+{
+	int err = 0;
+
+	qsort(b->masks.v, b->masks.n, sizeof(*b->masks.v), cmp_path_depth);
+	for (size_t i = 0; i < b->masks.n && err == 0; i++) {
+		const struct mp_path *m = &b->masks.v[i];
+		bool covered = false;
+		char why[1200];
+
+		if (!m->emit)
+			continue;
+		/* Shallowest first: a mask inside an earlier masked dir adds
+		 * nothing, and its mount point could not be made there. */
+		for (size_t j = 0; j < i && !covered; j++)
+			covered = b->masks.v[j].emit && b->masks.v[j].dir &&
+				  is_under(m->path, b->masks.v[j].path);
+		if (covered)
+			continue;
+		if (!host_visible(b, m->path)) {
+			err = note(b, "%s (%s) is not masked: the sandbox does not see it anyway",
+				   m->path, m->rule);
+			continue;
+		}
+		snprintf(why, sizeof(why), "masked: %s", m->rule);
+		if (m->dir)
+			err = step(b, why, "--tmpfs", m->path, "--remount-ro", m->path);
+		else
+			err = step(b, why, "--ro-bind", "/dev/null", m->path);
+	}
+	return err;
+}
+
+/* ------------------------------------------------------------------------ */
+
+static int check_inputs(struct builder *b)
+{
+	const struct fsb_mount_inputs *in = b->in;
+	struct stat st;
+
+	if (in->workspace == NULL || in->workspace[0] != '/')
+		return fail(b, -EINVAL, "the workspace %s%s%s is not an absolute path",
+			    in->workspace ? "'" : "", in->workspace ? in->workspace : "(none)",
+			    in->workspace ? "'" : "");
+	if (stat(in->workspace, &st) < 0)
+		return fail(b, -EINVAL, "the workspace %s cannot be used: %s", in->workspace,
+			    strerror(errno));
+	if (!S_ISDIR(st.st_mode))
+		return fail(b, -EINVAL, "the workspace %s is not a directory", in->workspace);
+	if (strcmp(in->workspace, "/") == 0)
+		return fail(b, -EINVAL, "the workspace cannot be /");
+	if (in->home != NULL && in->home[0] == '/' && is_under(in->home, in->workspace))
+		return fail(b, -EINVAL, "the workspace %s holds the home directory %s: it cannot be "
+			    "bound read-write", in->workspace, in->home);
+	if (in->state_dir != NULL && in->state_dir[0] != '/')
+		return fail(b, -EINVAL, "the state dir '%s' is not an absolute path", in->state_dir);
+	if (in->scoped_socket != NULL) {
+		if (in->scoped_socket[0] != '/')
+			return fail(b, -EINVAL, "the scoped socket '%s' is not an absolute path",
+				    in->scoped_socket);
+		if (stat(in->scoped_socket, &st) < 0)
+			return fail(b, -EINVAL, "the scoped socket %s cannot be used: %s",
+				    in->scoped_socket, strerror(errno));
+		if (!S_ISSOCK(st.st_mode))
+			return fail(b, -EINVAL, "the scoped socket %s is not a socket", in->scoped_socket);
+	}
+	return 0;
+}
+
+/* What must stay hidden whatever the pack says: the state dir and the
+ * runtime dirs. Added before the denyRead masks so that they name it. */
+static int add_fixed_masks(struct builder *b)
+{
+	const struct fsb_mount_inputs *in = b->in;
+	char runtime[64], why[PATH_MAX + 100];
+	const char *rt = in->runtime_dir;
+	struct stat st;
+	int err;
+
+	/* Not emitted: step 4 leaves /run/user empty. Named for refusals. */
+	if ((err = list_add(&b->masks, "/run/user", "/run/user (every session's runtime dir)",
+			    true, false)) < 0)
+		return err;
+	if (in->state_dir != NULL) {
+		snprintf(why, sizeof(why), "the state dir %s", in->state_dir);
+		if (stat(in->state_dir, &st) == 0 && S_ISDIR(st.st_mode))
+			err = list_add(&b->masks, in->state_dir, why, true, true);
+		else
+			err = note(b, "the state dir %s does not exist yet: nothing to hide", in->state_dir);
+		if (err < 0)
+			return err;
+	}
+	if (rt == NULL || rt[0] != '/') {
+		snprintf(runtime, sizeof(runtime), "/run/user/%u", (unsigned)in->uid);
+		rt = runtime;
+	}
+	if (is_under(rt, "/run/user"))
+		return 0;
+	snprintf(why, sizeof(why), "$XDG_RUNTIME_DIR %s", rt);
+	if (stat(rt, &st) == 0 && S_ISDIR(st.st_mode))
+		return list_add(&b->masks, rt, why, true, true);
+	return 0;
+}
+
+/* The private tmp dirs: /tmp, and ${tmp} when it is elsewhere. */
+static int add_private_tmps(struct builder *b)
+{
+	const char *tmp = b->in->tmp;
+	struct stat st;
+	int err;
+
+	if ((err = list_add(&b->rw, "/tmp", "private tmp", true, true)) < 0)
+		return err;
+	b->rw.v[b->rw.n - 1].tmpfs = true;
+	if (tmp == NULL || tmp[0] != '/' || is_under(tmp, "/tmp") || strcmp(tmp, "/") == 0)
+		return 0;
+	if (masked(b, tmp) || stat(tmp, &st) < 0 || !S_ISDIR(st.st_mode))
+		return 0;
+	if ((err = list_add(&b->rw, tmp, "private tmp", true, true)) < 0)
+		return err;
+	b->rw.v[b->rw.n - 1].tmpfs = true;
+	return 0;
+}
+
+int fsb_mount_plan_build(struct fsb_policy *p, const struct fsb_mount_inputs *in,
+			 struct fsb_mount_plan *out)
+{
+	struct builder b = { .p = p, .in = in, .out = out };
+	char err_text[512];
+	int err;
+
+	memset(out, 0, sizeof(*out));
+	b.budget = in->scan_max_entries ? in->scan_max_entries : FSB_MOUNT_SCAN_MAX_ENTRIES;
+	if ((err = check_inputs(&b)) < 0)
+		return err;
+	if ((err = fsb_policy_summary(p, &b.sum, err_text, sizeof(err_text))) < 0) {
+		fail(&b, err, "cannot read the pack's summary: %s", err_text);
+		goto done;
+	}
+	if ((err = add_fixed_masks(&b)) < 0 || (err = plan_masks(&b)) < 0)
+		goto done;
+	if (out->scan_truncated &&
+	    (err = note(&b, "the mask scan stopped after %zu entries or at depth %d: denyRead "
+			"matches beyond it are not masked", out->scanned, FSB_MOUNT_SCAN_MAX_DEPTH)) < 0)
+		goto done;
+	if ((err = add_private_tmps(&b)) < 0)
+		goto done;
+	if ((err = add_rw_list(&b, &b.sum.modify)) < 0 || (err = add_rw_list(&b, &b.sum.ask)) < 0)
+		goto done;
+	qsort(b.rw.v, b.rw.n, sizeof(*b.rw.v), cmp_depth);
+
+	err = step(&b, "own user and pid namespaces, none further inside; ends with its parent; "
+		   "no controlling terminal (TIOCSTI)",
+		   "--unshare-user", "--unshare-pid", "--die-with-parent", "--new-session",
+		   "--disable-userns");
+	if (err == 0)
+		err = step(&b, "the host tree, read-only at the same paths", "--ro-bind", "/", "/");
+	if (err == 0)
+		err = step(&b, "a /proc of the sandbox's pid namespace and a minimal /dev",
+			   "--proc", "/proc", "--dev", "/dev");
+	if (err == 0)
+		err = emit_run(&b);
+	if (err == 0)
+		err = emit_rw(&b);
+	if (err == 0)
+		err = emit_masks(&b);
+	if (err == 0 && in->scoped_socket != NULL)
+		err = step(&b, "this run's scoped socket, the only way to the broker",
+			   "--bind", in->scoped_socket, FSB_MOUNT_SOCKET);
+	if (err == 0 && in->scoped_socket == NULL)
+		err = note(&b, "no scoped socket given: none is bound at " FSB_MOUNT_SOCKET);
+	if (err == 0)
+		err = step(&b, "/run read-only again", "--remount-ro", "/run");
+	if (err == 0)
+		err = step(&b, "start in the workspace", "--chdir", in->workspace);
+done:
+	if (err < 0 && out->why[0] == '\0')
+		fail(&b, err, "out of memory building the mount plan");
+	fsb_policy_summary_free(&b.sum);
+	list_free(&b.rw);
+	list_free(&b.masks);
+	list_free(&b.run);
+	return err;
+}
+
+void fsb_mount_plan_free(struct fsb_mount_plan *plan)
+{
+	if (plan == NULL)
+		return;
+	for (size_t i = 0; i < plan->argc; i++)
+		free(plan->argv[i]);
+	free(plan->argv);
+	for (size_t i = 0; i < plan->nsteps; i++)
+		free(plan->steps[i].why);
+	free(plan->steps);
+	for (size_t i = 0; i < plan->nnotes; i++)
+		free(plan->notes[i]);
+	free(plan->notes);
+	plan->argv = NULL;
+	plan->steps = NULL;
+	plan->notes = NULL;
+	plan->argc = plan->nsteps = plan->nnotes = 0;
+	plan->argv_cap = plan->steps_cap = plan->notes_cap = 0;
+}
+
+/* Print `s` so that a shell reads it back as one word. */
+static void put_quoted(const char *s, FILE *f)
+{
+	if (s[0] != '\0' && strspn(s, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+				   "0123456789/._-+=:,@%") == strlen(s)) {
+		fputs(s, f);
+		return;
+	}
+	fputc('\'', f);
+	for (; *s; s++) {
+		if (*s == '\'')
+			fputs("'\\''", f);
+		else
+			fputc(*s, f);
+	}
+	fputc('\'', f);
+}
+
+int fsb_mount_plan_explain(const struct fsb_mount_plan *plan, FILE *f)
+{
+	fprintf(f, "bubblewrap mount plan, in the order bwrap applies it (later mounts cover earlier ones):\n");
+	for (size_t i = 0; i < plan->nsteps; i++) {
+		const struct fsb_mount_step *s = &plan->steps[i];
+
+		fprintf(f, "  # %s\n  ", s->why);
+		for (size_t j = 0; j < s->count; j++) {
+			if (j > 0)
+				fputc(' ', f);
+			put_quoted(plan->argv[s->first + j], f);
+		}
+		fputc('\n', f);
+	}
+	fprintf(f, "mask scan: %zu entries looked at%s\n", plan->scanned,
+		plan->scan_truncated ? ", stopped at a bound" : "");
+	for (size_t i = 0; i < plan->nnotes; i++)
+		fprintf(f, "note: %s\n", plan->notes[i]);
+	return ferror(f) ? -EIO : 0;
+}

@@ -1,0 +1,79 @@
+/*
+ * mount_plan.h — the bubblewrap mount plan of `fsbroker run` (DESIGN §7.1):
+ * from the loaded pack's summary, the workspace, the state dir and the run's
+ * scoped socket, the argument vector that builds the sandbox's view of the
+ * filesystem. Only the view: every write is still judged by the supervisor.
+ */
+#ifndef FSB_MOUNT_PLAN_H
+#define FSB_MOUNT_PLAN_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <sys/types.h>
+
+#include "policy.h"
+
+/* Where the scoped socket appears inside the sandbox. */
+#define FSB_MOUNT_SOCKET_DIR "/run/fsbroker"
+#define FSB_MOUNT_SOCKET FSB_MOUNT_SOCKET_DIR "/broker.sock"
+
+/* Bounds of the reads = "mask" scan: entries looked at (shared by the
+ * literal denyRead trees, the workspace and the other glob bases) and
+ * directory depth below each place the scan starts. */
+#define FSB_MOUNT_SCAN_MAX_ENTRIES 50000
+#define FSB_MOUNT_SCAN_MAX_DEPTH 32
+
+struct fsb_mount_inputs {
+	const char *workspace;		/* absolute, an existing directory; the cwd inside */
+	const char *home;		/* $HOME: never the workspace nor inside it; may be NULL */
+	const char *tmp;		/* ${tmp} ($TMPDIR or /tmp): private like /tmp; may be NULL */
+	const char *state_dir;		/* hidden; may be NULL */
+	const char *scoped_socket;	/* bound at FSB_MOUNT_SOCKET; NULL only for --explain */
+	const char *runtime_dir;	/* $XDG_RUNTIME_DIR; NULL: /run/user/<uid> */
+	uid_t uid;
+	size_t scan_max_entries;	/* 0: FSB_MOUNT_SCAN_MAX_ENTRIES */
+};
+
+/* One group of arguments and why it is there, for the explanation. */
+struct fsb_mount_step {
+	size_t first, count;		/* argv[first .. first + count) */
+	char *why;
+};
+
+struct fsb_mount_plan {
+	char **argv;			/* NULL-terminated: bwrap's options, up to and excluding "--" */
+	size_t argc;
+	struct fsb_mount_step *steps;
+	size_t nsteps;
+	char **notes;			/* what the plan left out, and why */
+	size_t nnotes;
+	size_t scanned;			/* entries the mask scan looked at */
+	bool scan_truncated;		/* the scan hit a bound: some matches may be unmasked */
+	char why[1024];			/* after a failure: one sentence */
+	/* private */
+	size_t argv_cap, steps_cap, notes_cap;
+};
+
+/**
+ * Build the bubblewrap options for a run under `p` (argv[0] is not
+ * included: callers put the bwrap path first and "--" CMD… after). Paths go
+ * into the vector as they are: no shell ever sees them. Returns 0, or
+ * -errno with a sentence in out->why: -EINVAL for inputs that cannot make a
+ * plan (a relative or missing workspace, a scoped socket that is not a
+ * socket), -EPERM when the pack lets the broker modify a path the plan must
+ * hide (the sentence names both rules). Free with fsb_mount_plan_free(),
+ * also after a failure.
+ */
+int fsb_mount_plan_build(struct fsb_policy *p, const struct fsb_mount_inputs *in,
+			 struct fsb_mount_plan *out);
+
+void fsb_mount_plan_free(struct fsb_mount_plan *plan);
+
+/**
+ * Print the plan for people (`fsbroker run --explain`): each group of
+ * arguments with why it is there, shell-quoted, then the notes. 0 or -EIO.
+ */
+int fsb_mount_plan_explain(const struct fsb_mount_plan *plan, FILE *f);
+
+#endif

@@ -1,0 +1,453 @@
+/*
+ * test_mount_plan.c — the bubblewrap argument vector of `fsbroker run`
+ * (DESIGN §7.1) built from real packs over a temp home and workspace:
+ * which flags, in which order, what is bound read-write, what is masked,
+ * and which packs are refused.
+ */
+#include "unit.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "mount_plan.h"
+#include "policy.h"
+
+struct fixture {
+	char root[64];
+	char home[128], ws[128], state[160], sock[128], rules[128];
+	int listen_fd;
+};
+
+static void put(const char *path, const char *data)
+{
+	FILE *f = fopen(path, "we");
+
+	assert_non_null(f);
+	fputs(data, f);
+	assert_int_equal(fclose(f), 0);
+}
+
+static void mkdirs(const char *root, const char *const *rel)
+{
+	char path[512];
+
+	for (; *rel != NULL; rel++) {
+		snprintf(path, sizeof(path), "%s/%s", root, *rel);
+		assert_int_equal(mkdir(path, 0755), 0);
+	}
+}
+
+static int setup(void **state)
+{
+	static const char *const dirs[] = {
+		"home", "home/.ssh", "home/.aws", "home/.local", "home/.local/state",
+		"home/.local/state/fsbroker", "home/notes", "ws", "ws/src", "ws/sub", "ws/deep",
+		"ws/deep/er", "rules", NULL,
+	};
+	struct fixture *f = calloc(1, sizeof(*f));
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	char path[512];
+
+	assert_non_null(f);
+	/* Not under /tmp: ${tmp} is /tmp, and a home inside it would make
+	 * the default pack's own tests fail. */
+	snprintf(f->root, sizeof(f->root), "/var/tmp/fsb-mp-XXXXXX");
+	assert_non_null(mkdtemp(f->root));
+	mkdirs(f->root, dirs);
+	snprintf(f->home, sizeof(f->home), "%s/home", f->root);
+	snprintf(f->ws, sizeof(f->ws), "%s/ws", f->root);
+	snprintf(f->state, sizeof(f->state), "%s/home/.local/state/fsbroker", f->root);
+	snprintf(f->rules, sizeof(f->rules), "%s/rules", f->root);
+	snprintf(f->sock, sizeof(f->sock), "%s/sock", f->root);
+	snprintf(path, sizeof(path), "%s/.ssh/id_ed25519", f->home);
+	put(path, "private key\n");
+	snprintf(path, sizeof(path), "%s/.ssh/known_hosts", f->home);
+	put(path, "host list\n");
+	snprintf(path, sizeof(path), "%s/.aws/credentials", f->home);
+	put(path, "token\n");
+	snprintf(path, sizeof(path), "%s/notes/secret.txt", f->home);
+	put(path, "secret\n");
+	snprintf(path, sizeof(path), "%s/.env", f->ws);
+	put(path, "API_KEY=1\n");
+	snprintf(path, sizeof(path), "%s/src/a.c", f->ws);
+	put(path, "int a;\n");
+	snprintf(path, sizeof(path), "%s/deep/er/.env.local", f->ws);
+	put(path, "API_KEY=2\n");
+	/* A symlink named like a secret: reading it reads the target. */
+	snprintf(path, sizeof(path), "%s/sub/.env", f->ws);
+	assert_int_equal(symlink("../../home/notes/secret.txt", path), 0);
+
+	f->listen_fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	assert_true(f->listen_fd >= 0);
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", f->sock);
+	assert_int_equal(bind(f->listen_fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	*state = f;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	struct fixture *f = *state;
+	char cmd[128];
+
+	close(f->listen_fd);
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", f->root);
+	if (system(cmd) != 0)
+		fprintf(stderr, "could not remove %s\n", f->root);
+	free(f);
+	return 0;
+}
+
+/* Load `pack` (a shipped pack name, or a file under f->rules). */
+static struct fsb_policy *load(struct fixture *f, const char *pack)
+{
+	const char *dirs[] = { f->rules, LUADIR "/rules", NULL };
+	struct fsb_policy_opts o = {
+		.luadir = LUADIR, .rules_dirs = dirs, .workspace = f->ws, .home = f->home,
+		.tmp = "/tmp", .state = f->state,
+	};
+	struct fsb_policy *p = NULL;
+	char file[512], err[1024] = "";
+
+	if (strchr(pack, '/') == NULL)
+		snprintf(file, sizeof(file), "%s/rules/%s.lua", LUADIR, pack);
+	else
+		snprintf(file, sizeof(file), "%s", pack);
+	o.pack = file;
+	if (fsb_policy_load(&o, &p, err, sizeof(err)) != 0)
+		fail_msg("fsb_policy_load %s: %s", file, err);
+	return p;
+}
+
+static struct fsb_policy *load_text(struct fixture *f, const char *name, const char *text)
+{
+	char file[512];
+
+	snprintf(file, sizeof(file), "%s/%s.lua", f->rules, name);
+	put(file, text);
+	return load(f, file);
+}
+
+static struct fsb_mount_inputs inputs(const struct fixture *f)
+{
+	struct fsb_mount_inputs in = {
+		.workspace = f->ws, .home = f->home, .tmp = "/tmp", .state_dir = f->state,
+		.scoped_socket = f->sock, .runtime_dir = NULL, .uid = getuid(),
+	};
+
+	return in;
+}
+
+/* The index where the arguments a, b[, c] start in argv, or -1. */
+static long find3(const struct fsb_mount_plan *pl, const char *a, const char *b, const char *c)
+{
+	for (size_t i = 0; i < pl->argc; i++) {
+		if (strcmp(pl->argv[i], a) != 0)
+			continue;
+		if (b != NULL && (i + 1 >= pl->argc || strcmp(pl->argv[i + 1], b) != 0))
+			continue;
+		if (c != NULL && (i + 2 >= pl->argc || strcmp(pl->argv[i + 2], c) != 0))
+			continue;
+		return (long)i;
+	}
+	return -1;
+}
+
+static long find_at(const struct fsb_mount_plan *pl, const char *a, const char *dir, const char *rel)
+{
+	char path[512];
+
+	snprintf(path, sizeof(path), "%s/%s", dir, rel);
+	return find3(pl, a, strcmp(a, "--ro-bind") == 0 ? "/dev/null" : path,
+		     strcmp(a, "--ro-bind") == 0 ? path : NULL);
+}
+
+static bool has_note(const struct fsb_mount_plan *pl, const char *needle)
+{
+	for (size_t i = 0; i < pl->nnotes; i++)
+		if (strstr(pl->notes[i], needle) != NULL)
+			return true;
+	return false;
+}
+
+static void dump(const struct fsb_mount_plan *pl)
+{
+	fsb_mount_plan_explain(pl, stderr);
+}
+
+static void test_default_pack_plan_in_order(void **state)
+{
+	struct fixture *f = *state;
+	struct fsb_policy *p = load(f, "default");
+	struct fsb_mount_inputs in = inputs(f);
+	struct fsb_mount_plan pl;
+	long ns, base, proc, run, tmp, home, ws, ssh, aws, stat_, sock, ro_run, chdir_;
+	char path[512];
+
+	if (fsb_mount_plan_build(p, &in, &pl) != 0)
+		fail_msg("plan: %s", pl.why);
+	assert_non_null(pl.argv);
+	assert_null(pl.argv[pl.argc]);
+
+	/* Namespaces and process flags come first, together. */
+	ns = find3(&pl, "--unshare-user", "--unshare-pid", "--die-with-parent");
+	assert_int_equal(ns, 0);
+	assert_int_equal(find3(&pl, "--new-session", "--disable-userns", NULL), 3);
+	base = find3(&pl, "--ro-bind", "/", "/");
+	proc = find3(&pl, "--proc", "/proc", NULL);
+	assert_true(find3(&pl, "--dev", "/dev", NULL) > base);
+	run = find3(&pl, "--tmpfs", "/run", NULL);
+	assert_true(find3(&pl, "--dir", "/run/user", NULL) > run);
+	assert_true(find3(&pl, "--dir", "/run/fsbroker", NULL) > run);
+	/* Nothing of the host's /run/user comes back. */
+	assert_int_equal(find3(&pl, "--ro-bind-try", "/run/user", NULL), -1);
+	tmp = find3(&pl, "--tmpfs", "/tmp", NULL);
+	/* The workspace and, for the ask.modify tree of home, home: read-write. */
+	ws = find3(&pl, "--bind", f->ws, f->ws);
+	home = find3(&pl, "--bind", f->home, f->home);
+	/* The ${tmp} tree is the private tmp, never the host's. */
+	assert_int_equal(find3(&pl, "--bind", "/tmp", "/tmp"), -1);
+	assert_true(has_note(&pl, "private tmp"));
+	/* Masks: ~/.ssh and ~/.aws as read-only empty dirs. */
+	ssh = find_at(&pl, "--tmpfs", f->home, ".ssh");
+	aws = find_at(&pl, "--tmpfs", f->home, ".aws");
+	snprintf(path, sizeof(path), "%s/.ssh", f->home);
+	assert_true(find3(&pl, "--remount-ro", path, NULL) == ssh + 2);
+	stat_ = find3(&pl, "--tmpfs", f->state, NULL);
+	assert_true(find3(&pl, "--remount-ro", f->state, NULL) == stat_ + 2);
+	sock = find3(&pl, "--bind", f->sock, FSB_MOUNT_SOCKET);
+	ro_run = find3(&pl, "--remount-ro", "/run", NULL);
+	chdir_ = find3(&pl, "--chdir", f->ws, NULL);
+	if (base < 0 || proc < 0 || run < 0 || tmp < 0 || ws < 0 || home < 0 || ssh < 0 ||
+	    aws < 0 || stat_ < 0 || sock < 0 || ro_run < 0 || chdir_ < 0) {
+		dump(&pl);
+		fail_msg("a step is missing");
+	}
+	/* The order bwrap needs: later mounts cover earlier ones. */
+	assert_true(ns < base && base < proc && proc < run && run < tmp);
+	assert_true(tmp < home && home < ws);
+	assert_true(ws < ssh && home < aws && home < stat_);
+	assert_true(ssh < sock && stat_ < sock && sock < ro_run && ro_run < chdir_);
+	assert_int_equal(chdir_ + 2, (long)pl.argc);
+	/* Every step's arguments are accounted for. */
+	assert_int_equal(pl.steps[pl.nsteps - 1].first + pl.steps[pl.nsteps - 1].count, pl.argc);
+	fsb_mount_plan_free(&pl);
+	fsb_policy_free(p);
+}
+
+static void test_mask_scan_finds_env_files(void **state)
+{
+	struct fixture *f = *state;
+	struct fsb_policy *p = load(f, "default");
+	struct fsb_mount_inputs in = inputs(f);
+	struct fsb_mount_plan pl;
+	long ws, env;
+
+	if (fsb_mount_plan_build(p, &in, &pl) != 0)
+		fail_msg("plan: %s", pl.why);
+	ws = find3(&pl, "--bind", f->ws, f->ws);
+	env = find_at(&pl, "--ro-bind", f->ws, ".env");
+	assert_true(env > ws);
+	assert_true(find_at(&pl, "--ro-bind", f->ws, "deep/er/.env.local") > ws);
+	/* sub/.env is a symlink: its target is what a read would show. */
+	assert_true(find_at(&pl, "--ro-bind", f->home, "notes/secret.txt") > ws);
+	assert_int_equal(find_at(&pl, "--ro-bind", f->ws, "sub/.env"), -1);
+	/* .envrc-like files and sources stay as they are. */
+	assert_int_equal(find_at(&pl, "--ro-bind", f->ws, "src/a.c"), -1);
+	assert_true(pl.scanned > 5);
+	assert_false(pl.scan_truncated);
+	fsb_mount_plan_free(&pl);
+	fsb_policy_free(p);
+}
+
+static void test_scan_stops_at_its_bound_and_says_so(void **state)
+{
+	struct fixture *f = *state;
+	struct fsb_policy *p = load(f, "default");
+	struct fsb_mount_inputs in = inputs(f);
+	struct fsb_mount_plan pl;
+
+	in.scan_max_entries = 3;
+	assert_int_equal(fsb_mount_plan_build(p, &in, &pl), 0);
+	assert_true(pl.scan_truncated);
+	assert_int_equal(pl.scanned, 3);
+	assert_true(has_note(&pl, "are not masked"));
+	fsb_mount_plan_free(&pl);
+	fsb_policy_free(p);
+}
+
+static void test_broker_reads_mask_only_literal_paths(void **state)
+{
+	struct fixture *f = *state;
+	struct fsb_policy *p = load_text(f, "broker",
+		"return { name = \"broker\", include = { \"credentials\" }, reads = \"broker\",\n"
+		"  fsProfile = { read = { \"/**\" }, modify = { \"${workspace}/**\" } } }\n");
+	struct fsb_mount_inputs in = inputs(f);
+	struct fsb_mount_plan pl;
+
+	assert_int_equal(fsb_mount_plan_build(p, &in, &pl), 0);
+	/* No scan: the supervisor judges every open instead. */
+	assert_int_equal(find_at(&pl, "--ro-bind", f->ws, ".env"), -1);
+	/* Literal denyRead paths are masked in both modes. */
+	assert_true(find_at(&pl, "--tmpfs", f->home, ".ssh") > 0);
+	/* Home is no read-write tree here: only the workspace is bound. */
+	assert_int_equal(find3(&pl, "--bind", f->home, f->home), -1);
+	assert_true(find3(&pl, "--bind", f->ws, f->ws) > 0);
+	fsb_mount_plan_free(&pl);
+	fsb_policy_free(p);
+}
+
+static void test_exception_masks_entry_by_entry(void **state)
+{
+	struct fixture *f = *state;
+	struct fsb_policy *p = load_text(f, "except",
+		"return { name = \"except\", fsProfile = { read = { \"/**\" },\n"
+		"  modify = { \"${workspace}/**\" } }, ask = { modify = { \"~/**\" } },\n"
+		"  denyRead = { \"~/.ssh/**\", \"!~/.ssh/known_hosts\" } }\n");
+	struct fsb_mount_inputs in = inputs(f);
+	struct fsb_mount_plan pl;
+
+	if (fsb_mount_plan_build(p, &in, &pl) != 0)
+		fail_msg("plan: %s", pl.why);
+	assert_int_equal(find_at(&pl, "--tmpfs", f->home, ".ssh"), -1);
+	assert_true(find_at(&pl, "--ro-bind", f->home, ".ssh/id_ed25519") > 0);
+	assert_int_equal(find_at(&pl, "--ro-bind", f->home, ".ssh/known_hosts"), -1);
+	assert_true(has_note(&pl, "entry by entry"));
+	fsb_mount_plan_free(&pl);
+	fsb_policy_free(p);
+}
+
+static void test_modify_inside_denyread_dir_is_refused(void **state)
+{
+	struct fixture *f = *state;
+	struct fsb_policy *p = load_text(f, "clash",
+		"return { name = \"clash\", include = { \"credentials\" },\n"
+		"  fsProfile = { read = { \"/**\" },\n"
+		"    modify = { \"${workspace}/**\", \"~/.ssh/known_hosts\" } } }\n");
+	struct fsb_mount_inputs in = inputs(f);
+	struct fsb_mount_plan pl;
+
+	assert_int_equal(fsb_mount_plan_build(p, &in, &pl), -EPERM);
+	assert_string_equal(pl.why, "fsProfile.modify ~/.ssh/known_hosts lies inside denyRead ~/.ssh/**: "
+			    "the sandbox cannot write it");
+	fsb_mount_plan_free(&pl);
+	fsb_policy_free(p);
+}
+
+static void test_modify_inside_state_dir_is_refused(void **state)
+{
+	struct fixture *f = *state;
+	struct fsb_policy *p = load_text(f, "state",
+		"return { name = \"state\", fsProfile = { read = { \"/**\" },\n"
+		"  modify = { \"${workspace}/**\" } }, ask = { modify = { \"${state}/sessions/**\" } } }\n");
+	struct fsb_mount_inputs in = inputs(f);
+	struct fsb_mount_plan pl;
+
+	assert_int_equal(fsb_mount_plan_build(p, &in, &pl), -EPERM);
+	assert_non_null(strstr(pl.why, "ask.modify ${state}/sessions/** lies inside the state dir"));
+	fsb_mount_plan_free(&pl);
+	fsb_policy_free(p);
+}
+
+static void test_bad_workspace_is_refused(void **state)
+{
+	struct fixture *f = *state;
+	struct fsb_policy *p = load(f, "default");
+	struct fsb_mount_inputs in = inputs(f);
+	struct fsb_mount_plan pl;
+	char missing[256];
+
+	in.workspace = "ws";
+	assert_int_equal(fsb_mount_plan_build(p, &in, &pl), -EINVAL);
+	assert_string_equal(pl.why, "the workspace 'ws' is not an absolute path");
+	fsb_mount_plan_free(&pl);
+	snprintf(missing, sizeof(missing), "%s/nope", f->root);
+	in.workspace = missing;
+	assert_int_equal(fsb_mount_plan_build(p, &in, &pl), -EINVAL);
+	assert_non_null(strstr(pl.why, "cannot be used: No such file or directory"));
+	fsb_mount_plan_free(&pl);
+	in = inputs(f);
+	in.scoped_socket = f->home;
+	assert_int_equal(fsb_mount_plan_build(p, &in, &pl), -EINVAL);
+	assert_non_null(strstr(pl.why, "is not a socket"));
+	fsb_mount_plan_free(&pl);
+	fsb_policy_free(p);
+}
+
+static void test_runtime_dir_elsewhere_is_masked(void **state)
+{
+	struct fixture *f = *state;
+	struct fsb_policy *p = load(f, "default");
+	struct fsb_mount_inputs in = inputs(f);
+	struct fsb_mount_plan pl;
+	char xdg[256];
+	long t;
+
+	snprintf(xdg, sizeof(xdg), "%s/xdg", f->home);
+	assert_int_equal(mkdir(xdg, 0700), 0);
+	in.runtime_dir = xdg;
+	if (fsb_mount_plan_build(p, &in, &pl) != 0)
+		fail_msg("plan: %s", pl.why);
+	t = find3(&pl, "--tmpfs", xdg, NULL);
+	assert_true(t > find3(&pl, "--bind", f->home, f->home));
+	assert_int_equal(find3(&pl, "--remount-ro", xdg, NULL), t + 2);
+	fsb_mount_plan_free(&pl);
+	fsb_policy_free(p);
+}
+
+static void test_paths_with_odd_characters_go_through_unchanged(void **state)
+{
+	struct fixture *f = *state;
+	struct fsb_policy *p;
+	struct fsb_mount_inputs in = inputs(f);
+	struct fsb_mount_plan pl;
+	char odd[256], *out = NULL;
+	size_t len = 0;
+	FILE *mem;
+
+	snprintf(odd, sizeof(odd), "%s/ws/it's a [draft]*, \"x\"", f->root);
+	assert_int_equal(mkdir(odd, 0755), 0);
+	snprintf(f->ws, sizeof(f->ws), "%s", odd);
+	p = load(f, "default");
+	in.workspace = f->ws;
+	if (fsb_mount_plan_build(p, &in, &pl) != 0)
+		fail_msg("plan: %s", pl.why);
+	assert_true(find3(&pl, "--bind", odd, odd) > 0);
+	assert_true(find3(&pl, "--chdir", odd, NULL) > 0);
+	mem = open_memstream(&out, &len);
+	assert_non_null(mem);
+	assert_int_equal(fsb_mount_plan_explain(&pl, mem), 0);
+	fclose(mem);
+	assert_non_null(strstr(out, "/ws/it'\\''s a [draft]*, \"x\"'"));
+	if (getenv("FSBT_SHOW_PLAN") != NULL)
+		fputs(out, stderr);
+	assert_non_null(strstr(out, "# masked: denyRead ~/.ssh/**"));
+	free(out);
+	fsb_mount_plan_free(&pl);
+	fsb_policy_free(p);
+}
+
+int main(void)
+{
+#define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
+	const struct CMUnitTest tests[] = {
+		T(test_default_pack_plan_in_order),
+		T(test_mask_scan_finds_env_files),
+		T(test_scan_stops_at_its_bound_and_says_so),
+		T(test_broker_reads_mask_only_literal_paths),
+		T(test_exception_masks_entry_by_entry),
+		T(test_modify_inside_denyread_dir_is_refused),
+		T(test_modify_inside_state_dir_is_refused),
+		T(test_bad_workspace_is_refused),
+		T(test_runtime_dir_elsewhere_is_masked),
+		T(test_paths_with_odd_characters_go_through_unchanged),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
