@@ -865,6 +865,14 @@ static int mkdir_one(struct hostop *h)
 		goto out;
 	}
 	h->changed = true;
+	if (h->who->exact_mode) {
+		int dfd = openat(pfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+
+		if (dfd >= 0) {
+			fchmod(dfd, r->mode & 07777);
+			close(dfd);
+		}
+	}
 	rc = 0;
 out:
 	close(pfd);

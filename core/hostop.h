@@ -25,6 +25,7 @@ struct fsb_hostop_client {
 	 * directory: EISDIR) or rmdir(2) (only a directory: ENOTDIR). */
 	bool delete_file_only, delete_dir_only;
 	bool rename_noreplace;	/* renameat2(RENAME_NOREPLACE): an existing target is EEXIST */
+	bool exact_mode;	/* mkdir: `mode` as given, the core's umask not applied */
 };
 
 /**

@@ -13,6 +13,10 @@ static const char usage[] =
 	"commands:\n"
 	"  serve --socket PATH --session ID [--rules PACK] [--state-dir DIR] [--workspace DIR]\n"
 	"        run the core: client requests on PATH, control requests on stdin\n"
+	"  run [--rules PACK] [--workspace DIR] [--session ID] [--tool-call ID]\n"
+	"      [--state-dir DIR] [--explain] -- CMD...\n"
+	"        run CMD sandboxed with an embedded core, seal the backup cycle, exit\n"
+	"        with CMD's status (125: fsbroker run failed)\n"
 	"  check --rules PACK [--workspace DIR] [--json] --op OP PATH...\n"
 	"        print the verdict for each path; exit 0 allow, 1 deny, 3 ask, 2 error\n"
 	"  backup list|show|restore ...   list, show and restore backup cycles (backup --help)\n"
@@ -30,6 +34,8 @@ int main(int argc, char **argv)
 	}
 	if (strcmp(argv[1], "serve") == 0)
 		return fsb_cli_serve(argc - 1, argv + 1);
+	if (strcmp(argv[1], "run") == 0)
+		return fsb_cli_run(argc - 1, argv + 1);
 	if (strcmp(argv[1], "check") == 0)
 		return fsb_cli_check(argc - 1, argv + 1);
 	if (strcmp(argv[1], "backup") == 0)

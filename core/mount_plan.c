@@ -758,6 +758,9 @@ int fsb_mount_plan_build(struct fsb_policy *p, const struct fsb_mount_inputs *in
 			   "--bind", in->scoped_socket, FSB_MOUNT_SOCKET);
 	if (err == 0 && in->scoped_socket == NULL)
 		err = note(&b, "no scoped socket given: none is bound at " FSB_MOUNT_SOCKET);
+	if (err == 0 && in->init_binary != NULL)
+		err = step(&b, "fsbroker-init, run from here (its own dir may be hidden inside)",
+			   "--ro-bind", in->init_binary, FSB_MOUNT_INIT);
 	if (err == 0)
 		err = step(&b, "/run read-only again", "--remount-ro", "/run");
 	if (err == 0)

@@ -17,6 +17,9 @@
 /* Where the scoped socket appears inside the sandbox. */
 #define FSB_MOUNT_SOCKET_DIR "/run/fsbroker"
 #define FSB_MOUNT_SOCKET FSB_MOUNT_SOCKET_DIR "/broker.sock"
+/* Where fsbroker-init is run from inside: its build dir may lie under the
+ * host's /tmp, which the sandbox replaces. */
+#define FSB_MOUNT_INIT FSB_MOUNT_SOCKET_DIR "/fsbroker-init"
 
 /* Bounds of the reads = "mask" scan: entries looked at (shared by the
  * literal denyRead trees, the workspace and the other glob bases) and
@@ -30,6 +33,7 @@ struct fsb_mount_inputs {
 	const char *tmp;		/* ${tmp} ($TMPDIR or /tmp): private like /tmp; may be NULL */
 	const char *state_dir;		/* hidden; may be NULL */
 	const char *scoped_socket;	/* bound at FSB_MOUNT_SOCKET; NULL only for --explain */
+	const char *init_binary;	/* fsbroker-init, bound at FSB_MOUNT_INIT; may be NULL */
 	const char *runtime_dir;	/* $XDG_RUNTIME_DIR; NULL: /run/user/<uid> */
 	uid_t uid;
 	size_t scan_max_entries;	/* 0: FSB_MOUNT_SCAN_MAX_ENTRIES */

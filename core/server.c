@@ -163,14 +163,63 @@ static void on_backoff_done(uv_timer_t *t)
 	uv_poll_start(&l->poll, UV_READABLE, on_listen_poll);
 }
 
+/*
+ * Serve the connected socket `fd` (taken over: closed on failure) for the
+ * peer `cred`, with the scope of where it came in. 0 or -errno.
+ */
+static int conn_start(struct fsb_server *srv, int fd, const struct ucred *cred,
+		      const struct fsb_scope *scope, bool admin, unsigned long scope_id)
+{
+	struct fsb_conn *conn;
+	socklen_t clen;
+	int rc;
+
+	conn = calloc(1, sizeof(*conn));
+	if (conn == NULL) {
+		close(fd);
+		return -ENOMEM;
+	}
+	conn->scope = *scope;
+	conn->admin = admin;
+	conn->scope_id = scope_id;
+	conn->pid = cred->pid;
+	conn->uid = cred->uid;
+	conn->srv = srv;
+	/* Pin the peer: a pidfd cannot be confused with a later process that
+	 * reuses the pid. Kernels before 6.5 have none; the pid is then
+	 * advisory, for the audit log only. */
+	clen = sizeof(conn->pidfd);
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERPIDFD, &conn->pidfd, &clen) < 0)
+		conn->pidfd = -1;
+	rc = fsb_chan_start(srv->loop, &conn->chan, fd, fd, true, true, FSB_MAX_LINE,
+			    on_conn_line, on_conn_closed);
+	/* Supervise comes with the seccomp listener in SCM_RIGHTS. */
+	conn->chan.takes_fds = admin;
+	if (rc < 0) {
+		fsb_warn("cannot watch a connection: %s", uv_strerror(rc));
+		if (conn->pidfd >= 0)
+			close(conn->pidfd);
+		close(fd);
+		free(conn);
+		return rc;
+	}
+	conn->next = srv->conns;
+	if (srv->conns != NULL)
+		srv->conns->prev = conn;
+	srv->conns = conn;
+	srv->nconns++;
+	srv->pending_closes++;
+	srv->broker->stats.connections++;
+	return 0;
+}
+
 /* Returns false when accepting should stop for now. */
 static bool accept_one(struct fsb_listener *l)
 {
 	struct fsb_server *srv = l->srv;
 	struct ucred cred;
 	socklen_t clen = sizeof(cred);
-	struct fsb_conn *conn;
-	int fd, rc;
+	int fd;
 
 	fd = accept4(l->fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
 	if (fd < 0) {
@@ -202,43 +251,7 @@ static bool accept_one(struct fsb_listener *l)
 		close(fd);
 		return true;
 	}
-	conn = calloc(1, sizeof(*conn));
-	if (conn == NULL) {
-		close(fd);
-		return false;
-	}
-	conn->scope = l->scope;
-	conn->admin = l->admin;
-	conn->scope_id = l->id;
-	conn->pid = cred.pid;
-	conn->uid = cred.uid;
-	conn->srv = srv;
-	/* Pin the peer: a pidfd cannot be confused with a later process that
-	 * reuses the pid. Kernels before 6.5 have none; the pid is then
-	 * advisory, for the audit log only. */
-	clen = sizeof(conn->pidfd);
-	if (getsockopt(fd, SOL_SOCKET, SO_PEERPIDFD, &conn->pidfd, &clen) < 0)
-		conn->pidfd = -1;
-	rc = fsb_chan_start(srv->loop, &conn->chan, fd, fd, true, true, FSB_MAX_LINE,
-			    on_conn_line, on_conn_closed);
-	/* Supervise comes with the seccomp listener in SCM_RIGHTS. */
-	conn->chan.takes_fds = l->admin;
-	if (rc < 0) {
-		fsb_warn("cannot watch a connection: %s", uv_strerror(rc));
-		if (conn->pidfd >= 0)
-			close(conn->pidfd);
-		close(fd);
-		free(conn);
-		return true;
-	}
-	conn->next = srv->conns;
-	if (srv->conns != NULL)
-		srv->conns->prev = conn;
-	srv->conns = conn;
-	srv->nconns++;
-	srv->pending_closes++;
-	srv->broker->stats.connections++;
-	return true;
+	return conn_start(srv, fd, &cred, &l->scope, l->admin, l->id) != -ENOMEM;
 }
 
 static void on_listen_poll(uv_poll_t *h, int status, int events)
@@ -312,7 +325,6 @@ static int listen_at(struct fsb_server *srv, const char *path, const struct fsb_
 {
 	struct sockaddr_un addr = { .sun_family = AF_UNIX };
 	struct fsb_listener *l;
-	mode_t old_umask;
 	int fd, rc;
 
 	if (path[0] != '/' || strlen(path) >= sizeof(addr.sun_path)) {
@@ -328,11 +340,11 @@ static int listen_at(struct fsb_server *srv, const char *path, const struct fsb_
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	if (fd < 0)
 		goto fail_errno;
-	/* bind creates the file with the umask applied: make it 0600. */
-	old_umask = umask(0177);
+	/* 0600 by chmod, not by a umask around bind: the umask is the whole
+	 * process's, and the thread pool creates files meanwhile. Nobody else
+	 * can reach the socket before: its directory is 0700. */
 	rc = bind(fd, (struct sockaddr *)&addr, sizeof(addr));
-	umask(old_umask);
-	if (rc < 0 || listen(fd, 512) < 0)
+	if (rc < 0 || chmod(path, 0600) < 0 || listen(fd, 512) < 0)
 		goto fail_errno;
 	l = calloc(1, sizeof(*l));
 	if (l == NULL)
@@ -486,4 +498,43 @@ void fsb_server_close(struct fsb_server *srv)
 		fsb_chan_close(&c->chan);
 	if (srv->pending_closes == 0 && srv->on_closed != NULL)
 		srv->on_closed(srv);
+}
+
+int fsb_server_adopt_admin(struct fsb_server *srv, int fd, struct fsb_conn **out)
+{
+	struct fsb_scope none;
+	struct ucred cred;
+	socklen_t clen = sizeof(cred);
+	int rc;
+
+	memset(&none, 0, sizeof(none));
+	memset(&cred, 0, sizeof(cred));
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &clen) < 0) {
+		rc = -errno;
+		close(fd);
+		return rc;
+	}
+	if ((rc = conn_start(srv, fd, &cred, &none, true, 0)) < 0)
+		return rc;
+	*out = srv->conns;
+	return 0;
+}
+
+int fsb_server_scope_dir(struct fsb_server *srv, const char *dir, char *err, size_t errlen)
+{
+	char probe[PATH_MAX];
+	int rc;
+
+	if (snprintf(probe, sizeof(probe), "%s/x", dir) >= (int)sizeof(probe)) {
+		snprintf(err, errlen, "the socket directory %s is too long", dir);
+		return -ENAMETOOLONG;
+	}
+	if ((rc = check_socket_dir(probe, err, errlen)) < 0)
+		return rc;
+	/* Hidden from every request, like a listening socket's directory. */
+	fsb_broker_lock(srv->broker);
+	fsb_protected_add(&srv->broker->protected, dir, FSB_PROTECT_HIDDEN, "socket dir", false);
+	fsb_broker_unlock(srv->broker);
+	snprintf(srv->scope_dir, sizeof(srv->scope_dir), "%s", dir);
+	return 0;
 }

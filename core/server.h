@@ -98,6 +98,22 @@ int fsb_server_open_scope(struct fsb_server *srv, struct fsb_conn *owner,
 			  const struct fsb_scope *scope, char *path, size_t pathlen,
 			  char *err, size_t errlen);
 
+/**
+ * Serve the connected Unix stream socket `fd` (taken over; closed on
+ * failure) as an admin connection, as if accepted on the admin socket:
+ * `fsbroker run` with an embedded core hands the other end to
+ * fsbroker-init for Supervise. The connection goes to *out. 0 or -errno.
+ */
+int fsb_server_adopt_admin(struct fsb_server *srv, int fd, struct fsb_conn **out);
+
+/**
+ * Make `dir` the directory of scoped sockets without listening there
+ * (an embedded core has no session socket): created 0700 when missing,
+ * refused like a socket's directory otherwise, and hidden from every
+ * request. 0 or -errno with a sentence in `err`.
+ */
+int fsb_server_scope_dir(struct fsb_server *srv, const char *dir, char *err, size_t errlen);
+
 /** Close the scoped socket at `path` that `owner` opened. 0 or -ENOENT. */
 int fsb_server_close_scope(struct fsb_server *srv, struct fsb_conn *owner, const char *path);
 

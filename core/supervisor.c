@@ -145,6 +145,10 @@ static int absolute_path(pid_t pid, int dirfd, const char *rel, char *out, size_
 	base[n] = '\0';
 	if (base[0] != '/')
 		return -ENOTDIR;	/* not a directory (a pipe, a socket) */
+	/* A directory removed since: its name is not it any more, and the
+	 * kernel answers ENOENT for a name beneath it. */
+	if (n > 10 && strcmp(base + n - 10, " (deleted)") == 0)
+		return -ENOENT;
 	if ((size_t)snprintf(out, len, "%s/%s", strcmp(base, "/") == 0 ? "" : base, rel) >= len)
 		return -ENAMETOOLONG;
 	return 0;
@@ -227,6 +231,10 @@ static int open_for_target(struct call *c)
 	audit_call(c, &acc, fd, fd < 0 ? -fd : 0);
 	if (fd < 0)
 		return fd;
+	/* The core's own umask applied on top of the target's: a new file
+	 * gets exactly the mode the target's call would have given it. */
+	if (!acc.res.exists && (c->flags & O_CREAT))
+		fchmod(fd, c->mode & 07777);
 	if ((c->flags & O_TRUNC) && fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&
 	    ftruncate(fd, 0) < 0) {
 		err = -errno;
@@ -304,6 +312,10 @@ static void serve_change(struct fsb_supervisor *sv, const struct seccomp_notif *
 	case __NR_rmdir:
 	case __NR_unlinkat:
 		flags = req->data.nr == __NR_unlinkat ? (unsigned)a[2] : 0;
+		if (flags & ~(unsigned)AT_REMOVEDIR) {
+			answer(sv, req, -EINVAL);
+			return;
+		}
 		err = req->data.nr == __NR_unlinkat ? target_path(pid, (int)a[0], a[1], p1, sizeof(p1))
 						    : target_path(pid, AT_FDCWD, a[0], p1, sizeof(p1));
 		hr.op = FSB_HOSTOP_DELETE;
@@ -327,7 +339,9 @@ static void serve_change(struct fsb_supervisor *sv, const struct seccomp_notif *
 			flags = req->data.nr == __NR_renameat2 ? (unsigned)a[4] : 0;
 		}
 		/* RENAME_EXCHANGE and WHITEOUT are not emulated yet. */
-		if (err == 0 && (flags & ~RENAME_NOREPLACE))
+		if (err == 0 && (flags & ~(RENAME_NOREPLACE | RENAME_EXCHANGE | RENAME_WHITEOUT)))
+			err = -EINVAL;
+		else if (err == 0 && (flags & ~RENAME_NOREPLACE))
 			err = -EPERM;
 		who.rename_noreplace = flags & RENAME_NOREPLACE;
 		hr.op = FSB_HOSTOP_RENAME;
@@ -343,6 +357,7 @@ static void serve_change(struct fsb_supervisor *sv, const struct seccomp_notif *
 		hr.has_mode = true;
 		hr.mode = (mode_t)(req->data.nr == __NR_mkdir ? a[1] : a[2]) & 07777 &
 			  ~target_umask(pid);
+		who.exact_mode = true;
 		break;
 	case __NR_symlink:
 	case __NR_symlinkat:
@@ -446,8 +461,17 @@ static void serve(struct fsb_supervisor *sv, const struct seccomp_notif *req)
 
 		dirfd = (int)a[0];
 		addr = a[1];
-		if (a[3] < sizeof(how) || read_bytes(c.pid, a[2], &how, sizeof(how)) < 0) {
+		if (a[3] < sizeof(how)) {
+			answer(sv, req, -EINVAL);
+			return;
+		}
+		if (read_bytes(c.pid, a[2], &how, sizeof(how)) < 0) {
 			answer(sv, req, -EFAULT);
+			return;
+		}
+		/* Flags the kernel does not know (above bit 31) are EINVAL there. */
+		if (how.flags >> 32) {
+			answer(sv, req, -EINVAL);
 			return;
 		}
 		/* RESOLVE_* restrictions the core's own resolution does not
@@ -469,6 +493,8 @@ static void serve(struct fsb_supervisor *sv, const struct seccomp_notif *req)
 		answer(sv, req, err);
 		return;
 	}
+	if (c.flags & O_CREAT)
+		c.mode &= ~target_umask(c.pid);
 	snprintf(root, sizeof(root), "/proc/%d/root", (int)c.pid);
 	c.rootfd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	/* Everything read through the pid: is it still the process that
@@ -482,8 +508,6 @@ static void serve(struct fsb_supervisor *sv, const struct seccomp_notif *req)
 		answer(sv, req, -EACCES);
 		return;
 	}
-	if (c.flags & O_CREAT)
-		c.mode &= ~target_umask(c.pid);
 	fd = open_for_target(&c);
 	close(c.rootfd);
 	if (fd < 0)

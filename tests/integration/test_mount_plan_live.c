@@ -84,7 +84,9 @@ static int count_entries(const char *dir, char *first, size_t len)
 	if (d == NULL)
 		return -errno;
 	while ((de = readdir(d)) != NULL) {
-		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+		/* This program itself, bound in by the test (see run_plan). */
+		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0 ||
+		    strcmp(de->d_name, ".fsbt-inside") == 0)
 			continue;
 		if (n++ == 0)
 			snprintf(first, len, "%s", de->d_name);
@@ -356,13 +358,18 @@ static void run_plan(struct live *l, struct fsb_policy *p, uid_t uid, bool home_
 
 	if (fsb_mount_plan_build(p, &in, &pl) != 0)
 		fail_msg("plan: %s", pl.why);
-	argv = calloc(pl.argc + 10, sizeof(*argv));
+	argv = calloc(pl.argc + 14, sizeof(*argv));
 	assert_non_null(argv);
 	argv[n++] = BWRAP;
 	for (size_t i = 0; i < pl.argc; i++)
 		argv[n++] = pl.argv[i];
-	argv[n++] = "--";
+	/* This program may live under the host's /tmp (a clone in /tmp), which
+	 * the plan replaces with a private one: bind it in where it can run. */
+	argv[n++] = "--ro-bind";
 	argv[n++] = l->exe;
+	argv[n++] = "/tmp/.fsbt-inside";
+	argv[n++] = "--";
+	argv[n++] = "/tmp/.fsbt-inside";
 	argv[n++] = "--inside";
 	argv[n++] = l->ws;
 	argv[n++] = l->home;

@@ -37,6 +37,7 @@ struct seen {
 	int setup;		/* -1 when it could not install the filter */
 	int overwrite, create_relative, secret, read_native;
 	int unlinked, renamed, made_dir, symlinked, unlink_secret, unlink_dir, rmdir_file;
+	int umask_file, umask_dir, deleted_cwd, bad_flags;
 	char why[128];
 };
 
@@ -151,6 +152,17 @@ static void child(struct fsbt_core *c, int report)
 	s.unlink_secret = unlink(path) == 0 ? 0 : errno;
 	s.unlink_dir = unlink("made-dir") == 0 ? 0 : errno;
 	s.rmdir_file = rmdir("new-name.txt") == 0 ? 0 : errno;
+	/* The target's umask, and only it (the core's own is not applied). */
+	umask(002);
+	s.umask_file = errno_of(open("group.txt", O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666));
+	s.umask_dir = mkdir("group-dir", 0777) == 0 ? 0 : errno;
+	umask(022);
+	/* A name under a cwd that was removed is ENOENT, as the kernel says. */
+	if (mkdir("doomed", 0755) == 0 && chdir("doomed") == 0 && rmdir("../doomed") == 0)
+		s.deleted_cwd = errno_of(open("x", O_WRONLY | O_CREAT | O_CLOEXEC, 0644));
+	if (chdir(c->ws) < 0)
+		s.deleted_cwd = -1;
+	s.bad_flags = syscall(SYS_unlinkat, AT_FDCWD, "group.txt", 0x1) == 0 ? 0 : errno;
 out:
 	if (write(report, &s, sizeof(s)) != (ssize_t)sizeof(s))
 		_exit(2);
@@ -234,6 +246,19 @@ static void calls_under_the_filter_are_decided_backed_up_and_performed_by_the_co
 	assert_int_equal(access(path, F_OK), 0);
 	assert_int_equal(s.unlink_dir, EISDIR);
 	assert_int_equal(s.rmdir_file, ENOTDIR);
+
+	assert_int_equal(s.umask_file, 0);
+	snprintf(path, sizeof(path), "%s/group.txt", c->ws);
+	assert_int_equal(stat(path, &st), 0);
+	assert_int_equal(st.st_mode & 0777, 0664);
+	assert_int_equal(s.umask_dir, 0);
+	snprintf(path, sizeof(path), "%s/group-dir", c->ws);
+	assert_int_equal(stat(path, &st), 0);
+	assert_int_equal(st.st_mode & 0777, 0775);
+	assert_int_equal(s.deleted_cwd, ENOENT);
+	assert_int_equal(s.bad_flags, EINVAL);
+	snprintf(path, sizeof(path), "%s/group.txt", c->ws);
+	assert_int_equal(access(path, F_OK), 0);
 
 	/* And one restore puts the workspace back as it was. */
 	{
