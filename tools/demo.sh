@@ -3,10 +3,11 @@
 # session — an allowed write (fd received), a denied credential read, an ask,
 # its approval, a live reload that changes a verdict, then a turn that
 # overwrites a file, renames over another and deletes one to the trash (each
-# backed up first), and one command that puts the workspace back byte for byte.
+# backed up first), and one command that puts the workspace back byte for byte;
+# then the main job: unmodified programs under `fsbroker run`, and a restore.
 set -euo pipefail
 build=${1:-build}
-fsb=$build/fsbroker
+fsb=$(realpath "$build/fsbroker")
 client=$build/demo-client
 demo=$(mktemp -d /tmp/fsbroker-demo.XXXXXX)
 mkdir -p "$demo/home/.ssh" "$demo/ws" "$demo/rules"
@@ -128,3 +129,27 @@ say "10. stats, and shutdown"
 control '{"id":5,"command":"Stats"}'
 control '{"id":6,"command":"Shutdown"}'
 wait "$core_pid" && echo "  the core exited cleanly"
+
+say "11. the main job: any program, sandboxed by fsbroker run"
+# Unmodified sed, sh and mv: a seccomp filter routes each change to an
+# embedded core, which judges it, backs it up and performs it.
+run_env() { env -u XDG_DATA_HOME -u XDG_RUNTIME_DIR HOME="$demo/home" TMPDIR="$demo/tmp" "$@"; }
+if ! why=$(run_env "$fsb" run --explain --workspace "$ws" --state-dir "$demo/run-state" 2>&1); then
+    echo "  skipped: this machine cannot run the sandbox: $why"
+    exit 0
+fi
+cp -a "$ws" "$demo/ws.before-run"
+echo "  \$ fsbroker run -- sh -c 'sed -i s/hello/HELLO/ hello.txt; echo plan > plan.md; mv generated/out.c generated/main.c; echo stolen > ~/.ssh/id_ed25519'"
+(cd "$ws" && run_env "$fsb" run --workspace "$ws" --state-dir "$demo/run-state" --session demo-run \
+    -- sh -c 'sed -i s/hello/HELLO/ hello.txt 2>/dev/null; echo plan > plan.md;
+              mv generated/out.c generated/main.c;
+              echo stolen > ~/.ssh/id_ed25519 || echo "     the sandbox could not write ~/.ssh/id_ed25519"') || true
+echo "     hello.txt now holds: $(cat "$ws/hello.txt"); ~/.ssh/id_ed25519 still holds: $(cat "$demo/home/.ssh/id_ed25519")"
+run_env "$fsb" backup restore --last --state-dir "$demo/run-state" --session demo-run
+if diff -r "$demo/ws.before-run" "$ws" >/dev/null; then
+    echo "     restored: the workspace is back byte for byte"
+else
+    echo "     the workspace differs after the restore:" >&2
+    diff -r "$demo/ws.before-run" "$ws" >&2
+    exit 1
+fi

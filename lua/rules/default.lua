@@ -8,7 +8,10 @@ return {
 
 	fsProfile = {
 		read = { "/**" },
-		modify = { "${workspace}/**", "${tmp}/**" },
+		-- The devices every shell redirects to (`2>/dev/null`): writing
+		-- them changes no file.
+		modify = { "${workspace}/**", "${tmp}/**", "/dev/null", "/dev/zero", "/dev/full",
+			"/dev/tty" },
 	},
 
 	-- Changes elsewhere in home (dotfiles, other projects) wait for the
@@ -42,6 +45,8 @@ return {
 		{ op = "read", path = "/etc/hostname", expect = "allow", rule = "fsProfile.read /**" },
 		{ op = "read", path = "~/notes.txt", expect = "allow" },
 		{ op = "write", path = "/etc/hostname", expect = "deny", rule = "default deny" },
+		{ op = "write", path = "/dev/null", expect = "allow", rule = "fsProfile.modify /dev/null" },
+		{ op = "write", path = "/dev/sda", expect = "deny", rule = "default deny" },
 		{ op = "write", path = "/usr/bin/ls", expect = "deny" },
 		{ op = "write", path = "~/.bashrc", expect = "ask", rule = "ask.modify ~/**" },
 		{ op = "create", path = "~/.profile", expect = "ask" },
