@@ -795,6 +795,10 @@ static int op_delete(struct hostop *h)
 	if (still_there(h, pfd, name, a, &st) < 0)
 		goto out;
 	dir = S_ISDIR(st.st_mode);
+	if (!dir && h->who->must_be_dir) {
+		fail(h, ENOTDIR, "%s is not a directory", a->res.path);
+		goto out;
+	}
 	if (dir && h->who->delete_file_only) {
 		fail(h, EISDIR, "%s is a directory", a->res.path);
 		goto out;
@@ -1025,6 +1029,8 @@ static int op_rename(struct hostop *h)
 	if (strcmp(a->res.path, t->res.path) == 0)
 		return 0;
 	dir = S_ISDIR(a->res.st.st_mode);
+	if (!dir && h->who->must_be_dir)
+		return fail(h, ENOTDIR, "%s is not a directory", a->res.path);
 	if (dir && fsb_path_within(t->res.path, a->res.path))
 		return fail(h, EINVAL, "cannot move the directory %s into itself", a->res.path);
 	if ((pfd = open_parent(h, a, &name)) < 0 || (tfd = open_parent(h, t, &tname)) < 0)

@@ -26,6 +26,7 @@ struct fsb_hostop_client {
 	bool delete_file_only, delete_dir_only;
 	bool rename_noreplace;	/* renameat2(RENAME_NOREPLACE): an existing target is EEXIST */
 	bool exact_mode;	/* mkdir: `mode` as given, the core's umask not applied */
+	bool must_be_dir;	/* a name ended in '/': a file there is ENOTDIR */
 };
 
 /**

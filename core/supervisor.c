@@ -247,6 +247,34 @@ static int open_for_target(struct call *c)
 	return fd;
 }
 
+/* The errno a write-open of "name/" gets: only the type of what is there
+ * matters, looked up in the target's root; nothing is acted on. */
+static int slash_open_error(pid_t pid, const char *path, int flags)
+{
+	char root[64];
+	struct stat st;
+	int rootfd, rc;
+
+	struct open_how how = {
+		.flags = O_PATH | O_CLOEXEC,
+		.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS,
+	};
+	long fd;
+
+	snprintf(root, sizeof(root), "/proc/%d/root", (int)pid);
+	if ((rootfd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC)) < 0)
+		return -EACCES;
+	/* In the target's root: a symlink cannot lead the look outside it. */
+	fd = syscall(SYS_openat2, rootfd, path[1] ? path + 1 : ".", &how, sizeof(how));
+	close(rootfd);
+	rc = fd < 0 ? -1 : fstat((int)fd, &st);
+	if (fd >= 0)
+		close((int)fd);
+	if (rc < 0)
+		return (flags & O_CREAT) ? -EISDIR : -ENOENT;
+	return S_ISDIR(st.st_mode) ? -EISDIR : -ENOTDIR;
+}
+
 /* ---- one notification --------------------------------------------------- */
 
 static void answer(struct fsb_supervisor *sv, const struct seccomp_notif *req, int err)
@@ -278,12 +306,30 @@ static void answer_fd(struct fsb_supervisor *sv, const struct seccomp_notif *req
 /* ---- calls that change names: host operations ---------------------------- */
 
 /* The absolute path of argument `addr` relative to `dirfd`, in `out`. */
-static int target_path(pid_t pid, int dirfd, unsigned long addr, char *out, size_t len)
+static bool ends_in_slash(const char *p)
+{
+	size_t n = strlen(p);
+
+	return n > 1 && p[n - 1] == '/';
+}
+
+/* `*slash` (may be NULL) is set when the name ends in '/': the kernel then
+ * wants a directory there, which the lexical form the policy judges no
+ * longer shows. */
+static int target_path_slash(pid_t pid, int dirfd, unsigned long addr, char *out, size_t len,
+			     bool *slash)
 {
 	char rel[PATH_MAX];
 	int err = read_string(pid, addr, rel, sizeof(rel));
 
+	if (err == 0 && slash != NULL)
+		*slash = *slash || ends_in_slash(rel);
 	return err < 0 ? err : absolute_path(pid, dirfd, rel, out, len);
+}
+
+static int target_path(pid_t pid, int dirfd, unsigned long addr, char *out, size_t len)
+{
+	return target_path_slash(pid, dirfd, addr, out, len, NULL);
 }
 
 /*
@@ -316,8 +362,9 @@ static void serve_change(struct fsb_supervisor *sv, const struct seccomp_notif *
 			answer(sv, req, -EINVAL);
 			return;
 		}
-		err = req->data.nr == __NR_unlinkat ? target_path(pid, (int)a[0], a[1], p1, sizeof(p1))
-						    : target_path(pid, AT_FDCWD, a[0], p1, sizeof(p1));
+		err = req->data.nr == __NR_unlinkat
+			      ? target_path_slash(pid, (int)a[0], a[1], p1, sizeof(p1), &who.must_be_dir)
+			      : target_path_slash(pid, AT_FDCWD, a[0], p1, sizeof(p1), &who.must_be_dir);
 		hr.op = FSB_HOSTOP_DELETE;
 		hr.path = p1;
 		if (req->data.nr == __NR_rmdir || (flags & AT_REMOVEDIR))
@@ -329,13 +376,15 @@ static void serve_change(struct fsb_supervisor *sv, const struct seccomp_notif *
 	case __NR_renameat:
 	case __NR_renameat2:
 		if (req->data.nr == __NR_rename) {
-			err = target_path(pid, AT_FDCWD, a[0], p1, sizeof(p1));
+			err = target_path_slash(pid, AT_FDCWD, a[0], p1, sizeof(p1), &who.must_be_dir);
 			if (err == 0)
-				err = target_path(pid, AT_FDCWD, a[1], p2, sizeof(p2));
+				err = target_path_slash(pid, AT_FDCWD, a[1], p2, sizeof(p2),
+							&who.must_be_dir);
 		} else {
-			err = target_path(pid, (int)a[0], a[1], p1, sizeof(p1));
+			err = target_path_slash(pid, (int)a[0], a[1], p1, sizeof(p1), &who.must_be_dir);
 			if (err == 0)
-				err = target_path(pid, (int)a[2], a[3], p2, sizeof(p2));
+				err = target_path_slash(pid, (int)a[2], a[3], p2, sizeof(p2),
+							&who.must_be_dir);
 			flags = req->data.nr == __NR_renameat2 ? (unsigned)a[4] : 0;
 		}
 		/* RENAME_EXCHANGE and WHITEOUT are not emulated yet. */
@@ -491,6 +540,12 @@ static void serve(struct fsb_supervisor *sv, const struct seccomp_notif *req)
 	if ((err = read_string(c.pid, addr, rel, sizeof(rel))) < 0 ||
 	    (err = absolute_path(c.pid, dirfd, rel, c.path, sizeof(c.path))) < 0) {
 		answer(sv, req, err);
+		return;
+	}
+	/* "name/" opened for writing: a directory there is EISDIR, as is a
+	 * create; a file, ENOTDIR. Nothing is opened either way. */
+	if (ends_in_slash(rel)) {
+		answer(sv, req, slash_open_error(c.pid, c.path, c.flags));
 		return;
 	}
 	if (c.flags & O_CREAT)

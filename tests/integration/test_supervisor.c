@@ -38,6 +38,7 @@ struct seen {
 	int overwrite, create_relative, secret, read_native;
 	int unlinked, renamed, made_dir, symlinked, unlink_secret, unlink_dir, rmdir_file;
 	int umask_file, umask_dir, deleted_cwd, bad_flags;
+	int slash_unlink, slash_create, slash_rename;
 	char why[128];
 };
 
@@ -163,6 +164,10 @@ static void child(struct fsbt_core *c, int report)
 	if (chdir(c->ws) < 0)
 		s.deleted_cwd = -1;
 	s.bad_flags = syscall(SYS_unlinkat, AT_FDCWD, "group.txt", 0x1) == 0 ? 0 : errno;
+	/* "name/" wants a directory. */
+	s.slash_unlink = unlink("group.txt/") == 0 ? 0 : errno;
+	s.slash_create = errno_of(open("fresh/", O_WRONLY | O_CREAT | O_CLOEXEC, 0644));
+	s.slash_rename = rename("group.txt/", "other.txt") == 0 ? 0 : errno;
 out:
 	if (write(report, &s, sizeof(s)) != (ssize_t)sizeof(s))
 		_exit(2);
@@ -257,6 +262,9 @@ static void calls_under_the_filter_are_decided_backed_up_and_performed_by_the_co
 	assert_int_equal(st.st_mode & 0777, 0775);
 	assert_int_equal(s.deleted_cwd, ENOENT);
 	assert_int_equal(s.bad_flags, EINVAL);
+	assert_int_equal(s.slash_unlink, ENOTDIR);
+	assert_int_equal(s.slash_create, EISDIR);
+	assert_int_equal(s.slash_rename, ENOTDIR);
 	snprintf(path, sizeof(path), "%s/group.txt", c->ws);
 	assert_int_equal(access(path, F_OK), 0);
 
