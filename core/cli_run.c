@@ -326,6 +326,70 @@ static char **build_argv(const char *bwrap, const struct fsb_mount_plan *plan,
 	return argv;
 }
 
+/*
+ * What the pack refused this run, or holds for approval: the audit lines of
+ * its tool call written since `from` (the log's size when the run began),
+ * one line each on stderr for the first few. Returns the two counts.
+ */
+static void report_refusals(const char *state_dir, const char *session, const char *tool_call,
+			    off_t from, unsigned *refused, unsigned *asked)
+{
+	enum { SHOWN = 10 };
+	char path[PATH_MAX + 64], seen[SHOWN][PATH_MAX + 32];
+	unsigned nseen = 0;
+	size_t cap = 0;
+	char *line = NULL;
+	FILE *f;
+
+	*refused = *asked = 0;
+	snprintf(path, sizeof(path), "%s/audit/%s.jsonl", state_dir, session);
+	if ((f = fopen(path, "re")) == NULL || fseeko(f, from, SEEK_SET) < 0) {
+		if (f != NULL)
+			fclose(f);
+		return;
+	}
+	while (getline(&line, &cap, f) > 0) {
+		cJSON *o = cJSON_Parse(line);
+		const cJSON *tc = cJSON_GetObjectItemCaseSensitive(o, "toolCallId");
+		const cJSON *dec = cJSON_GetObjectItemCaseSensitive(o, "decision");
+		const char *op, *target, *rule, *blk;
+		char key[PATH_MAX + 32];
+		bool ask, dup = false;
+
+		if (!cJSON_IsString(tc) || strcmp(tc->valuestring, tool_call) != 0 ||
+		    !cJSON_IsString(dec) || (strcmp(dec->valuestring, "deny") != 0 &&
+					     strcmp(dec->valuestring, "ask") != 0)) {
+			cJSON_Delete(o);
+			continue;
+		}
+		ask = strcmp(dec->valuestring, "ask") == 0;
+		op = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(o, "op"));
+		target = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(o, "normalisedPath"));
+		rule = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(o, "rule"));
+		blk = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(o, "blockId"));
+		/* A host operation writes two lines for one refusal: count one. */
+		snprintf(key, sizeof(key), "%s %s", op ? op : "", target ? target : "");
+		for (unsigned i = 0; i < nseen && !dup; i++)
+			dup = strcmp(seen[i], key) == 0;
+		if (!dup) {
+			if (ask)
+				(*asked)++;
+			else
+				(*refused)++;
+			if (nseen < SHOWN) {
+				snprintf(seen[nseen++], sizeof(seen[0]), "%s", key);
+				fprintf(stderr, "fsbroker run: %s: %s of %s (%s)%s%s\n",
+					ask ? "waiting for approval" : "refused", op ? op : "?",
+					target ? target : "?", rule ? rule : "?",
+					blk ? ", block " : "", blk ? blk : "");
+			}
+		}
+		cJSON_Delete(o);
+	}
+	free(line);
+	fclose(f);
+}
+
 int fsb_cli_run(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -356,6 +420,7 @@ int fsb_cli_run(int argc, char **argv)
 	char **cmd, **bargv = NULL;
 	struct run *r;
 	int c, rc = EXIT_RUN, sp[2] = { -1, -1 };
+	off_t audit_from = 0;
 
 	optind = 1;
 	opterr = 0;
@@ -534,6 +599,13 @@ int fsb_cli_run(int argc, char **argv)
 	}
 	fsb_debug("running session %s tool call %s with pack %s", session, tool_call,
 		 fsb_policy_name(r->broker.policy));
+	{
+		char log[PATH_MAX + 64];
+		struct stat st;
+
+		snprintf(log, sizeof(log), "%s/audit/%s.jsonl", r->broker.cfg.state_dir, session);
+		audit_from = stat(log, &st) == 0 ? st.st_size : 0;
+	}
 	uv_run(&r->loop, UV_RUN_DEFAULT);
 
 	/* Everything the supervisor did is in the cycle now: seal it. */
@@ -542,22 +614,23 @@ int fsb_cli_run(int argc, char **argv)
 	if (rc < 0) {
 		fprintf(stderr, "fsbroker run: cannot seal the backup cycle: %s\n", err);
 	} else {
+		unsigned refused, asked;
 		size_t paths, objects;
 
+		report_refusals(r->broker.cfg.state_dir, session, tool_call, audit_from, &refused,
+				&asked);
 		cycle_counts(r->broker.cfg.state_dir, session, rc, &paths, &objects);
 		if (rc > 0)
 			fprintf(stderr, "fsbroker run: cycle %d: %zu path%s changed, %zu "
-				"object%s backed up; %lu refused or failed, %lu waiting for approval\n"
+				"object%s backed up; %u refused by the pack, %u waiting for "
+				"approval\n"
 				"fsbroker run: to undo: fsbroker backup restore --last "
 				"--state-dir %s --session %s\n", rc, paths, paths == 1 ? "" : "s",
-				objects, objects == 1 ? "" : "s",
-				(unsigned long)r->broker.stats.denied,
-				(unsigned long)r->broker.stats.asked, r->broker.cfg.state_dir,
-				session);
+				objects, objects == 1 ? "" : "s", refused, asked,
+				r->broker.cfg.state_dir, session);
 		else
-			fprintf(stderr, "fsbroker run: no file changed; %lu refused or failed, %lu waiting "
-				"for approval\n", (unsigned long)r->broker.stats.denied,
-				(unsigned long)r->broker.stats.asked);
+			fprintf(stderr, "fsbroker run: no file changed; %u refused by the pack, %u "
+				"waiting for approval\n", refused, asked);
 	}
 	if (r->term_signal != 0)
 		rc = 128 + r->term_signal;

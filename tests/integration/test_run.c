@@ -181,6 +181,10 @@ static void a_write_the_pack_denies_fails_and_the_file_stays(void **state)
 	assert_true(WIFEXITED(st));
 	if (WEXITSTATUS(st) == 0 || WEXITSTATUS(st) == 125)
 		fail_msg("fsbroker run exited %d:\n%s", WEXITSTATUS(st), out ? out : "");
+	/* The summary names the refusal and the rule. */
+	if (out == NULL || strstr(out, "fsbroker run: refused: ") == NULL ||
+	    strstr(out, "(denyRead ~/.ssh/**)") == NULL || strstr(out, "1 refused by the pack") == NULL)
+		fail_msg("the summary does not name the refusal:\n%s", out ? out : "");
 	free(out);
 	text = fsbt_read_file(f->key, NULL);
 	assert_non_null(text);
