@@ -246,6 +246,34 @@ static void explain_prints_the_plan_and_runs_nothing(void **state)
 	free(out);
 }
 
+/* sed -i writes a new file and renames it over the old one, keeping the
+ * old one's mode with fchmod and its owner with fchown: both go through
+ * the core, and nothing is reported as failed. */
+static void sed_in_place_keeps_the_mode_quietly(void **state)
+{
+	struct fixture *f = *state;
+	char why[512], path[PATH_MAX + 16], *out = NULL, *text;
+	struct stat st;
+	int rc;
+
+	if (unsupported(why, sizeof(why)) != NULL)
+		fsbt_skip("%s", why);
+	snprintf(path, sizeof(path), "%s/a.txt", f->ws);
+	assert_int_equal(chmod(path, 0640), 0);
+	rc = run_sh(f, NULL, "sed -i s/old/NEW/ a.txt", &out);
+	assert_true(WIFEXITED(rc));
+	if (WEXITSTATUS(rc) != 0)
+		fail_msg("fsbroker run exited %d:\n%s", WEXITSTATUS(rc), out ? out : "");
+	if (out != NULL && strstr(out, "sed:") != NULL)
+		fail_msg("sed complained:\n%s", out);
+	free(out);
+	text = fsbt_read_file(path, NULL);
+	assert_string_equal(text, "NEW a\n");
+	free(text);
+	assert_int_equal(stat(path, &st), 0);
+	assert_int_equal(st.st_mode & 07777, 0640);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -254,6 +282,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(a_write_the_pack_denies_fails_and_the_file_stays,
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(the_exit_status_is_the_commands, setup, teardown),
+		cmocka_unit_test_setup_teardown(sed_in_place_keeps_the_mode_quietly, setup, teardown),
 		cmocka_unit_test_setup_teardown(a_bad_flag_exits_125_with_a_sentence, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(explain_prints_the_plan_and_runs_nothing, setup,
