@@ -438,7 +438,9 @@ static void select_cycles(struct pruner *p)
 static void finish_interrupted(struct pruner *p)
 {
 	struct dirent *de;
-	int dfd = dup(p->cycfd);
+	/* Its own open file: a dup would share cycfd's read position, and
+	 * without O_CLOEXEC could reach a sandbox the core starts meanwhile. */
+	int dfd = openat(p->cycfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	DIR *d = dfd >= 0 ? fdopendir(dfd) : NULL;
 
 	if (d == NULL) {

@@ -188,7 +188,7 @@ void fsb_broker_free(struct fsb_broker *b)
 		fsb_audit_close(b->sessions[i].audit);
 		fsb_store_close(b->sessions[i].store);
 		for (size_t j = 0; j < b->sessions[i].nheld; j++)
-			close(b->sessions[i].held[j]);
+			close(b->sessions[i].held[j].fd);
 		pthread_mutex_destroy(&b->sessions[i].store_lock);
 	}
 	b->nsessions = 0;

@@ -74,7 +74,11 @@ struct fsb_session {
 	/* Files granted for writing (O_PATH fds, guarded by store_lock): at a
 	 * commit, those some process still holds open for writing are backed
 	 * up again into the next cycle (modify_backup.c). */
-	int held[FSB_MAX_HELD];
+	struct fsb_held {
+		int fd;		/* O_PATH */
+		dev_t dev;
+		ino_t ino;
+	} held[FSB_MAX_HELD];
 	size_t nheld;
 	bool backup_enabled;		/* EnableModifyBackup; on unless turned off */
 	uint64_t max_bytes_override;	/* fileBackupMaxSizeMB for the turn, 0: the pack's */

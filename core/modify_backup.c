@@ -377,21 +377,21 @@ int fsb_backup_note_created(struct fsb_broker *b, const char *sid, const struct 
  * (store_lock held). The oldest is let go when the table is full. */
 static void follow(struct fsb_session *s, int fd, const struct stat *st)
 {
-	struct stat other;
 	int path;
 
+	/* The inode is kept with the fd: a write grant compares, it does not
+	 * stat every followed file again. */
 	for (size_t i = 0; i < s->nheld; i++)
-		if (fstat(s->held[i], &other) == 0 && other.st_dev == st->st_dev &&
-		    other.st_ino == st->st_ino)
+		if (s->held[i].dev == st->st_dev && s->held[i].ino == st->st_ino)
 			return;
 	if ((path = fsb_at_reopen(fd, O_PATH)) < 0)
 		return;
 	if (s->nheld == FSB_MAX_HELD) {
-		close(s->held[0]);
+		close(s->held[0].fd);
 		memmove(s->held, s->held + 1, (FSB_MAX_HELD - 1) * sizeof(s->held[0]));
 		s->nheld--;
 	}
-	s->held[s->nheld++] = path;
+	s->held[s->nheld++] = (struct fsb_held){ path, st->st_dev, st->st_ino };
 }
 
 void fsb_backup_note_write_grant(struct fsb_broker *b, const char *sid, int fd, dev_t dev,
@@ -429,7 +429,7 @@ static int carry_over(struct fsb_broker *b, struct fsb_session *s)
 		struct stat st;
 
 		ids[i].dev = ids[i].ino = 0;
-		if (fstat(s->held[i], &st) == 0 && st.st_nlink > 0) {
+		if (fstat(s->held[i].fd, &st) == 0 && st.st_nlink > 0) {
 			ids[i].dev = st.st_dev;
 			ids[i].ino = st.st_ino;
 		}
@@ -445,19 +445,20 @@ static int carry_over(struct fsb_broker *b, struct fsb_session *s)
 		int rd;
 
 		if (!held[i] || ids[i].ino == 0) {
-			close(s->held[i]);
+			close(s->held[i].fd);
 			continue;
 		}
 		s->held[keep++] = s->held[i];
 		/* Its name now: it may have been renamed since the grant. */
-		n = readlink(fsb_at_fd_path(s->held[i], proc, sizeof(proc)), path, sizeof(path) - 1);
+		n = readlink(fsb_at_fd_path(s->held[i].fd, proc, sizeof(proc)), path,
+			     sizeof(path) - 1);
 		if (n <= 0 || !set.enabled)
 			continue;
 		path[n] = '\0';
 		if (lstat(path, &named) < 0 || named.st_dev != ids[i].dev ||
 		    named.st_ino != ids[i].ino)
 			continue;
-		if ((rd = fsb_at_reopen(s->held[i], O_RDONLY | O_NONBLOCK | O_NOCTTY)) < 0)
+		if ((rd = fsb_at_reopen(s->held[i].fd, O_RDONLY | O_NONBLOCK | O_NOCTTY)) < 0)
 			continue;
 		memset(&r, 0, sizeof(r));
 		r.op = "held-open";
