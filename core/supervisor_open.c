@@ -81,19 +81,190 @@ static int grant_open_as_target(struct call *c, const struct fsb_access *acc, in
 {
 	bool as_target = c->has_creds && !acc->res.exists &&
 			 (c->creds.fsuid != geteuid() || c->creds.fsgid != getegid());
-	uid_t old_uid = 0;
-	gid_t old_gid = 0;
+	const char *name;
+	uid_t old_uid;
+	gid_t old_gid;
+	int fd, pfd;
+
+	if (!as_target || !(flags & O_CREAT))
+		return fsb_grant_open(c->rootfd, &acc->res, flags, mode, backup_opened_file, ba);
+	/* The directory is reached as the core (as the target's cwd would
+	 * have been); only the create itself is the target's. */
+	if ((pfd = fsb_at_open_parent(c->rootfd, acc->res.path, &name)) < 0)
+		return pfd == -ELOOP ? -EAGAIN : pfd;
+	old_gid = (gid_t)setfsgid(c->creds.fsgid);
+	old_uid = (uid_t)setfsuid(c->creds.fsuid);
+	fd = openat(pfd, name, (flags & ~O_TRUNC) | O_CREAT | O_EXCL | O_NOFOLLOW | O_NOCTTY |
+		    O_CLOEXEC, mode);
+	fd = fd < 0 ? -errno : fd;
+	setfsuid(old_uid);
+	setfsgid(old_gid);
+	close(pfd);
+	return fd;
+}
+
+/* The flags a read-open may carry here: what the kernel knows that
+ * neither writes nor creates. O_PATH is a read too (its fd reopened for
+ * writing through /proc/self/fd comes back here as a write-open). */
+#define READ_FLAGS (O_ACCMODE | O_NOFOLLOW | O_DIRECTORY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC | \
+		    O_SYNC | O_DSYNC | O_LARGEFILE | O_NOATIME | O_PATH | O_ASYNC | O_DIRECT | \
+		    00100000 /* the kernel's O_LARGEFILE on x86_64 */)
+
+/*
+ * Open the judged object for reading as the kernel would: a directory
+ * too (its fd reaches nothing unjudged while opens go through here or
+ * through the mount plan), O_PATH as such, a FIFO or device without
+ * blocking a pool thread. The object is reached with O_PATH and no
+ * symlink followed since it was judged, and reopened through /proc.
+ */
+static int open_read(int rootfd, const struct fsb_resolved *res, int flags)
+{
+	int want_nonblock = flags & O_NONBLOCK;
+	struct stat st;
+	int pathfd, fd;
+
+	pathfd = fsb_at_reach(rootfd, res, &st);
+	if (pathfd < 0)
+		return pathfd == -EAGAIN ? -ENOENT : pathfd;
+	if ((flags & O_DIRECTORY) && !S_ISDIR(st.st_mode)) {
+		close(pathfd);
+		return -ENOTDIR;
+	}
+	if (flags & O_PATH)
+		return pathfd;
+	flags &= ~(O_NOFOLLOW | O_CLOEXEC);
+	if (S_ISFIFO(st.st_mode) || S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode))
+		flags |= O_NONBLOCK;
+	fd = fsb_at_reopen(pathfd, flags | O_NOCTTY);
+	close(pathfd);
+	if (fd >= 0 && !want_nonblock && (flags & O_NONBLOCK))
+		fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+	return fd;
+}
+
+/*
+ * The target's own fd named as a path: /dev/stdin, /dev/stdout,
+ * /dev/stderr, /dev/fd/N, /proc/self/fd/N, /proc/thread-self/fd/N. N, or
+ * -1 when `path` is none of them.
+ */
+static int own_fd_name(const char *path)
+{
+	static const char *const prefixes[] = { "/dev/fd/", "/proc/self/fd/",
+						"/proc/thread-self/fd/" };
+	char *end;
+	long n;
+
+	if (strcmp(path, "/dev/stdin") == 0)
+		return 0;
+	if (strcmp(path, "/dev/stdout") == 0)
+		return 1;
+	if (strcmp(path, "/dev/stderr") == 0)
+		return 2;
+	for (size_t i = 0; i < sizeof(prefixes) / sizeof(prefixes[0]); i++) {
+		size_t len = strlen(prefixes[i]);
+
+		if (strncmp(path, prefixes[i], len) != 0 || path[len] < '0' || path[len] > '9')
+			continue;
+		n = strtol(path + len, &end, 10);
+		return *end == '\0' && n <= INT_MAX ? (int)n : -1;
+	}
+	return -1;
+}
+
+/*
+ * Open the target's fd `tfd` again, as the kernel does for /proc/self/fd/N:
+ * taken with pidfd_getfd (never wider than what the target holds), judged
+ * by what it is. A pipe, socket or terminal (what fsbroker-init left open),
+ * and a file the fd may write already, are the target's: reopened as asked
+ * (O_TRUNC as well: ftruncate on the fd it holds does the same). Any other
+ * file with a name is judged
+ * by that name and, for a write, backed up first; a file without one is
+ * the target's own only when no name is left anywhere (nlink 0).
+ */
+static int open_own_fd(struct call *c, int tfd)
+{
+	struct fsb_access acc;
+	struct backup_arg ba = { c, &acc };
+	bool writes = fsb_openflags_writes(c->flags);
+	char named[PATH_MAX];
+	struct stat st;
+	int fd, rd, out = -EACCES, err;
+
+	if ((fd = fsb_sv_target_fd(c->pid, tfd)) < 0)
+		return fd == -EBADF ? -ENOENT : -EACCES;
+	if (fstat(fd, &st) < 0)
+		goto done;
+	/* Not a file with a name to judge, or a write to a file the target
+	 * may write already (its stdout sent to a file): nothing new is
+	 * granted; the open file is reopened as asked. */
+	if ((!S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode)) ||
+	    (writes && (fcntl(fd, F_GETFL) & O_ACCMODE) != O_RDONLY)) {
+		out = fsb_at_reopen(fd, (c->flags & ~(O_CREAT | O_EXCL | O_TRUNC | O_NOFOLLOW |
+						      O_CLOEXEC)) | O_NOCTTY);
+		goto done;
+	}
+	if (fsb_sv_fd_path(fd, named, sizeof(named)) < 0) {
+		if (st.st_nlink == 0)
+			out = fsb_at_reopen(fd, c->flags & ~(O_CREAT | O_EXCL | O_NOFOLLOW |
+							     O_CLOEXEC));
+		goto done;
+	}
+	fsb_sv_access_init(c->sv, c->req, &acc, writes ? FSB_OP_WRITE : FSB_OP_READ, named, -1);
+	acc.given_resolved = true;
+	snprintf(acc.res.path, sizeof(acc.res.path), "%s", named);
+	acc.res.exists = true;
+	acc.res.st = st;
+	fsb_broker_decide(c->sv->b, &acc);
+	if (acc.verdict.decision != FSB_ALLOW) {
+		out = -(acc.errnum ? acc.errnum : EACCES);
+		audit_call(c, &acc, -1, -out);
+		goto done;
+	}
+	if (writes && S_ISREG(st.st_mode)) {
+		rd = fsb_at_reopen(fd, O_RDONLY | O_NONBLOCK | O_NOCTTY);
+		err = rd < 0 ? rd : backup_opened_file(rd, &st, &ba);
+		if (rd >= 0)
+			close(rd);
+		if (err < 0) {
+			out = err;
+			goto done;
+		}
+	}
+	out = fsb_at_reopen(fd, c->flags & ~(O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC));
+	audit_call(c, &acc, out, out < 0 ? -out : 0);
+	if (out >= 0 && writes)
+		fsb_backup_note_write_grant(c->sv->b, c->sv->scope.session,
+					    acc.verdict.backup ? out : -1, st.st_dev, st.st_ino);
+done:
+	close(fd);
+	return out;
+}
+
+/* A read: judged as one, opened as the kernel would. */
+static int read_for_target(struct call *c)
+{
+	struct fsb_access acc;
 	int fd;
 
-	if (as_target) {
-		old_gid = (gid_t)setfsgid(c->creds.fsgid);
-		old_uid = (uid_t)setfsuid(c->creds.fsuid);
+	if (c->flags & ~READ_FLAGS)
+		return -EINVAL;
+	fsb_sv_access_init(c->sv, c->req, &acc, FSB_OP_READ, c->path, c->rootfd);
+	acc.strategy = (c->flags & O_NOFOLLOW) ? FSB_RESOLVE_THROUGH_PARENT : FSB_RESOLVE_EXISTING;
+	fsb_broker_decide(c->sv->b, &acc);
+	if (acc.verdict.decision != FSB_ALLOW || acc.errnum != 0) {
+		int err = acc.errnum ? acc.errnum : EACCES;
+
+		audit_call(c, &acc, -1, err);
+		return -err;
 	}
-	fd = fsb_grant_open(c->rootfd, &acc->res, flags, mode, backup_opened_file, ba);
-	if (as_target) {
-		setfsuid(old_uid);
-		setfsgid(old_gid);
-	}
+	if (!acc.res.exists)
+		return -ENOENT;
+	/* O_NOFOLLOW on a symlink: ELOOP, as the kernel (O_PATH aside). */
+	if ((c->flags & O_NOFOLLOW) && S_ISLNK(acc.res.st.st_mode))
+		return -ELOOP;
+	fd = open_read(c->rootfd, &acc.res, c->flags);
+	/* Reads are audited only when refused: a grant line per read would
+	 * drown the log (as for reads through the text protocol). */
 	return fd;
 }
 
@@ -108,6 +279,12 @@ static int open_for_target(struct call *c)
 	struct stat st;
 	int fd = -1, err;
 
+	if (!writes)
+		return read_for_target(c);
+	/* No unnamed file: programs fall back to a named one on EOPNOTSUPP,
+	 * as on a file system without O_TMPFILE. */
+	if ((c->flags & O_TMPFILE) == O_TMPFILE)
+		return -EOPNOTSUPP;
 	if (fsb_openflags_check(c->flags, writes, &why) < 0)
 		return -EINVAL;
 	fsb_sv_access_init(c->sv, c->req, &acc, writes ? FSB_OP_WRITE : FSB_OP_READ, c->path,
@@ -221,7 +398,7 @@ void fsb_sv_serve_open(struct fsb_supervisor *sv, const struct seccomp_notif *re
 	struct call c = { .sv = sv, .req = req, .pid = (pid_t)req->pid, .rootfd = -1 };
 	char rel[PATH_MAX];
 	unsigned long addr;
-	int dirfd, err, fd;
+	int dirfd, err, fd, tfd;
 
 	if ((err = read_args(&c, &dirfd, &addr)) < 0 ||
 	    (err = fsb_sv_read_string(c.pid, addr, rel, sizeof(rel))) < 0 ||
@@ -249,6 +426,8 @@ void fsb_sv_serve_open(struct fsb_supervisor *sv, const struct seccomp_notif *re
 	 * create; a file, ENOTDIR. Nothing is opened either way. */
 	if (fsb_sv_ends_in_slash(rel) && fsb_openflags_writes(c.flags))
 		fd = slash_open_error(c.rootfd, c.path, c.flags);
+	else if ((tfd = own_fd_name(c.path)) >= 0)
+		fd = open_own_fd(&c, tfd);
 	else
 		fd = open_for_target(&c);
 	close(c.rootfd);

@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/fsuid.h>
 #include <sys/ioctl.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
@@ -389,10 +390,76 @@ static void calls_are_performed_backed_up_and_undone(void **state)
 			fail_msg("%s is still there after the restore", *n);
 }
 
+/* A create under another fsuid: made as that user, as the kernel would. */
+static void creates_take_the_targets_fsuid(void **state)
+{
+	struct fsbt_core *c = *state;
+	struct { int setup, shared, closed, fifo; char why[160]; } s = { 0 };
+	struct stat st;
+	int p[2], status;
+	pid_t pid;
+
+	if (geteuid() != 0)
+		fsbt_skip("needs root: the core must be able to take on another fsuid");
+	assert_int_equal(mkdir(ws_path(c, "shared"), 0777), 0);
+	assert_int_equal(chmod(ws_path(c, "shared"), 0777), 0);
+	assert_int_equal(pipe2(p, O_CLOEXEC), 0);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		struct seen tmp = { 0 };
+		int fd;
+
+		close(p[0]);
+		if (chdir(c->ws) < 0 || supervise(c, &tmp) < 0) {
+			s.setup = -1;
+			snprintf(s.why, sizeof(s.why), "%s", tmp.why);
+		} else {
+			umask(022);
+			setfsgid(OTHER_ID);
+			setfsuid(OTHER_ID);
+			fd = open("shared/mine.txt", O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+			s.shared = fd < 0 ? errno : 0;
+			if (fd >= 0)
+				close(fd);
+			fd = open("not-mine.txt", O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+			s.closed = fd < 0 ? errno : 0;
+			if (fd >= 0)
+				close(fd);
+			s.fifo = ERR(mkfifo("shared/pipe", 0666));
+		}
+		if (write(p[1], &s, sizeof(s)) != (ssize_t)sizeof(s))
+			_exit(2);
+		_exit(0);
+	}
+	close(p[1]);
+	assert_int_equal(read(p[0], &s, sizeof(s)), (ssize_t)sizeof(s));
+	close(p[0]);
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	if (s.setup < 0) {
+		if (strstr(s.why, "seccomp") != NULL)
+			fsbt_skip("no seccomp user notification here: %s", s.why);
+		fail_msg("%s", s.why);
+	}
+	assert_int_equal(s.shared, 0);
+	lstat_of(c, "shared/mine.txt", &st);
+	assert_int_equal(st.st_uid, OTHER_ID);
+	assert_int_equal(st.st_gid, OTHER_ID);
+	assert_int_equal(st.st_mode & 0777, 0644);
+	/* The workspace is root's and 0755: that user may not create there. */
+	assert_int_equal(s.closed, EACCES);
+	assert_int_equal(access(ws_path(c, "not-mine.txt"), F_OK), -1);
+	assert_int_equal(s.fifo, 0);
+	lstat_of(c, "shared/pipe", &st);
+	assert_int_equal(st.st_uid, OTHER_ID);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(calls_are_performed_backed_up_and_undone,
+						fsbt_setup_core, fsbt_teardown_core),
+		cmocka_unit_test_setup_teardown(creates_take_the_targets_fsuid,
 						fsbt_setup_core, fsbt_teardown_core),
 	};
 
