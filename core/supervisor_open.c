@@ -113,8 +113,9 @@ static int grant_open_as_target(struct call *c, const struct fsb_access *acc, in
 /*
  * Open the judged object for reading as the kernel would: a directory
  * too (its fd reaches nothing unjudged while opens go through here or
- * through the mount plan), O_PATH as such, a FIFO or device without
- * blocking a pool thread. The object is reached with O_PATH and no
+ * through the mount plan), a FIFO or device without blocking a pool
+ * thread, O_PATH as a read (see below). The object is
+ * reached with O_PATH and no
  * symlink followed since it was judged, and reopened through /proc.
  */
 static int open_read(int rootfd, const struct fsb_resolved *res, int flags)
@@ -130,8 +131,10 @@ static int open_read(int rootfd, const struct fsb_resolved *res, int flags)
 		close(pathfd);
 		return -ENOTDIR;
 	}
+	/* ADDFD cannot pass an O_PATH fd (fget refuses one): the object is
+	 * opened for reading instead, which the read judged allows. */
 	if (flags & O_PATH)
-		return pathfd;
+		flags = O_RDONLY | (flags & O_DIRECTORY);
 	flags &= ~(O_NOFOLLOW | O_CLOEXEC);
 	if (S_ISFIFO(st.st_mode) || S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode))
 		flags |= O_NONBLOCK;
