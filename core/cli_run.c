@@ -255,6 +255,9 @@ static void audit_scope(struct fsb_broker *b, const struct fsb_scope *scope, con
 	fsb_broker_audit(b, scope->session, rec);
 }
 
+/* The pack says reads = "broker" (set by preflight). */
+static bool run_reads_broker;
+
 /* What stops a run from starting on this machine, or 0. */
 static int preflight(struct fsb_broker *b, char *bwrap, size_t bwrap_len, char *init,
 		     size_t init_len)
@@ -274,9 +277,9 @@ static int preflight(struct fsb_broker *b, char *bwrap, size_t bwrap_len, char *
 		return fail("cannot find fsbroker-init next to fsbroker: %s", strerror(-rc));
 	memset(&sum, 0, sizeof(sum));
 	rc = fsb_policy_summary(b->policy, &sum, err, sizeof(err));
-	if (rc == 0 && sum.reads == FSB_READS_BROKER)
-		rc = fail("the pack says reads = \"broker\", which the supervisor does not "
-			  "serve yet; use reads = \"mask\"");
+	/* reads = "broker": fsbroker-init's filter routes read opens too. */
+	if (rc == 0)
+		run_reads_broker = sum.reads == FSB_READS_BROKER;
 	else if (rc < 0)
 		rc = fail("%s", err);
 	fsb_policy_summary_free(&sum);
@@ -307,6 +310,8 @@ static char **build_argv(const char *bwrap, const struct fsb_mount_plan *plan,
 	argv[n++] = "3";
 	argv[n++] = "--writable";
 	argv[n++] = "/tmp";
+	if (run_reads_broker)
+		argv[n++] = "--reads-broker";
 	if (strcmp(tmp, "/tmp") != 0) {
 		argv[n++] = "--writable";
 		argv[n++] = (char *)tmp;

@@ -1108,6 +1108,86 @@ out:
 	return rc;
 }
 
+/*
+ * renameat2(RENAME_EXCHANGE): each name is the source of one move and the
+ * target of the other, so each is judged as both; both are backed up with
+ * everything beneath them, then swapped on their pinned parents. A restore
+ * puts each name's old content back; an entry that only the other tree had
+ * stays under its new name (it was never under this one).
+ */
+static int op_exchange(struct hostop *h)
+{
+	const struct fsb_hostop_req *r = h->req;
+	struct fsb_access *a = &h->src, *t = &h->dst;
+	struct tree_job ja = {
+		.h = h, .old_op = FSB_OP_RENAME_FROM, .new_op = FSB_OP_RENAME_TO,
+		.backup_old = true,
+	};
+	struct tree_job jt = ja;
+	const char *name, *tname;
+	struct stat st, tst;
+	int pfd = -1, tfd = -1, rc = -1;
+
+	if (judge(h, a, FSB_OP_RENAME_FROM, r->from, FSB_RESOLVE_THROUGH_PARENT) < 0)
+		return -1;
+	if (a->errnum == 0 && !a->res.exists)
+		return fail(h, ENOENT, "%s does not exist", r->from);
+	if (a->errnum != 0)
+		return fail(h, a->errnum, NULL);
+	if (judge(h, t, FSB_OP_RENAME_FROM, r->to, FSB_RESOLVE_THROUGH_PARENT) < 0)
+		return -1;
+	if (t->errnum == 0 && !t->res.exists)
+		return fail(h, ENOENT, "%s does not exist", r->to);
+	if (t->errnum != 0)
+		return fail(h, t->errnum, NULL);
+	/* Each name also receives the other's object. */
+	if (judge_entry(h, FSB_OP_RENAME_TO, a->res.path, &a->res.st) < 0 ||
+	    judge_entry(h, FSB_OP_RENAME_TO, t->res.path, &t->res.st) < 0)
+		return -1;
+	if (strcmp(a->res.path, t->res.path) == 0)
+		return 0;
+	if ((S_ISDIR(a->res.st.st_mode) && fsb_path_within(t->res.path, a->res.path)) ||
+	    (S_ISDIR(t->res.st.st_mode) && fsb_path_within(a->res.path, t->res.path)))
+		return fail(h, EINVAL, "cannot exchange a directory with a name beneath it");
+	if ((pfd = open_parent(h, a, &name)) < 0 || (tfd = open_parent(h, t, &tname)) < 0)
+		goto out;
+	if (still_there(h, pfd, name, a, &st) < 0 || still_there(h, tfd, tname, t, &tst) < 0)
+		goto out;
+	ja.old_top = a->res.path;
+	ja.new_top = t->res.path;
+	jt.old_top = t->res.path;
+	jt.new_top = a->res.path;
+	if ((S_ISDIR(st.st_mode) && walk(&ja, pfd, name, &st, check_entry) < 0) ||
+	    (S_ISDIR(tst.st_mode) && walk(&jt, tfd, tname, &tst, check_entry) < 0))
+		goto out;
+	/* The old side of both first: each path's first record is its state
+	 * before the swap. */
+	ja.new_top = jt.new_top = NULL;
+	if (backup_at(h, FSB_OP_RENAME_FROM, r->from, a->res.path, pfd, name, &st,
+		      !a->verdict.backup) < 0 ||
+	    backup_at(h, FSB_OP_RENAME_FROM, r->to, t->res.path, tfd, tname, &tst,
+		      !t->verdict.backup) < 0 ||
+	    (S_ISDIR(st.st_mode) && walk(&ja, pfd, name, &st, save_entry) < 0) ||
+	    (S_ISDIR(tst.st_mode) && walk(&jt, tfd, tname, &tst, save_entry) < 0) ||
+	    sync_backups(h) < 0 || audit_before(h) < 0)
+		goto out;
+	if (still_there(h, pfd, name, a, &st) < 0 || still_there(h, tfd, tname, t, &tst) < 0)
+		goto out;
+	if (renameat2(pfd, name, tfd, tname, RENAME_EXCHANGE) < 0) {
+		fail(h, errno, "cannot exchange %s and %s: %s", a->res.path, t->res.path,
+		     strerror(errno));
+		goto out;
+	}
+	h->changed = true;
+	rc = 0;
+out:
+	if (pfd >= 0)
+		close(pfd);
+	if (tfd >= 0)
+		close(tfd);
+	return rc;
+}
+
 /* ---- copy --------------------------------------------------------------- */
 
 struct copier {
@@ -1379,15 +1459,19 @@ static int op_link(struct hostop *h)
 {
 	const struct fsb_hostop_req *r = h->req;
 	struct fsb_access *a = &h->src, *t = &h->dst;
-	const char *tname;
+	const char *tname, *sname = NULL;
 	char proc[32];
 	struct stat st;
 	int fd = -1, tfd = -1, rc = -1;
 
 	if (!r->symbolic) {
-		/* A new name for a file is a way to write it: the modify right. */
-		if (judge(h, a, FSB_OP_LINK, r->from, FSB_RESOLVE_EXISTING) < 0)
+		/* A new name for a file is a way to write it: the modify right.
+		 * link(2) links a symlink itself: judged through its parent. */
+		if (judge(h, a, FSB_OP_LINK, r->from, h->who->link_nofollow
+			  ? FSB_RESOLVE_THROUGH_PARENT : FSB_RESOLVE_EXISTING) < 0)
 			return -1;
+		if (a->errnum == 0 && !a->res.exists)
+			return fail(h, ENOENT, "%s does not exist", r->from);
 		if (a->errnum != 0)
 			return fail(h, a->errnum, a->errnum == ENOENT ? "%s does not exist" : NULL,
 				    r->from);
@@ -1400,7 +1484,13 @@ static int op_link(struct hostop *h)
 			    : NULL, r->to);
 	if (t->res.exists)
 		return fail(h, EEXIST, "%s exists", t->res.path);
-	if (!r->symbolic) {
+	if (!r->symbolic && h->who->link_nofollow && S_ISLNK(a->res.st.st_mode)) {
+		/* The symlink itself: pinned as its parent and name. */
+		if ((fd = open_parent(h, a, &sname)) < 0)
+			return -1;
+		if (still_there(h, fd, sname, a, &st) < 0)
+			goto out;
+	} else if (!r->symbolic) {
 		if ((fd = reach(h, a, &st)) < 0)
 			return -1;
 		if (S_ISDIR(st.st_mode)) {
@@ -1415,8 +1505,9 @@ static int op_link(struct hostop *h)
 	    sync_backups(h) < 0 || audit_before(h) < 0)
 		goto out;
 	if (r->symbolic ? symlinkat(r->from, tfd, tname)
-			: linkat(AT_FDCWD, fsb_at_fd_path(fd, proc, sizeof(proc)), tfd, tname,
-				 AT_SYMLINK_FOLLOW)) {
+	    : sname != NULL ? linkat(fd, sname, tfd, tname, 0)
+			    : linkat(AT_FDCWD, fsb_at_fd_path(fd, proc, sizeof(proc)), tfd, tname,
+				     AT_SYMLINK_FOLLOW)) {
 		fail(h, errno, "cannot make %s: %s", t->res.path, strerror(errno));
 		goto out;
 	}
@@ -1542,7 +1633,10 @@ static void run(struct hostop *h)
 			mkdir_one(h);
 		break;
 	case FSB_HOSTOP_RENAME:
-		op_rename(h);
+		if (h->who->rename_exchange)
+			op_exchange(h);
+		else
+			op_rename(h);
 		break;
 	case FSB_HOSTOP_COPY:
 		op_copy(h);

@@ -25,6 +25,13 @@ struct fsb_hostop_client {
 	 * directory: EISDIR) or rmdir(2) (only a directory: ENOTDIR). */
 	bool delete_file_only, delete_dir_only;
 	bool rename_noreplace;	/* renameat2(RENAME_NOREPLACE): an existing target is EEXIST */
+	/* renameat2(RENAME_EXCHANGE): both names must exist; each is judged
+	 * as a rename source and a rename target and backed up, then the two
+	 * are swapped in one call. */
+	bool rename_exchange;
+	/* link(2), linkat(2) without AT_SYMLINK_FOLLOW: a symlink source is
+	 * linked itself, never followed. */
+	bool link_nofollow;
 	bool exact_mode;	/* mkdir: `mode` as given, the core's umask not applied */
 	bool must_be_dir;	/* a name ended in '/': a file there is ENOTDIR */
 };

@@ -4,9 +4,10 @@
  * decided by the policy, backed up and performed by the core in the
  * target's view, and answered with its result or its fd.
  *
- * This slice emulates the open family (open, openat, creat, openat2 with
- * write intent). Every other routed call is refused with EPERM and a log
- * line until it is emulated: fail closed, never CONTINUE.
+ * Every call of DESIGN §7.3's list is emulated or refused with the errno
+ * docs/runtime-supervisor.md names; a routed call it does not know is
+ * refused with EPERM and a log line: fail closed, never CONTINUE. The
+ * parts: supervisor_call.h.
  */
 #ifndef FSB_SUPERVISOR_H
 #define FSB_SUPERVISOR_H

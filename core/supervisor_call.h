@@ -1,0 +1,121 @@
+/*
+ * supervisor_call.h — what the parts of the seccomp supervisor share
+ * (internal to supervisor*.c; the public face is supervisor.h):
+ *
+ *   supervisor.c          lifetime, receiving, dispatch, answering;
+ *   supervisor_target.c   reading the target: its memory, cwd, dirfds,
+ *                         fds, umask and fsuid/fsgid, its root (cached);
+ *   supervisor_open.c     the open family, writes and brokered reads,
+ *                         and the target's own fds named as paths;
+ *   supervisor_names.c    calls that change names, as host operations;
+ *   supervisor_meta.c     calls that change a file in place: truncate,
+ *                         times, owner, mode on an fd, mknod, inode flags.
+ */
+#ifndef FSB_SUPERVISOR_CALL_H
+#define FSB_SUPERVISOR_CALL_H
+
+#include <linux/seccomp.h>
+#include <stdbool.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <uv.h>
+
+#include "broker.h"
+
+struct sv_root_cache;
+
+struct fsb_supervisor {
+	struct fsb_broker *b;
+	struct fsb_scope scope;
+	int listener;
+	uv_poll_t poll;
+	bool stopping, poll_closed;
+	unsigned long inflight;	/* notifications being served */
+	void (*on_end)(struct fsb_supervisor *sv, void *arg);
+	void *arg;
+	struct sv_root_cache *roots;	/* supervisor_target.c */
+};
+
+/* ---- supervisor.c -------------------------------------------------------- */
+
+/** Answer `req` with `err` (0 or -errno). */
+void fsb_sv_answer(struct fsb_supervisor *sv, const struct seccomp_notif *req, int err);
+
+/** Answer `req` with `fd` installed in the target (O_CLOEXEC from `flags`);
+ * `fd` is closed. */
+void fsb_sv_answer_fd(struct fsb_supervisor *sv, const struct seccomp_notif *req, int fd,
+		      int flags);
+
+/** NOTIF_ID_VALID: the process that trapped is still waiting, so what was
+ * read through its pid was its own. */
+bool fsb_sv_still_valid(struct fsb_supervisor *sv, const struct seccomp_notif *req);
+
+/** The audit line of a decision the supervisor made itself (phase
+ * "supervisor", with the pid and the system call number). */
+int fsb_sv_audit(struct fsb_supervisor *sv, const struct seccomp_notif *req,
+		  const struct fsb_access *acc, int err);
+
+/** An access for `sv`'s scope by `req`'s process, judged in view `rootfd`
+ * (-1: the core's own view). */
+void fsb_sv_access_init(struct fsb_supervisor *sv, const struct seccomp_notif *req,
+			struct fsb_access *acc, enum fsb_op op, const char *path, int rootfd);
+
+/* ---- supervisor_target.c ------------------------------------------------- */
+
+/* What a create needs of the target: its umask and its fsuid/fsgid. */
+struct sv_creds {
+	mode_t umask;
+	uid_t fsuid;
+	gid_t fsgid;
+};
+
+/** A NUL-terminated string at `addr` in the target. 0, -EFAULT or -ENAMETOOLONG. */
+int fsb_sv_read_string(pid_t pid, unsigned long addr, char *buf, size_t len);
+
+/** `len` bytes at `addr` in the target. 0 or -EFAULT. */
+int fsb_sv_read_bytes(pid_t pid, unsigned long addr, void *buf, size_t len);
+
+/** The target's umask and fsuid/fsgid from /proc/<pid>/status; -ESRCH when
+ * it cannot be read (check NOTIF_ID_VALID after). */
+int fsb_sv_creds(pid_t pid, struct sv_creds *out);
+
+/** The absolute path `rel` names for the target: joined to its cwd
+ * (`dirfd` AT_FDCWD) or to the directory its `dirfd` is open on. */
+int fsb_sv_absolute_path(pid_t pid, int dirfd, const char *rel, char *out, size_t len);
+
+/** The path argument at `addr` relative to `dirfd`, absolute, in `out`.
+ * `*slash` (may be NULL) is set when the name ends in '/'. */
+int fsb_sv_target_path(pid_t pid, int dirfd, unsigned long addr, char *out, size_t len,
+		       bool *slash);
+
+/** True when `p` ends in '/' (and is not "/"). */
+bool fsb_sv_ends_in_slash(const char *p);
+
+/** A duplicate of the target's fd `tfd` (pidfd_getfd): the very open file.
+ * -errno when it cannot be taken. */
+int fsb_sv_target_fd(pid_t pid, int tfd);
+
+/**
+ * The target's "/" (an O_PATH fd of its /proc/<pid>/root, the caller's to
+ * close), from the cache when the same process asked before. -EACCES when
+ * it cannot be opened. Check NOTIF_ID_VALID after.
+ */
+int fsb_sv_root(struct fsb_supervisor *sv, pid_t pid);
+
+/** Free the root cache (at the end of the supervisor). */
+void fsb_sv_roots_free(struct fsb_supervisor *sv);
+
+/**
+ * The real path of the target's fd `fd` (a dup of it) as the target sees
+ * it, for judging: -EPERM when it has none (removed, a pipe, a socket).
+ */
+int fsb_sv_fd_path(int fd, char *out, size_t len);
+
+/* ---- the parts ---------------------------------------------------------- */
+
+void fsb_sv_serve_open(struct fsb_supervisor *sv, const struct seccomp_notif *req);
+void fsb_sv_serve_names(struct fsb_supervisor *sv, const struct seccomp_notif *req);
+/** Returns false when `req` is not one of its calls. */
+bool fsb_sv_serve_meta(struct fsb_supervisor *sv, const struct seccomp_notif *req);
+
+#endif
