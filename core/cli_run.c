@@ -591,6 +591,8 @@ int fsb_cli_run(int argc, char **argv)
 		/* Supervise on this connection supervises for the run's scope. */
 		conn->scope = scope;
 		audit_scope(&r->broker, &scope, scoped);
+		/* What `fsbroker approve` recorded since an earlier run asked. */
+		fsb_approvals_load(&r->broker, session);
 	}
 
 	in.scoped_socket = scoped;
@@ -641,6 +643,8 @@ int fsb_cli_run(int argc, char **argv)
 		r->init_sock = -1;
 		cycle = (int)last_cycle(r->broker.cfg.state_dir, session);
 	} else {
+		/* Calls still waiting for approval: for `fsbroker approve`. */
+		fsb_approvals_save_blocks(&r->broker, session, tool_call);
 		/* Everything the supervisor did is in the cycle now: seal it. */
 		join_cmd(o.cmd, message, sizeof(message));
 		cycle = fsb_backup_commit(&r->broker, session, message, err, sizeof(err));

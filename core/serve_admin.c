@@ -97,6 +97,9 @@ static void open_scope(struct fsb_conn *conn, const cJSON *req, cJSON *reply)
 	audit_scope(conn, "open", &scope, path);
 	/* The run's scope: Supervise on this connection supervises for it. */
 	conn->scope = scope;
+	/* Approvals `fsbroker approve` recorded since a run asked: the rerun
+	 * finds them. */
+	fsb_approvals_load(conn->srv->broker, session);
 	cJSON_AddStringToObject(reply, "socket", path);
 	cJSON_AddStringToObject(reply, "sessionId", session);
 	cJSON_AddStringToObject(reply, "toolCallId", tool_call);
@@ -160,8 +163,15 @@ static void close_scope_now(struct fsb_conn *conn, cJSON *reply)
 {
 	const char *path = get_string(reply, "socket");
 
-	if (fsb_server_close_scope(conn->srv, conn, path) < 0)
+	if (fsb_server_close_scope(conn->srv, conn, path) < 0) {
 		refuse(reply, "no scoped socket of this connection has that path");
+		return;
+	}
+	/* The run is over: what it still waits on is left for
+	 * `fsbroker approve`, as an embedded core leaves it. */
+	if (conn->scope.session[0] != '\0')
+		fsb_approvals_save_blocks(conn->srv->broker, conn->scope.session,
+					  conn->scope.tool_call);
 }
 
 /* True when the reply waits for the run's supervisor (see supervisor_ended). */
