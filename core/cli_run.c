@@ -21,6 +21,7 @@
 #include "backup_read.h"
 #include "cli.h"
 #include "config.h"
+#include "control.h"
 #include "landlock.h"
 #include "log.h"
 #include "modify_backup.h"
@@ -37,7 +38,9 @@
 
 static const char usage[] =
 	"usage: fsbroker run [--rules PACK] [--workspace DIR] [--session ID] [--tool-call ID]\n"
-	"                    [--state-dir DIR] [--summary-fd N] [--explain] -- CMD [ARG]...\n"
+	"                    [--state-dir DIR] [--summary-fd N] [--control-fd N]\n"
+	"                    [--approvals deferred|inline] [--approval-timeout SECONDS]\n"
+	"                    [--explain] -- CMD [ARG]...\n"
 	"       fsbroker run --core STATE-DIR [--session ID] [--tool-call ID] [--summary-fd N]\n"
 	"                    -- CMD [ARG]...\n"
 	"\n"
@@ -46,14 +49,20 @@ static const char usage[] =
 	"seals its backup cycle when CMD ends. With --core it attaches to the\n"
 	"`fsbroker serve --state-dir STATE-DIR` running, whose host commits the turn.\n"
 	"Then print a summary on stderr (or one JSON object on fd N with --summary-fd)\n"
-	"and exit with CMD's status (125: fsbroker run failed).\n"
+	"and exit with CMD's status (125: fsbroker run failed). A call the pack asks\n"
+	"about fails with EACCES and is listed with the `fsbroker approve` command\n"
+	"(deferred), or waits for Approve/Deny on the control fd (--approvals inline).\n"
 	"Defaults: the workspace is the current directory, the session \"" DEFAULT_SESSION "\"\n"
 	"(the core's with --core), the tool call tc-<time>-<pid>. --explain prints the\n"
 	"sandbox's mount plan. docs/runtime.md has every flag.\n";
 
+#define DEFAULT_APPROVAL_TIMEOUT 60
+
 struct run_opts {
 	const char *rules, *workspace, *session, *tool_call, *state_dir, *core_dir;
-	int summary_fd;
+	int summary_fd, control_fd;
+	bool inline_approvals;
+	unsigned approval_timeout;
 	bool explain;
 	char **cmd;
 };
@@ -67,6 +76,15 @@ struct run {
 	uv_process_t proc;
 	uv_signal_t sigs[3];
 	int init_sock;		/* our copy of init's end, kept until CMD is gone */
+	/* The host's control channel (--control-fd), and the prompt events
+	 * threads of the pool queue for it (inline approvals). */
+	struct fsb_control ctl;
+	bool ctl_up;
+	int ctl_wfd;		/* our dup of the control fd, for writing */
+	uv_async_t prompt_async;
+	bool async_up;
+	pthread_mutex_t events_lock;
+	cJSON *events;		/* an array, under events_lock */
 	bool exited;
 	int64_t exit_status;
 	int term_signal;
@@ -93,11 +111,76 @@ static void on_closed(uv_handle_t *h)
 	(void)h;
 }
 
+/* Nobody answers prompts any more (the host hung up, or CMD is gone):
+ * calls waiting are refused, later ones refused at once. */
+static void stop_inline(struct run *r)
+{
+	if (r->attached || r->broker.on_prompt == NULL)
+		return;
+	fsb_broker_lock(&r->broker);
+	r->broker.on_prompt = NULL;
+	fsb_prompts_answer_all(r->broker.prompts, false);
+	fsb_broker_unlock(&r->broker);
+}
+
+static void on_host_gone(struct fsb_control *ctl)
+{
+	struct run *r = ctl->data;
+
+	stop_inline(r);
+	if (r->ctl_up) {
+		r->ctl_up = false;
+		fsb_control_close(&r->ctl);
+	}
+}
+
+/* On a thread of the pool, the broker's lock held: queue the event. */
+static void on_prompt(struct fsb_broker *b, const struct fsb_prompt *p, void *arg)
+{
+	struct run *r = arg;
+	cJSON *ev = fsb_prompt_to_json(p);
+
+	cJSON_AddStringToObject(ev, "event", "prompt");
+	cJSON_AddNumberToObject(ev, "timeoutSeconds", b->approval_timeout_s);
+	pthread_mutex_lock(&r->events_lock);
+	cJSON_AddItemToArray(r->events, ev);
+	pthread_mutex_unlock(&r->events_lock);
+	uv_async_send(&r->prompt_async);
+}
+
+/* On the loop: the queued events out to the host. */
+static void on_prompt_async(uv_async_t *h)
+{
+	struct run *r = h->data;
+	cJSON *ev;
+
+	pthread_mutex_lock(&r->events_lock);
+	while ((ev = cJSON_DetachItemFromArray(r->events, 0)) != NULL) {
+		pthread_mutex_unlock(&r->events_lock);
+		if (r->ctl_up)
+			fsb_control_event(&r->ctl, ev);
+		else
+			cJSON_Delete(ev);
+		pthread_mutex_lock(&r->events_lock);
+	}
+	pthread_mutex_unlock(&r->events_lock);
+}
+
 /* CMD is gone (bwrap exited, and with it the sandbox's pid namespace):
  * let go of everything so the loop ends once the supervisor's work is. */
 static void on_exit_cb(uv_process_t *p, int64_t status, int term_signal)
 {
 	struct run *r = p->data;
+
+	stop_inline(r);
+	if (r->async_up) {
+		r->async_up = false;
+		uv_close((uv_handle_t *)&r->prompt_async, on_closed);
+	}
+	if (r->ctl_up) {
+		r->ctl_up = false;
+		fsb_control_close(&r->ctl);
+	}
 
 	r->exited = true;
 	r->exit_status = status;
@@ -290,6 +373,9 @@ static int parse_opts(int argc, char **argv, struct run_opts *o, bool *help)
 		{ "state-dir", required_argument, NULL, 'd' },
 		{ "core", required_argument, NULL, 'c' },
 		{ "summary-fd", required_argument, NULL, 'F' },
+		{ "control-fd", required_argument, NULL, 'C' },
+		{ "approvals", required_argument, NULL, 'a' },
+		{ "approval-timeout", required_argument, NULL, 'T' },
 		{ "explain", no_argument, NULL, 'e' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
@@ -297,7 +383,8 @@ static int parse_opts(int argc, char **argv, struct run_opts *o, bool *help)
 	int c;
 
 	memset(o, 0, sizeof(*o));
-	o->summary_fd = -1;
+	o->summary_fd = o->control_fd = -1;
+	o->approval_timeout = DEFAULT_APPROVAL_TIMEOUT;
 	*help = false;
 	optind = 1;
 	opterr = 0;
@@ -325,6 +412,27 @@ static int parse_opts(int argc, char **argv, struct run_opts *o, bool *help)
 			if (check_fd("--summary-fd", optarg, &o->summary_fd) != 0)
 				return FSB_EXIT_RUN;
 			break;
+		case 'C':
+			if (check_fd("--control-fd", optarg, &o->control_fd) != 0)
+				return FSB_EXIT_RUN;
+			break;
+		case 'a':
+			if (strcmp(optarg, "inline") != 0 && strcmp(optarg, "deferred") != 0)
+				return fail("--approvals is deferred or inline, not '%s'", optarg);
+			o->inline_approvals = strcmp(optarg, "inline") == 0;
+			break;
+		case 'T': {
+			char *end;
+			long t;
+
+			errno = 0;
+			t = strtol(optarg, &end, 10);
+			if (errno != 0 || *end != '\0' || end == optarg || t < 1 || t > 86400)
+				return fail("--approval-timeout needs a number of seconds from 1 to "
+					    "86400, not '%s'", optarg);
+			o->approval_timeout = (unsigned)t;
+			break;
+		}
 		case 'e':
 			o->explain = true;
 			break;
@@ -354,7 +462,47 @@ static int parse_opts(int argc, char **argv, struct run_opts *o, bool *help)
 				    "attaches to: leave out --rules, --workspace and --state-dir");
 		if (o->explain)
 			return fail("--explain describes an embedded core; leave out --core");
+		if (o->control_fd >= 0 || o->inline_approvals)
+			return fail("with --core the core's agent host holds the control channel "
+				    "and answers its prompts: leave out --control-fd and "
+				    "--approvals inline");
 	}
+	if (o->inline_approvals && o->control_fd < 0)
+		return fail("--approvals inline needs --control-fd N: the host answers each "
+			    "prompt there");
+	if (o->control_fd >= 0 && o->control_fd == o->summary_fd)
+		return fail("--control-fd and --summary-fd must be two descriptors");
+	return 0;
+}
+
+/* The host's control channel on --control-fd (reads there, writes on a
+ * dup of it: one poll handle per descriptor), and the inline hook. */
+static int start_control(struct run *r, const struct run_opts *o, const char *session)
+{
+	int rc;
+
+	r->ctl_wfd = fcntl(o->control_fd, F_DUPFD_CLOEXEC, 3);
+	if (r->ctl_wfd < 0)
+		return fail("--control-fd %d: %s", o->control_fd, strerror(errno));
+	r->ctl.on_shutdown = on_host_gone;
+	r->ctl.data = r;
+	rc = fsb_control_start(&r->loop, &r->ctl, &r->broker, session, o->control_fd, r->ctl_wfd);
+	if (rc < 0)
+		return fail("--control-fd %d: cannot serve the control channel there (%s): a "
+			    "socket or a pipe is needed", o->control_fd, uv_strerror(rc));
+	r->ctl_up = true;
+	if (!o->inline_approvals)
+		return 0;
+	r->events = cJSON_CreateArray();
+	pthread_mutex_init(&r->events_lock, NULL);
+	uv_async_init(&r->loop, &r->prompt_async, on_prompt_async);
+	r->prompt_async.data = r;
+	r->async_up = true;
+	fsb_broker_lock(&r->broker);
+	r->broker.approval_timeout_s = o->approval_timeout;
+	r->broker.on_prompt_arg = r;
+	r->broker.on_prompt = on_prompt;
+	fsb_broker_unlock(&r->broker);
 	return 0;
 }
 
@@ -593,6 +741,9 @@ int fsb_cli_run(int argc, char **argv)
 		audit_scope(&r->broker, &scope, scoped);
 		/* What `fsbroker approve` recorded since an earlier run asked. */
 		fsb_approvals_load(&r->broker, session);
+		if (o.control_fd >= 0 && (rc = start_control(r, &o, session)) != 0)
+			goto out;
+		rc = FSB_EXIT_RUN;
 	}
 
 	in.scoped_socket = scoped;
@@ -694,10 +845,23 @@ out:
 	if (r->init_sock >= 0 && !r->attached)
 		close(r->init_sock);
 	r->init_sock = -1;
-	if (r->server_up && !r->exited) {
-		fsb_server_close(&r->server);
+	if (!r->exited) {
+		stop_inline(r);
+		if (r->async_up)
+			uv_close((uv_handle_t *)&r->prompt_async, on_closed);
+		if (r->ctl_up)
+			fsb_control_close(&r->ctl);
+		r->async_up = r->ctl_up = false;
+		if (r->server_up)
+			fsb_server_close(&r->server);
 		uv_run(&r->loop, UV_RUN_DEFAULT);
 	}
+	if (r->events != NULL) {
+		cJSON_Delete(r->events);
+		pthread_mutex_destroy(&r->events_lock);
+	}
+	if (r->ctl_wfd > 0)
+		close(r->ctl_wfd);
 	if (plan_built)
 		fsb_mount_plan_free(&plan);
 	free(bargv);

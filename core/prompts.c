@@ -169,16 +169,14 @@ int fsb_prompts_wait(struct fsb_prompts *ps, pthread_mutex_t *lock, const char *
 	if (p == NULL)
 		return -ENOENT;
 	answer = p->answer;
+	p->waiters--;
 	if (answer == 0) {
-		/* Timed out: nobody approved it, so it is denied, for every
-		 * call that waits on it. */
-		answer = p->answer = -1;
-		pthread_cond_broadcast(&ps->answered);
-	}
-	if (--p->waiters == 0)
-		remove_at(ps, i);
-	if (rc == ETIMEDOUT && answer < 0)
+		/* Timed out: the call is refused, but the block stays pending,
+		 * for the host to answer later or `fsbroker approve`. */
 		return -ETIMEDOUT;
+	}
+	if (p->waiters == 0)
+		remove_at(ps, i);
 	return answer > 0 ? 1 : 0;
 }
 

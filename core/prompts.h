@@ -80,8 +80,9 @@ void fsb_prompts_answer_all(struct fsb_prompts *ps, bool approved);
 /**
  * With `lock` held exactly once (it is let go while waiting): wait up to
  * `timeout_s` seconds for block `id` to be answered. Returns 1 approved,
- * 0 denied, -ETIMEDOUT (the block is then denied and forgotten), or
- * -ENOENT when the block is gone (dropped from a full table).
+ * 0 denied, -ETIMEDOUT (the call is to be refused; the block stays pending,
+ * for a later answer or `fsbroker approve`), or -ENOENT when the block is
+ * gone (dropped from a full table).
  */
 int fsb_prompts_wait(struct fsb_prompts *ps, pthread_mutex_t *lock, const char *id,
 		     unsigned timeout_s);

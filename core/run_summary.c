@@ -135,6 +135,32 @@ static void add_refusal(struct fsb_run_summary *s, bool ask, const char *op, con
 	}
 }
 
+/* The blocks of the tool call its host denied (inline approvals): the
+ * calls that waited on them were refused, not left waiting. */
+static size_t host_denials(FILE *f, const char *tool_call, char (*ids)[32], size_t max)
+{
+	size_t cap = 0, n = 0;
+	char *line = NULL;
+
+	while (getline(&line, &cap, f) > 0) {
+		cJSON *o;
+		const char *tc, *phase, *blk;
+
+		if (strstr(line, "\"approval-denied\"") == NULL)
+			continue;
+		o = cJSON_Parse(line);
+		tc = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(o, "toolCallId"));
+		phase = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(o, "phase"));
+		blk = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(o, "blockId"));
+		if (tc != NULL && strcmp(tc, tool_call) == 0 && phase != NULL &&
+		    strcmp(phase, "approval-denied") == 0 && blk != NULL && n < max)
+			snprintf(ids[n++], sizeof(ids[0]), "%s", blk);
+		cJSON_Delete(o);
+	}
+	free(line);
+	return n;
+}
+
 /*
  * The audit lines of the tool call written since `from` that refuse a call
  * or hold it for approval. A host operation writes two lines for one
@@ -142,14 +168,19 @@ static void add_refusal(struct fsb_run_summary *s, bool ask, const char *op, con
  */
 static void collect_refusals(struct fsb_run_summary *s, off_t from)
 {
-	char path[PATH_MAX + 64];
-	size_t cap = 0;
+	char path[PATH_MAX + 64], denied_ids[SHOWN][32], rule_buf[600];
+	size_t cap = 0, ndenied_ids;
 	char *line = NULL;
 	FILE *f;
 
 	snprintf(path, sizeof(path), "%s/audit/%s.jsonl", s->state_dir, s->session);
 	if ((f = fopen(path, "re")) == NULL)
 		return;
+	if (fseeko(f, from, SEEK_SET) < 0) {
+		fclose(f);
+		return;
+	}
+	ndenied_ids = host_denials(f, s->tool_call, denied_ids, SHOWN);
 	if (fseeko(f, from, SEEK_SET) < 0) {
 		fclose(f);
 		return;
@@ -172,9 +203,18 @@ static void collect_refusals(struct fsb_run_summary *s, off_t from)
 		rule = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(o, "rule"));
 		blk = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(o, "blockId"));
 		/* An ask without a block (the table was full) cannot be approved
-		 * later: it is a refusal like any other. */
+		 * later: it is a refusal like any other. So is one the host
+		 * denied. */
 		if (ask && blk == NULL)
 			ask = false;
+		for (size_t i = 0; ask && i < ndenied_ids; i++) {
+			if (strcmp(denied_ids[i], blk) == 0) {
+				ask = false;
+				snprintf(rule_buf, sizeof(rule_buf), "%s, denied by the host",
+					 rule ? rule : "?");
+				rule = rule_buf;
+			}
+		}
 		for (size_t i = 0; i < s->ndenied && !dup; i++)
 			dup = strcmp(s->denied[i].op, op ? op : "") == 0 &&
 			      strcmp(s->denied[i].path, target ? target : "") == 0;
