@@ -145,8 +145,10 @@ int fsb_broker_init(struct fsb_broker *b, uv_loop_t *loop,
 	b->cfg = *cfg;
 	b->rootfd = -1;
 	b->started_ms = loop != NULL ? uv_now(loop) : 0;
+	b->loop_thread = pthread_self();
+	b->approval_timeout_s = 60;
 	b->prompts = calloc(1, sizeof(*b->prompts));
-	if (b->prompts == NULL) {
+	if (b->prompts == NULL || fsb_prompts_init(b->prompts) < 0) {
 		snprintf(err, errlen, "out of memory");
 		return -ENOMEM;
 	}
@@ -197,6 +199,7 @@ void fsb_broker_free(struct fsb_broker *b)
 	free(b->skips);
 	b->skips = NULL;
 	b->nskips = 0;
+	fsb_approvals_free(b);
 	fsb_policy_free(b->policy);
 	b->policy = NULL;
 	fsb_protected_free(&b->protected);
@@ -277,6 +280,42 @@ static void deny_protected(struct fsb_access *d, const struct fsb_protected_entr
 
 static void decide(struct fsb_broker *b, struct fsb_access *d);
 
+/* Whether `d` may wait for the host's answer: inline approvals are on, a
+ * sandboxed process made the call, and this is a thread of the pool (the
+ * loop must never wait: it serves the host's answer). */
+static bool may_wait(const struct fsb_broker *b, const struct fsb_access *d)
+{
+	return b->on_prompt != NULL && d->block_id[0] != '\0' && d->pid > 0 &&
+	       b->loop != NULL && !pthread_equal(pthread_self(), b->loop_thread);
+}
+
+/* Inline approvals: ask the host about the block `d` recorded and wait. An
+ * approval is judged again by the pack (decide once more), so a deny or a
+ * reload meanwhile still wins; a timeout or a deny leaves `d` as it was. */
+static void wait_for_host(struct fsb_broker *b, struct fsb_access *d)
+{
+	const struct fsb_prompt *p = fsb_prompts_find(b->prompts, d->block_id);
+	char block[sizeof(d->block_id)];
+	int rc;
+
+	if (p == NULL)
+		return;
+	snprintf(block, sizeof(block), "%s", d->block_id);
+	if (p->waiters == 0)
+		b->on_prompt(b, p, b->on_prompt_arg);
+	rc = fsb_prompts_wait(b->prompts, &b->lock, block, b->approval_timeout_s);
+	if (rc == 1) {
+		decide(b, d);
+		return;
+	}
+	if (rc == -ETIMEDOUT) {
+		cJSON *rec = fsb_access_audit_record(d, "approval-timeout");
+
+		cJSON_AddNumberToObject(rec, "timeoutSeconds", b->approval_timeout_s);
+		fsb_broker_audit(b, d->session ? d->session : "", rec);
+	}
+}
+
 void fsb_broker_decide(struct fsb_broker *b, struct fsb_access *d)
 {
 	/* The lookups on disk need no lock (the root fd never changes); only
@@ -291,6 +330,9 @@ void fsb_broker_decide(struct fsb_broker *b, struct fsb_access *d)
 	}
 	fsb_broker_lock(b);
 	decide(b, d);
+	if (d->verdict.decision == FSB_ASK && may_wait(b, d))
+		wait_for_host(b, d);
+	fsb_approvals_note_decision(b, d);
 	fsb_broker_unlock(b);
 }
 

@@ -14,6 +14,7 @@
 #include <cJSON.h>
 #include <uv.h>
 
+#include "approval_files.h"
 #include "audit.h"
 #include "backup.h"
 #include "op.h"
@@ -104,6 +105,19 @@ struct fsb_broker {
 	struct fsb_prompts *prompts;
 	struct fsb_skip_approval *skips;	/* under lock */
 	size_t nskips;
+	/* Approvals loaded from the sessions' state dirs (approval_files.c),
+	 * under lock. */
+	struct fsb_approval_file *approval_files;
+	size_t napproval_files;
+	/* Inline approvals (`fsbroker run --approvals=inline`): a call a
+	 * sandboxed process made that the pack answers `ask` waits, on its
+	 * thread of the pool, until the host answers its block or
+	 * approval_timeout_s passes. on_prompt (under lock, quick) tells the
+	 * host; NULL: blocks answer EACCES at once (deferred). */
+	void (*on_prompt)(struct fsb_broker *b, const struct fsb_prompt *p, void *arg);
+	void *on_prompt_arg;
+	unsigned approval_timeout_s;
+	pthread_t loop_thread;		/* the loop's: it never waits */
 	struct fsb_session sessions[FSB_MAX_SESSIONS];
 	int nsessions;
 	int rootfd;		/* "/" of the core's own view */

@@ -7,6 +7,7 @@
 
 int fsb_cli_serve(int argc, char **argv);
 int fsb_cli_run(int argc, char **argv);
+int fsb_cli_approve(int argc, char **argv);
 int fsb_cli_check(int argc, char **argv);
 int fsb_cli_audit(int argc, char **argv);
 int fsb_cli_backup(int argc, char **argv);

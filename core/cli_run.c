@@ -1,13 +1,12 @@
 /*
- * cli_run.c — `fsbroker run` with an embedded core (DESIGN §7): start the
- * core in this process, run CMD under bubblewrap and fsbroker-init with the
- * core supervising its file changes, then seal the backup cycle, print a
- * summary on stderr and exit with CMD's status.
+ * cli_run.c — `fsbroker run` (DESIGN §7): run CMD under bubblewrap and
+ * fsbroker-init with a core supervising its file changes — a core embedded
+ * in this process, or with --core the one `fsbroker serve` runs — then say
+ * what it changed and refused (run_summary.c) and exit with CMD's status.
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
-#include <libgen.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -22,16 +21,15 @@
 #include "backup_read.h"
 #include "cli.h"
 #include "config.h"
+#include "control.h"
 #include "landlock.h"
 #include "log.h"
 #include "modify_backup.h"
 #include "mount_plan.h"
 #include "proto_json.h"
+#include "run.h"
 #include "seccomp_filter.h"
 #include "server.h"
-
-/* Failures of `fsbroker run` itself, as env(1) and timeout(1) use it. */
-#define EXIT_RUN 125
 
 /* The descriptor fsbroker-init finds its end of the admin connection on. */
 #define INIT_SOCKET_FD 3
@@ -40,28 +38,53 @@
 
 static const char usage[] =
 	"usage: fsbroker run [--rules PACK] [--workspace DIR] [--session ID] [--tool-call ID]\n"
-	"                    [--state-dir DIR] [--explain] -- CMD [ARG]...\n"
+	"                    [--state-dir DIR] [--summary-fd N] [--control-fd N]\n"
+	"                    [--approvals deferred|inline] [--approval-timeout SECONDS]\n"
+	"                    [--explain] -- CMD [ARG]...\n"
+	"       fsbroker run --core STATE-DIR [--session ID] [--tool-call ID] [--summary-fd N]\n"
+	"                    -- CMD [ARG]...\n"
 	"\n"
-	"Run CMD in a sandbox where every file change goes through an embedded core:\n"
-	"judged by the pack, backed up, audited. Then seal the backup cycle, print a\n"
-	"summary on stderr and exit with CMD's status (125: fsbroker run failed).\n"
-	"Defaults: the workspace is the current directory, the session \"" DEFAULT_SESSION "\",\n"
-	"the tool call tc-<time>-<pid>. --explain prints the sandbox's mount plan.\n";
+	"Run CMD in a sandbox where every file change goes through a core: judged by\n"
+	"the pack, backed up, audited. Without --core the core is embedded: the run\n"
+	"seals its backup cycle when CMD ends. With --core it attaches to the\n"
+	"`fsbroker serve --state-dir STATE-DIR` running, whose host commits the turn.\n"
+	"Then print a summary on stderr (or one JSON object on fd N with --summary-fd)\n"
+	"and exit with CMD's status (125: fsbroker run failed). A call the pack asks\n"
+	"about fails with EACCES and is listed with the `fsbroker approve` command\n"
+	"(deferred), or waits for Approve/Deny on the control fd (--approvals inline).\n"
+	"Defaults: the workspace is the current directory, the session \"" DEFAULT_SESSION "\"\n"
+	"(the core's with --core), the tool call tc-<time>-<pid>. --explain prints the\n"
+	"sandbox's mount plan. docs/runtime.md has every flag.\n";
 
-/* Variables kept from the environment when the pack names none (the C side
- * does not read the pack's env.pass yet): the default pack's list. */
-static const char *const keep_env[] = {
-	"PATH", "HOME", "LANG", "LC_ALL", "TERM", "USER", "LOGNAME", "SHELL", "TZ", "TMPDIR",
-	NULL,
+#define DEFAULT_APPROVAL_TIMEOUT 60
+
+struct run_opts {
+	const char *rules, *workspace, *session, *tool_call, *state_dir, *core_dir;
+	int summary_fd, control_fd;
+	bool inline_approvals;
+	unsigned approval_timeout;
+	bool explain;
+	char **cmd;
 };
 
 struct run {
 	uv_loop_t loop;
+	bool attached;		/* --core: no core in this process */
 	struct fsb_broker broker;
 	struct fsb_server server;
+	bool server_up;
 	uv_process_t proc;
 	uv_signal_t sigs[3];
 	int init_sock;		/* our copy of init's end, kept until CMD is gone */
+	/* The host's control channel (--control-fd), and the prompt events
+	 * threads of the pool queue for it (inline approvals). */
+	struct fsb_control ctl;
+	bool ctl_up;
+	int ctl_wfd;		/* our dup of the control fd, for writing */
+	uv_async_t prompt_async;
+	bool async_up;
+	pthread_mutex_t events_lock;
+	cJSON *events;		/* an array, under events_lock */
 	bool exited;
 	int64_t exit_status;
 	int term_signal;
@@ -69,21 +92,78 @@ struct run {
 
 static const int forwarded[3] = { SIGINT, SIGTERM, SIGHUP };
 
+/* The last failure's sentence, for --summary-fd. */
+static char last_error[1024];
+
 static int __attribute__((format(printf, 1, 2))) fail(const char *fmt, ...)
 {
 	va_list ap;
 
-	fputs("fsbroker run: ", stderr);
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	vsnprintf(last_error, sizeof(last_error), fmt, ap);
 	va_end(ap);
-	fputc('\n', stderr);
-	return EXIT_RUN;
+	fprintf(stderr, "fsbroker run: %s\n", last_error);
+	return FSB_EXIT_RUN;
 }
 
 static void on_closed(uv_handle_t *h)
 {
 	(void)h;
+}
+
+/* Nobody answers prompts any more (the host hung up, or CMD is gone):
+ * calls waiting are refused, later ones refused at once. */
+static void stop_inline(struct run *r)
+{
+	if (r->attached || r->broker.on_prompt == NULL)
+		return;
+	fsb_broker_lock(&r->broker);
+	r->broker.on_prompt = NULL;
+	fsb_prompts_answer_all(r->broker.prompts, false);
+	fsb_broker_unlock(&r->broker);
+}
+
+static void on_host_gone(struct fsb_control *ctl)
+{
+	struct run *r = ctl->data;
+
+	stop_inline(r);
+	if (r->ctl_up) {
+		r->ctl_up = false;
+		fsb_control_close(&r->ctl);
+	}
+}
+
+/* On a thread of the pool, the broker's lock held: queue the event. */
+static void on_prompt(struct fsb_broker *b, const struct fsb_prompt *p, void *arg)
+{
+	struct run *r = arg;
+	cJSON *ev = fsb_prompt_to_json(p);
+
+	cJSON_AddStringToObject(ev, "event", "prompt");
+	cJSON_AddNumberToObject(ev, "timeoutSeconds", b->approval_timeout_s);
+	pthread_mutex_lock(&r->events_lock);
+	cJSON_AddItemToArray(r->events, ev);
+	pthread_mutex_unlock(&r->events_lock);
+	uv_async_send(&r->prompt_async);
+}
+
+/* On the loop: the queued events out to the host. */
+static void on_prompt_async(uv_async_t *h)
+{
+	struct run *r = h->data;
+	cJSON *ev;
+
+	pthread_mutex_lock(&r->events_lock);
+	while ((ev = cJSON_DetachItemFromArray(r->events, 0)) != NULL) {
+		pthread_mutex_unlock(&r->events_lock);
+		if (r->ctl_up)
+			fsb_control_event(&r->ctl, ev);
+		else
+			cJSON_Delete(ev);
+		pthread_mutex_lock(&r->events_lock);
+	}
+	pthread_mutex_unlock(&r->events_lock);
 }
 
 /* CMD is gone (bwrap exited, and with it the sandbox's pid namespace):
@@ -92,16 +172,28 @@ static void on_exit_cb(uv_process_t *p, int64_t status, int term_signal)
 {
 	struct run *r = p->data;
 
+	stop_inline(r);
+	if (r->async_up) {
+		r->async_up = false;
+		uv_close((uv_handle_t *)&r->prompt_async, on_closed);
+	}
+	if (r->ctl_up) {
+		r->ctl_up = false;
+		fsb_control_close(&r->ctl);
+	}
+
 	r->exited = true;
 	r->exit_status = status;
 	r->term_signal = term_signal;
 	uv_close((uv_handle_t *)p, on_closed);
 	for (int i = 0; i < 3; i++)
 		uv_close((uv_handle_t *)&r->sigs[i], on_closed);
-	if (r->init_sock >= 0)
+	if (r->init_sock >= 0 && !r->attached)
 		close(r->init_sock);
-	r->init_sock = -1;
-	fsb_server_close(&r->server);
+	if (!r->attached)
+		r->init_sock = -1;
+	if (r->server_up)
+		fsb_server_close(&r->server);
 }
 
 /* The sandbox has its own session: a signal meant for CMD goes to bwrap,
@@ -112,59 +204,6 @@ static void on_signal(uv_signal_t *h, int signum)
 
 	if (!r->exited)
 		uv_process_kill(&r->proc, signum);
-}
-
-/* A program on $PATH, or "" when there is none. */
-static void find_on_path(const char *name, char *out, size_t len)
-{
-	const char *path = getenv("PATH");
-	char *copy, *dir, *save = NULL;
-
-	out[0] = '\0';
-	if (path == NULL)
-		path = "/usr/bin:/bin";
-	copy = strdup(path);
-	if (copy == NULL)
-		return;
-	for (dir = strtok_r(copy, ":", &save); dir != NULL; dir = strtok_r(NULL, ":", &save)) {
-		if (dir[0] != '/')
-			continue;
-		snprintf(out, len, "%s/%s", dir, name);
-		if (access(out, X_OK) == 0)
-			break;
-		out[0] = '\0';
-	}
-	free(copy);
-}
-
-/* fsbroker-init sits next to this binary (build/ or bin/). */
-static int find_init(char *out, size_t len)
-{
-	char exe[PATH_MAX];
-
-	if (realpath("/proc/self/exe", exe) == NULL)
-		return -errno;
-	snprintf(out, len, "%s/fsbroker-init", dirname(exe));
-	return access(out, X_OK) == 0 ? 0 : -errno;
-}
-
-/* The private directory of this run's scoped socket: under
- * $XDG_RUNTIME_DIR when there is one, else /tmp/fsb-<uid>/ (0700, ours). */
-static int make_socket_dir(char *out, size_t len)
-{
-	const char *xdg = getenv("XDG_RUNTIME_DIR");
-	char base[PATH_MAX];
-	struct stat st;
-
-	if (xdg != NULL && xdg[0] == '/' && stat(xdg, &st) == 0 && S_ISDIR(st.st_mode)) {
-		snprintf(out, len, "%s/fsbroker-run-%ld", xdg, (long)getpid());
-		return 0;
-	}
-	snprintf(base, sizeof(base), "/tmp/fsb-%u", (unsigned)getuid());
-	if (mkdir(base, 0700) < 0 && errno != EEXIST)
-		return -errno;
-	snprintf(out, len, "%s/run-%ld", base, (long)getpid());
-	return 0;
 }
 
 /* The command line, for the cycle's message. */
@@ -184,22 +223,41 @@ static void join_cmd(char **cmd, char *out, size_t len)
 		strcpy(out + len - 4, "...");
 }
 
-/* The sealed cycle's counts: paths changed and objects backed up. */
-static void cycle_counts(const char *state_dir, const char *session, int number,
-			 size_t *paths, size_t *objects)
+/* The command that repeats this run, once what it waited for is approved:
+ * the same session, state and workspace (or core), a new tool call. */
+static char *rerun_command(const struct run_opts *o, const char *session, const char *state_dir,
+			   const char *workspace)
 {
-	char store[PATH_MAX], err[256];
-	struct fsb_cycle cyc;
+	size_t len = 4096;
+	char *buf;
+	bool ok = true;
 
-	*paths = *objects = 0;
-	if (number <= 0 || fsb_backup_store_dir(state_dir, session, store, sizeof(store)) < 0)
-		return;
-	memset(&cyc, 0, sizeof(cyc));
-	if (fsb_cycle_load(store, (unsigned)number, &cyc, NULL, err, sizeof(err)) < 0)
-		return;
-	*paths = cyc.npaths;
-	*objects = cyc.nobjects;
-	fsb_cycle_free(&cyc);
+	for (char **c = o->cmd; *c != NULL; c++)
+		len += 4 * strlen(*c) + 3;
+	if ((buf = calloc(1, len)) == NULL)
+		return NULL;
+	ok = fsb_shell_append(buf, len, "fsbroker") && fsb_shell_append(buf, len, "run");
+	if (o->core_dir != NULL) {
+		ok = ok && fsb_shell_append(buf, len, "--core") &&
+		     fsb_shell_append(buf, len, state_dir);
+	} else {
+		ok = ok && fsb_shell_append(buf, len, "--state-dir") &&
+		     fsb_shell_append(buf, len, state_dir) &&
+		     fsb_shell_append(buf, len, "--workspace") &&
+		     fsb_shell_append(buf, len, workspace);
+		if (o->rules != NULL)
+			ok = ok && fsb_shell_append(buf, len, "--rules") &&
+			     fsb_shell_append(buf, len, o->rules);
+	}
+	ok = ok && fsb_shell_append(buf, len, "--session") && fsb_shell_append(buf, len, session) &&
+	     fsb_shell_append(buf, len, "--");
+	for (char **c = o->cmd; *c != NULL && ok; c++)
+		ok = fsb_shell_append(buf, len, *c);
+	if (!ok) {
+		free(buf);
+		return NULL;
+	}
+	return buf;
 }
 
 static int explain(struct fsb_broker *b, const struct fsb_mount_inputs *in)
@@ -234,8 +292,12 @@ static int explain(struct fsb_broker *b, const struct fsb_mount_inputs *in)
 	else
 		printf("seccomp user notification: yes\n");
 	printf("pack: %s (%s)\n", fsb_policy_name(b->policy), b->cfg.pack);
+	printf("environment kept:");
+	for (size_t i = 0; i < sum.nenv_pass; i++)
+		printf(" %s", sum.env_pass[i]);
+	printf("%s\n", sum.nenv_pass == 0 ? " (none: the pack's env.pass is empty)" : "");
 	printf("bwrap options:\n");
-	rc = fsb_mount_plan_explain(&plan, stdout) < 0 || fflush(stdout) != 0 ? EXIT_RUN : 0;
+	rc = fsb_mount_plan_explain(&plan, stdout) < 0 || fflush(stdout) != 0 ? FSB_EXIT_RUN : 0;
 	fsb_mount_plan_free(&plan);
 	fsb_policy_summary_free(&sum);
 	return rc;
@@ -270,10 +332,10 @@ static int preflight(struct fsb_broker *b, char *bwrap, size_t bwrap_len, char *
 		return fail("cannot sandbox: %s", why);
 	if (fsb_seccomp_probe(why, sizeof(why)) < 0)
 		return fail("cannot sandbox: %s", why);
-	find_on_path("bwrap", bwrap, bwrap_len);
+	fsb_run_find_on_path("bwrap", bwrap, bwrap_len);
 	if (bwrap[0] == '\0')
 		return fail("bubblewrap (bwrap) is not installed or not on PATH");
-	if ((rc = find_init(init, init_len)) < 0)
+	if ((rc = fsb_run_find_init(init, init_len)) < 0)
 		return fail("cannot find fsbroker-init next to fsbroker: %s", strerror(-rc));
 	memset(&sum, 0, sizeof(sum));
 	rc = fsb_policy_summary(b->policy, &sum, err, sizeof(err));
@@ -286,116 +348,25 @@ static int preflight(struct fsb_broker *b, char *bwrap, size_t bwrap_len, char *
 	return rc;
 }
 
-/* bwrap <plan> -- fsbroker-init … -- CMD…, into a NULL-terminated vector. */
-static char **build_argv(const char *bwrap, const struct fsb_mount_plan *plan,
-			 const char *tmp, char **cmd, char **strs, size_t nstrs)
+/* A descriptor given on the command line: open, not one of CMD's 0-2, and
+ * kept from CMD (close-on-exec). */
+static int check_fd(const char *flag, const char *arg, int *out)
 {
-	size_t ncmd = 0, n = 0, cap;
-	char **argv;
+	char *end;
+	long n;
 
-	while (cmd[ncmd] != NULL)
-		ncmd++;
-	cap = 1 + plan->argc + 1 + 8 + 2 * (sizeof(keep_env) / sizeof(keep_env[0])) + 6 + 1 +
-	      ncmd + 1;
-	argv = calloc(cap, sizeof(*argv));
-	if (argv == NULL)
-		return NULL;
-	argv[n++] = (char *)bwrap;
-	for (size_t i = 0; i < plan->argc; i++)
-		argv[n++] = plan->argv[i];
-	argv[n++] = "--";
-	/* Bound there by the plan (in.init_binary). */
-	argv[n++] = FSB_MOUNT_INIT;
-	argv[n++] = "--socket-fd";
-	argv[n++] = "3";
-	argv[n++] = "--writable";
-	argv[n++] = "/tmp";
-	if (run_reads_broker)
-		argv[n++] = "--reads-broker";
-	if (strcmp(tmp, "/tmp") != 0) {
-		argv[n++] = "--writable";
-		argv[n++] = (char *)tmp;
-	}
-	for (size_t i = 0; keep_env[i] != NULL; i++) {
-		argv[n++] = "--keep-env";
-		argv[n++] = (char *)keep_env[i];
-	}
-	for (size_t i = 0; i < nstrs; i++) {
-		argv[n++] = "--setenv";
-		argv[n++] = strs[i];
-	}
-	argv[n++] = "--";
-	for (size_t i = 0; i < ncmd; i++)
-		argv[n++] = cmd[i];
-	argv[n] = NULL;
-	return argv;
+	errno = 0;
+	n = strtol(arg, &end, 10);
+	if (errno != 0 || *end != '\0' || end == arg || n < 3 || n > 65535)
+		return fail("%s needs a descriptor number of 3 or more (0-2 are CMD's), not '%s'",
+			    flag, arg);
+	if (fcntl((int)n, F_SETFD, FD_CLOEXEC) < 0)
+		return fail("%s %ld: the descriptor is not open (%s)", flag, n, strerror(errno));
+	*out = (int)n;
+	return 0;
 }
 
-/*
- * What the pack refused this run, or holds for approval: the audit lines of
- * its tool call written since `from` (the log's size when the run began),
- * one line each on stderr for the first few. Returns the two counts.
- */
-static void report_refusals(const char *state_dir, const char *session, const char *tool_call,
-			    off_t from, unsigned *refused, unsigned *asked)
-{
-	enum { SHOWN = 10 };
-	char path[PATH_MAX + 64], seen[SHOWN][PATH_MAX + 32];
-	unsigned nseen = 0;
-	size_t cap = 0;
-	char *line = NULL;
-	FILE *f;
-
-	*refused = *asked = 0;
-	snprintf(path, sizeof(path), "%s/audit/%s.jsonl", state_dir, session);
-	if ((f = fopen(path, "re")) == NULL || fseeko(f, from, SEEK_SET) < 0) {
-		if (f != NULL)
-			fclose(f);
-		return;
-	}
-	while (getline(&line, &cap, f) > 0) {
-		cJSON *o = cJSON_Parse(line);
-		const cJSON *tc = cJSON_GetObjectItemCaseSensitive(o, "toolCallId");
-		const cJSON *dec = cJSON_GetObjectItemCaseSensitive(o, "decision");
-		const char *op, *target, *rule, *blk;
-		char key[PATH_MAX + 32];
-		bool ask, dup = false;
-
-		if (!cJSON_IsString(tc) || strcmp(tc->valuestring, tool_call) != 0 ||
-		    !cJSON_IsString(dec) || (strcmp(dec->valuestring, "deny") != 0 &&
-					     strcmp(dec->valuestring, "ask") != 0)) {
-			cJSON_Delete(o);
-			continue;
-		}
-		ask = strcmp(dec->valuestring, "ask") == 0;
-		op = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(o, "op"));
-		target = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(o, "normalisedPath"));
-		rule = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(o, "rule"));
-		blk = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(o, "blockId"));
-		/* A host operation writes two lines for one refusal: count one. */
-		snprintf(key, sizeof(key), "%s %s", op ? op : "", target ? target : "");
-		for (unsigned i = 0; i < nseen && !dup; i++)
-			dup = strcmp(seen[i], key) == 0;
-		if (!dup) {
-			if (ask)
-				(*asked)++;
-			else
-				(*refused)++;
-			if (nseen < SHOWN) {
-				snprintf(seen[nseen++], sizeof(seen[0]), "%s", key);
-				fprintf(stderr, "fsbroker run: %s: %s of %s (%s)%s%s\n",
-					ask ? "waiting for approval" : "refused", op ? op : "?",
-					target ? target : "?", rule ? rule : "?",
-					blk ? ", block " : "", blk ? blk : "");
-			}
-		}
-		cJSON_Delete(o);
-	}
-	free(line);
-	fclose(f);
-}
-
-int fsb_cli_run(int argc, char **argv)
+static int parse_opts(int argc, char **argv, struct run_opts *o, bool *help)
 {
 	static const struct option opts[] = {
 		{ "rules", required_argument, NULL, 'r' },
@@ -403,54 +374,73 @@ int fsb_cli_run(int argc, char **argv)
 		{ "session", required_argument, NULL, 'S' },
 		{ "tool-call", required_argument, NULL, 't' },
 		{ "state-dir", required_argument, NULL, 'd' },
+		{ "core", required_argument, NULL, 'c' },
+		{ "summary-fd", required_argument, NULL, 'F' },
+		{ "control-fd", required_argument, NULL, 'C' },
+		{ "approvals", required_argument, NULL, 'a' },
+		{ "approval-timeout", required_argument, NULL, 'T' },
 		{ "explain", no_argument, NULL, 'e' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	const char *rules = NULL, *workspace = NULL, *session = DEFAULT_SESSION;
-	const char *tool_call = NULL, *state_dir = NULL;
-	char tc_buf[64], state[PATH_MAX], cwd[PATH_MAX], err[2048];
-	char sockdir[PATH_MAX], scoped[PATH_MAX], admin_path[PATH_MAX + 16];
-	char bwrap[PATH_MAX], init[PATH_MAX], message[1024];
-	char env_sock[64 + sizeof(FSB_MOUNT_SOCKET)], env_sid[160], env_tc[160];
-	char *envs[3] = { env_sock, env_sid, env_tc };
-	struct fsb_broker_config cfg;
-	struct fsb_mount_inputs in;
-	struct fsb_mount_plan plan;
-	struct fsb_scope scope;
-	struct fsb_conn *conn = NULL;
-	uv_process_options_t po;
-	uv_stdio_container_t stdio[4];
-	bool do_explain = false, sockdir_made = false, plan_built = false;
-	char **cmd, **bargv = NULL;
-	struct run *r;
-	int c, rc = EXIT_RUN, sp[2] = { -1, -1 };
-	off_t audit_from = 0;
+	int c;
 
+	memset(o, 0, sizeof(*o));
+	o->summary_fd = o->control_fd = -1;
+	o->approval_timeout = DEFAULT_APPROVAL_TIMEOUT;
+	*help = false;
 	optind = 1;
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, "+:h", opts, NULL)) != -1) {
 		switch (c) {
 		case 'r':
-			rules = optarg;
+			o->rules = optarg;
 			break;
 		case 'w':
-			workspace = optarg;
+			o->workspace = optarg;
 			break;
 		case 'S':
-			session = optarg;
+			o->session = optarg;
 			break;
 		case 't':
-			tool_call = optarg;
+			o->tool_call = optarg;
 			break;
 		case 'd':
-			state_dir = optarg;
+			o->state_dir = optarg;
 			break;
+		case 'c':
+			o->core_dir = optarg;
+			break;
+		case 'F':
+			if (check_fd("--summary-fd", optarg, &o->summary_fd) != 0)
+				return FSB_EXIT_RUN;
+			break;
+		case 'C':
+			if (check_fd("--control-fd", optarg, &o->control_fd) != 0)
+				return FSB_EXIT_RUN;
+			break;
+		case 'a':
+			if (strcmp(optarg, "inline") != 0 && strcmp(optarg, "deferred") != 0)
+				return fail("--approvals is deferred or inline, not '%s'", optarg);
+			o->inline_approvals = strcmp(optarg, "inline") == 0;
+			break;
+		case 'T': {
+			char *end;
+			long t;
+
+			errno = 0;
+			t = strtol(optarg, &end, 10);
+			if (errno != 0 || *end != '\0' || end == optarg || t < 1 || t > 86400)
+				return fail("--approval-timeout needs a number of seconds from 1 to "
+					    "86400, not '%s'", optarg);
+			o->approval_timeout = (unsigned)t;
+			break;
+		}
 		case 'e':
-			do_explain = true;
+			o->explain = true;
 			break;
 		case 'h':
-			fputs(usage, stdout);
+			*help = true;
 			return 0;
 		case ':':
 			return fail("%s needs a value (see fsbroker run --help)", argv[optind - 1]);
@@ -459,42 +449,224 @@ int fsb_cli_run(int argc, char **argv)
 				    argv[optind - 1]);
 		}
 	}
-	cmd = argv + optind;
-	if (optind >= argc && !do_explain)
+	o->cmd = argv + optind;
+	if (optind >= argc && !o->explain)
 		return fail("no command given: fsbroker run [OPTIONS] -- CMD [ARG]... "
 			    "(see --help)");
-	if (!fsb_id_valid(session))
+	if (o->session != NULL && !fsb_id_valid(o->session))
 		return fail("session id '%s' must be 1-128 characters of A-Z a-z 0-9 . _ : - and "
-			    "not start with '.'", session);
+			    "not start with '.'", o->session);
+	if (o->tool_call != NULL && !fsb_id_valid(o->tool_call))
+		return fail("tool call id '%s' must be 1-128 characters of A-Z a-z 0-9 . _ : - "
+			    "and not start with '.'", o->tool_call);
+	if (o->core_dir != NULL) {
+		if (o->rules != NULL || o->workspace != NULL || o->state_dir != NULL)
+			return fail("--core uses the pack, workspace and state dir of the core it "
+				    "attaches to: leave out --rules, --workspace and --state-dir");
+		if (o->explain)
+			return fail("--explain describes an embedded core; leave out --core");
+		if (o->control_fd >= 0 || o->inline_approvals)
+			return fail("with --core the core's agent host holds the control channel "
+				    "and answers its prompts: leave out --control-fd and "
+				    "--approvals inline");
+	}
+	if (o->inline_approvals && o->control_fd < 0)
+		return fail("--approvals inline needs --control-fd N: the host answers each "
+			    "prompt there");
+	if (o->control_fd >= 0 && o->control_fd == o->summary_fd)
+		return fail("--control-fd and --summary-fd must be two descriptors");
+	return 0;
+}
+
+/* The host's control channel on --control-fd (reads there, writes on a
+ * dup of it: one poll handle per descriptor), and the inline hook. */
+static int start_control(struct run *r, const struct run_opts *o, const char *session)
+{
+	int rc;
+
+	r->ctl_wfd = fcntl(o->control_fd, F_DUPFD_CLOEXEC, 3);
+	if (r->ctl_wfd < 0)
+		return fail("--control-fd %d: %s", o->control_fd, strerror(errno));
+	r->ctl.on_shutdown = on_host_gone;
+	r->ctl.data = r;
+	rc = fsb_control_start(&r->loop, &r->ctl, &r->broker, session, o->control_fd, r->ctl_wfd);
+	if (rc < 0)
+		return fail("--control-fd %d: cannot serve the control channel there (%s): a "
+			    "socket or a pipe is needed", o->control_fd, uv_strerror(rc));
+	r->ctl_up = true;
+	if (!o->inline_approvals)
+		return 0;
+	r->events = cJSON_CreateArray();
+	pthread_mutex_init(&r->events_lock, NULL);
+	uv_async_init(&r->loop, &r->prompt_async, on_prompt_async);
+	r->prompt_async.data = r;
+	r->async_up = true;
+	fsb_broker_lock(&r->broker);
+	r->broker.approval_timeout_s = o->approval_timeout;
+	r->broker.on_prompt_arg = r;
+	r->broker.on_prompt = on_prompt;
+	fsb_broker_unlock(&r->broker);
+	return 0;
+}
+
+/* Spawn `bargv` with fds 0-2 and `sock` as fd 3; signals go on to it. */
+static int spawn_sandbox(struct run *r, char **bargv, int sock)
+{
+	uv_process_options_t po;
+	uv_stdio_container_t stdio[4];
+	int rc;
+
+	memset(&po, 0, sizeof(po));
+	memset(stdio, 0, sizeof(stdio));
+	for (int i = 0; i < 3; i++) {
+		stdio[i].flags = UV_INHERIT_FD;
+		stdio[i].data.fd = i;
+	}
+	stdio[INIT_SOCKET_FD].flags = UV_INHERIT_FD;
+	stdio[INIT_SOCKET_FD].data.fd = sock;
+	po.file = bargv[0];
+	po.args = bargv;
+	po.stdio = stdio;
+	po.stdio_count = 4;
+	po.exit_cb = on_exit_cb;
+	r->proc.data = r;
+	rc = uv_spawn(&r->loop, &r->proc, &po);
+	if (rc < 0) {
+		uv_close((uv_handle_t *)&r->proc, on_closed);
+		return fail("cannot start %s: %s", bargv[0], uv_strerror(rc));
+	}
+	for (int i = 0; i < 3; i++) {
+		uv_signal_init(&r->loop, &r->sigs[i]);
+		r->sigs[i].data = r;
+		uv_signal_start(&r->sigs[i], on_signal, forwarded[i]);
+	}
+	return 0;
+}
+
+static off_t audit_size(const char *state_dir, const char *session)
+{
+	char log[PATH_MAX + 200];
+	struct stat st;
+
+	snprintf(log, sizeof(log), "%s/audit/%s.jsonl", state_dir, session);
+	return stat(log, &st) == 0 ? st.st_size : 0;
+}
+
+/* The last cycle of the session's store: the open one a core attached to
+ * keeps for its host's turn. 0 when there is none. */
+static unsigned last_cycle(const char *state_dir, const char *session)
+{
+	char store[PATH_MAX];
+	unsigned *nums = NULL, last = 0;
+	size_t n = 0;
+
+	if (fsb_backup_store_dir(state_dir, session, store, sizeof(store)) == 0 &&
+	    fsb_cycles_list(store, &nums, &n) == 0 && n > 0)
+		last = nums[n - 1];
+	free(nums);
+	return last;
+}
+
+int fsb_cli_run(int argc, char **argv)
+{
+	const char *session, *tool_call;
+	char tc_buf[64], state[PATH_MAX], cwd[PATH_MAX], err[2048];
+	char sockdir[PATH_MAX], scoped[PATH_MAX], admin_path[PATH_MAX + 16];
+	char bwrap[PATH_MAX], init[PATH_MAX], message[1024];
+	char env_sock[64 + sizeof(FSB_MOUNT_SOCKET)], env_sid[160], env_tc[160];
+	char env_home[PATH_MAX + 8], env_tmp[PATH_MAX + 8];
+	char *envs[5] = { env_sock, env_sid, env_tc };
+	size_t nenvs = 3;
+	struct fsb_run_summary sum;
+	struct fsb_policy_summary pol;
+	struct fsb_run_attach at;
+	struct fsb_broker_config cfg;
+	struct fsb_mount_inputs in;
+	struct fsb_mount_plan plan;
+	struct fsb_scope scope;
+	struct run_opts o;
+	struct fsb_conn *conn = NULL;
+	bool help, sockdir_made = false, plan_built = false, summary_written = false;
+	char **bargv = NULL;
+	struct run *r = NULL;
+	int rc, cycle = 0, sp[2] = { -1, -1 };
+	off_t audit_from = 0;
+
+	memset(&sum, 0, sizeof(sum));
+	memset(&pol, 0, sizeof(pol));
+	memset(&at, 0, sizeof(at));
+	at.fd = -1;
+	last_error[0] = '\0';
+	if ((rc = parse_opts(argc, argv, &o, &help)) != 0)
+		goto out;
+	if (help) {
+		fputs(usage, stdout);
+		return 0;
+	}
+	rc = FSB_EXIT_RUN;
+	tool_call = o.tool_call;
 	if (tool_call == NULL) {
 		snprintf(tc_buf, sizeof(tc_buf), "tc-%lld-%ld", (long long)time(NULL),
 			 (long)getpid());
 		tool_call = tc_buf;
 	}
-	if (!fsb_id_valid(tool_call))
-		return fail("tool call id '%s' must be 1-128 characters of A-Z a-z 0-9 . _ : - "
-			    "and not start with '.'", tool_call);
-	if (workspace == NULL) {
-		if (getcwd(cwd, sizeof(cwd)) == NULL)
-			return fail("cannot tell the current directory: %s", strerror(errno));
-		workspace = cwd;
-	}
-	if (state_dir == NULL) {
-		fsb_default_state_dir(state, sizeof(state));
-		state_dir = state;
-	}
-	if (fsb_config_build(&cfg, rules, workspace, state_dir, err, sizeof(err)) < 0)
-		return fail("%s", err);
 
 	prctl(PR_SET_DUMPABLE, 0);
 	signal(SIGPIPE, SIG_IGN);
 
+	if (o.core_dir != NULL) {
+		/* Attached: the core's pack, workspace, state dir and session. */
+		if (realpath(o.core_dir, state) == NULL) {
+			rc = fail("--core %s: no fsbroker core is running with that state dir (%s)",
+				  o.core_dir, strerror(errno));
+			goto out;
+		}
+		if (fsb_run_attach_open(state, o.session, tool_call, &at, err, sizeof(err)) < 0) {
+			rc = fail("%s", err);
+			goto out;
+		}
+		session = at.session;
+		if (fsb_config_build(&cfg, at.pack, at.workspace[0] ? at.workspace : NULL,
+				     at.state_dir[0] ? at.state_dir : state, err, sizeof(err)) < 0) {
+			rc = fail("%s", err);
+			goto out;
+		}
+		/* The pack's ~ and ${tmp} are the core's. */
+		if (at.home[0] == '/')
+			snprintf(cfg.home, sizeof(cfg.home), "%s", at.home);
+		if (at.tmp[0] == '/')
+			snprintf(cfg.tmp, sizeof(cfg.tmp), "%s", at.tmp);
+		cfg.one_shot = true;	/* only for the plan: no state, no audit here */
+	} else {
+		session = o.session != NULL ? o.session : DEFAULT_SESSION;
+		if (o.workspace == NULL) {
+			if (getcwd(cwd, sizeof(cwd)) == NULL) {
+				rc = fail("cannot tell the current directory: %s", strerror(errno));
+				goto out;
+			}
+			o.workspace = cwd;
+		}
+		if (o.state_dir == NULL) {
+			fsb_default_state_dir(state, sizeof(state));
+			o.state_dir = state;
+		}
+		if (fsb_config_build(&cfg, o.rules, o.workspace, o.state_dir, err,
+				     sizeof(err)) < 0) {
+			rc = fail("%s", err);
+			goto out;
+		}
+	}
+
 	r = calloc(1, sizeof(*r));
-	if (r == NULL)
-		return fail("out of memory");
+	if (r == NULL) {
+		rc = fail("out of memory");
+		goto out;
+	}
 	r->init_sock = -1;
+	r->attached = o.core_dir != NULL;
 	uv_loop_init(&r->loop);
-	if (fsb_broker_init(&r->broker, &r->loop, &cfg, err, sizeof(err)) < 0) {
+	if (fsb_broker_init(&r->broker, r->attached ? NULL : &r->loop, &cfg, err,
+			    sizeof(err)) < 0) {
 		rc = fail("%s", err);
 		goto out;
 	}
@@ -505,61 +677,77 @@ int fsb_cli_run(int argc, char **argv)
 	in.state_dir = r->broker.cfg.state_dir;
 	in.runtime_dir = getenv("XDG_RUNTIME_DIR");
 	in.uid = getuid();
-	if (do_explain) {
+	if (o.explain) {
 		rc = explain(&r->broker, &in);
 		goto out;
 	}
 	if ((rc = preflight(&r->broker, bwrap, sizeof(bwrap), init, sizeof(init))) != 0)
 		goto out;
-	rc = EXIT_RUN;
-	/* A cycle a crash left open is sealed as recovered first. */
-	if (fsb_backup_recover(&r->broker, session, err, sizeof(err)) < 0) {
+	rc = FSB_EXIT_RUN;
+	if (fsb_policy_summary(r->broker.policy, &pol, err, sizeof(err)) < 0) {
 		rc = fail("%s", err);
 		goto out;
 	}
-	fsb_server_init(&r->server, &r->loop, &r->broker);
-	if (make_socket_dir(sockdir, sizeof(sockdir)) < 0 ||
-	    fsb_server_scope_dir(&r->server, sockdir, err, sizeof(err)) < 0) {
-		rc = fail("cannot make a private socket directory: %s",
-			  err[0] ? err : strerror(errno));
-		goto out;
-	}
-	sockdir_made = true;
-	/* For `fsbroker run --core` of others, as `fsbroker serve` has; another
-	 * core on the same state dir keeps its own. */
-	snprintf(admin_path, sizeof(admin_path), "%s/admin.sock", r->broker.cfg.state_dir);
-	if (fsb_server_listen_admin(&r->server, admin_path, err, sizeof(err)) < 0)
-		fsb_debug("no admin socket: %s", err);
 
-	/* The admin connection of this run: our end served by the core, the
-	 * other one fsbroker-init's, for Supervise. */
-	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sp) < 0) {
-		rc = fail("socketpair: %s", strerror(errno));
-		goto out;
+	if (r->attached) {
+		snprintf(scoped, sizeof(scoped), "%s", at.socket);
+		r->init_sock = at.fd;
+	} else {
+		/* A cycle a crash left open is sealed as recovered first. */
+		if (fsb_backup_recover(&r->broker, session, err, sizeof(err)) < 0) {
+			rc = fail("%s", err);
+			goto out;
+		}
+		fsb_server_init(&r->server, &r->loop, &r->broker);
+		r->server_up = true;
+		if (fsb_run_socket_dir(sockdir, sizeof(sockdir)) < 0 ||
+		    fsb_server_scope_dir(&r->server, sockdir, err, sizeof(err)) < 0) {
+			rc = fail("cannot make a private socket directory: %s",
+				  err[0] ? err : strerror(errno));
+			goto out;
+		}
+		sockdir_made = true;
+		/* For `fsbroker run --core` of others, as `fsbroker serve` has;
+		 * another core on the same state dir keeps its own. */
+		snprintf(admin_path, sizeof(admin_path), "%s/admin.sock", r->broker.cfg.state_dir);
+		if (fsb_server_listen_admin(&r->server, admin_path, err, sizeof(err)) < 0)
+			fsb_debug("no admin socket: %s", err);
+
+		/* The admin connection of this run: our end served by the core,
+		 * the other one fsbroker-init's, for Supervise. */
+		if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sp) < 0) {
+			rc = fail("socketpair: %s", strerror(errno));
+			goto out;
+		}
+		r->init_sock = sp[1];
+		rc = fsb_server_adopt_admin(&r->server, sp[0], &conn);
+		sp[0] = -1;
+		if (rc < 0) {
+			rc = fail("cannot serve the run's admin connection: %s", strerror(-rc));
+			goto out;
+		}
+		memset(&scope, 0, sizeof(scope));
+		snprintf(scope.session, sizeof(scope.session), "%s", session);
+		snprintf(scope.tool_call, sizeof(scope.tool_call), "%s", tool_call);
+		if (fsb_broker_session(&r->broker, session) == NULL) {
+			rc = fail("cannot open session %s (its audit log or store is in use by "
+				  "another core?)", session);
+			goto out;
+		}
+		if (fsb_server_open_scope(&r->server, conn, &scope, scoped, sizeof(scoped), err,
+					  sizeof(err)) < 0) {
+			rc = fail("%s", err);
+			goto out;
+		}
+		/* Supervise on this connection supervises for the run's scope. */
+		conn->scope = scope;
+		audit_scope(&r->broker, &scope, scoped);
+		/* What `fsbroker approve` recorded since an earlier run asked. */
+		fsb_approvals_load(&r->broker, session);
+		if (o.control_fd >= 0 && (rc = start_control(r, &o, session)) != 0)
+			goto out;
+		rc = FSB_EXIT_RUN;
 	}
-	r->init_sock = sp[1];
-	rc = fsb_server_adopt_admin(&r->server, sp[0], &conn);
-	sp[0] = -1;
-	if (rc < 0) {
-		rc = fail("cannot serve the run's admin connection: %s", strerror(-rc));
-		goto out;
-	}
-	memset(&scope, 0, sizeof(scope));
-	snprintf(scope.session, sizeof(scope.session), "%s", session);
-	snprintf(scope.tool_call, sizeof(scope.tool_call), "%s", tool_call);
-	if (fsb_broker_session(&r->broker, session) == NULL) {
-		rc = fail("cannot open session %s (its audit log or store is in use by another "
-			  "core?)", session);
-		goto out;
-	}
-	if (fsb_server_open_scope(&r->server, conn, &scope, scoped, sizeof(scoped), err,
-				  sizeof(err)) < 0) {
-		rc = fail("%s", err);
-		goto out;
-	}
-	/* Supervise on this connection supervises for the run's scope. */
-	conn->scope = scope;
-	audit_scope(&r->broker, &scope, scoped);
 
 	in.scoped_socket = scoped;
 	in.init_binary = init;
@@ -571,88 +759,112 @@ int fsb_cli_run(int argc, char **argv)
 	snprintf(env_sock, sizeof(env_sock), "FSBROKER_SOCKET=%s", FSB_MOUNT_SOCKET);
 	snprintf(env_sid, sizeof(env_sid), "FSBROKER_SESSION_ID=%s", session);
 	snprintf(env_tc, sizeof(env_tc), "FSBROKER_TOOL_CALL_ID=%s", tool_call);
-	bargv = build_argv(bwrap, &plan, r->broker.cfg.tmp, cmd, envs, 3);
+	/* Attached, the sandbox is the core's view: its ~ and ${tmp} are the
+	 * core's, and so are HOME and TMPDIR where the pack passes them. */
+	for (size_t i = 0; r->attached && i < pol.nenv_pass; i++) {
+		if (strcmp(pol.env_pass[i], "HOME") == 0) {
+			snprintf(env_home, sizeof(env_home), "HOME=%s", r->broker.cfg.home);
+			envs[nenvs++] = env_home;
+		} else if (strcmp(pol.env_pass[i], "TMPDIR") == 0) {
+			snprintf(env_tmp, sizeof(env_tmp), "TMPDIR=%s", r->broker.cfg.tmp);
+			envs[nenvs++] = env_tmp;
+		}
+	}
+	/* CMD keeps only the variables the pack's env.pass names. */
+	bargv = fsb_run_sandbox_argv(bwrap, &plan, r->broker.cfg.tmp, pol.env_pass, pol.nenv_pass,
+				     envs, nenvs, run_reads_broker, o.cmd);
 	if (bargv == NULL) {
 		rc = fail("out of memory");
 		goto out;
 	}
-
-	memset(&po, 0, sizeof(po));
-	memset(stdio, 0, sizeof(stdio));
-	for (int i = 0; i < 3; i++) {
-		stdio[i].flags = UV_INHERIT_FD;
-		stdio[i].data.fd = i;
-	}
-	stdio[INIT_SOCKET_FD].flags = UV_INHERIT_FD;
-	stdio[INIT_SOCKET_FD].data.fd = sp[1];
-	po.file = bwrap;
-	po.args = bargv;
-	po.stdio = stdio;
-	po.stdio_count = 4;
-	po.exit_cb = on_exit_cb;
-	r->proc.data = r;
-	rc = uv_spawn(&r->loop, &r->proc, &po);
-	if (rc < 0) {
-		uv_close((uv_handle_t *)&r->proc, on_closed);
-		rc = fail("cannot start %s: %s", bwrap, uv_strerror(rc));
+	audit_from = audit_size(r->broker.cfg.state_dir, session);
+	if ((rc = spawn_sandbox(r, bargv, r->init_sock)) != 0)
 		goto out;
-	}
-	for (int i = 0; i < 3; i++) {
-		uv_signal_init(&r->loop, &r->sigs[i]);
-		r->sigs[i].data = r;
-		uv_signal_start(&r->sigs[i], on_signal, forwarded[i]);
-	}
 	fsb_debug("running session %s tool call %s with pack %s", session, tool_call,
-		 fsb_policy_name(r->broker.policy));
-	{
-		char log[PATH_MAX + 64];
-		struct stat st;
-
-		snprintf(log, sizeof(log), "%s/audit/%s.jsonl", r->broker.cfg.state_dir, session);
-		audit_from = stat(log, &st) == 0 ? st.st_size : 0;
-	}
+		  fsb_policy_name(r->broker.policy));
 	uv_run(&r->loop, UV_RUN_DEFAULT);
 
-	/* Everything the supervisor did is in the cycle now: seal it. */
-	join_cmd(cmd, message, sizeof(message));
-	rc = fsb_backup_commit(&r->broker, session, message, err, sizeof(err));
-	if (rc < 0) {
-		fprintf(stderr, "fsbroker run: cannot seal the backup cycle: %s\n", err);
+	sum.session = session;
+	sum.tool_call = tool_call;
+	sum.state_dir = r->broker.cfg.state_dir;
+	sum.attached = r->attached;
+	if (r->attached) {
+		/* The core commits the host's turn; the run only ends its scope,
+		 * once the core has served every call the sandbox made. */
+		if (fsb_run_attach_close(&at, err, sizeof(err)) < 0)
+			fprintf(stderr, "fsbroker run: %s; the summary may miss the last "
+				"changes\n", err);
+		r->init_sock = -1;
+		cycle = (int)last_cycle(r->broker.cfg.state_dir, session);
 	} else {
-		unsigned refused, asked;
-		size_t paths, objects;
-
-		report_refusals(r->broker.cfg.state_dir, session, tool_call, audit_from, &refused,
-				&asked);
-		cycle_counts(r->broker.cfg.state_dir, session, rc, &paths, &objects);
-		if (rc > 0)
-			fprintf(stderr, "fsbroker run: cycle %d: %zu path%s changed, %zu "
-				"object%s backed up; %u refused by the pack, %u waiting for "
-				"approval\n"
-				"fsbroker run: to undo: fsbroker backup restore --last "
-				"--state-dir %s --session %s\n", rc, paths, paths == 1 ? "" : "s",
-				objects, objects == 1 ? "" : "s", refused, asked,
-				r->broker.cfg.state_dir, session);
-		else
-			fprintf(stderr, "fsbroker run: no file changed; %u refused by the pack, %u "
-				"waiting for approval\n", refused, asked);
+		/* Calls still waiting for approval: for `fsbroker approve`. */
+		fsb_approvals_save_blocks(&r->broker, session, tool_call);
+		/* Everything the supervisor did is in the cycle now: seal it. */
+		join_cmd(o.cmd, message, sizeof(message));
+		cycle = fsb_backup_commit(&r->broker, session, message, err, sizeof(err));
+		if (cycle < 0)
+			fprintf(stderr, "fsbroker run: cannot seal the backup cycle: %s\n", err);
 	}
 	if (r->term_signal != 0)
 		rc = 128 + r->term_signal;
 	else if (r->exited)
 		rc = (int)r->exit_status;
 	else
-		rc = EXIT_RUN;
+		rc = FSB_EXIT_RUN;
+	sum.exit_status = rc;
+	sum.signal = r->term_signal;
+	sum.rerun = rerun_command(&o, session, r->broker.cfg.state_dir, r->broker.cfg.workspace);
+	fsb_run_summary_collect(&sum, cycle > 0 ? (unsigned)cycle : 0, audit_from);
+	if (o.summary_fd >= 0) {
+		cJSON *js = fsb_run_summary_json(&sum);
+		int wrc = fsb_run_write_json(o.summary_fd, js);
+
+		cJSON_Delete(js);
+		if (wrc < 0)
+			fprintf(stderr, "fsbroker run: cannot write the summary to fd %d: %s\n",
+				o.summary_fd, strerror(-wrc));
+		summary_written = true;
+	} else {
+		fsb_run_summary_print(&sum, stderr);
+	}
 out:
+	/* A program reading --summary-fd gets an object for a failed run too. */
+	if (o.summary_fd >= 0 && !summary_written && rc == FSB_EXIT_RUN && last_error[0]) {
+		cJSON *js = cJSON_CreateObject();
+
+		cJSON_AddNumberToObject(js, "exitStatus", FSB_EXIT_RUN);
+		cJSON_AddStringToObject(js, "error", last_error);
+		fsb_run_write_json(o.summary_fd, js);
+		cJSON_Delete(js);
+	}
+	fsb_run_summary_free(&sum);
+	fsb_policy_summary_free(&pol);
+	if (at.fd >= 0)
+		close(at.fd);
+	if (r == NULL)
+		return rc;
 	if (sp[0] >= 0)
 		close(sp[0]);
-	if (r->init_sock >= 0)
+	if (r->init_sock >= 0 && !r->attached)
 		close(r->init_sock);
 	r->init_sock = -1;
-	if (r->server.loop != NULL && !r->exited) {
-		fsb_server_close(&r->server);
+	if (!r->exited) {
+		stop_inline(r);
+		if (r->async_up)
+			uv_close((uv_handle_t *)&r->prompt_async, on_closed);
+		if (r->ctl_up)
+			fsb_control_close(&r->ctl);
+		r->async_up = r->ctl_up = false;
+		if (r->server_up)
+			fsb_server_close(&r->server);
 		uv_run(&r->loop, UV_RUN_DEFAULT);
 	}
+	if (r->events != NULL) {
+		cJSON_Delete(r->events);
+		pthread_mutex_destroy(&r->events_lock);
+	}
+	if (r->ctl_wfd > 0)
+		close(r->ctl_wfd);
 	if (plan_built)
 		fsb_mount_plan_free(&plan);
 	free(bargv);

@@ -84,6 +84,9 @@ static void cmd_prompt_blocks(struct fsb_broker *b, const cJSON *req, cJSON *rep
 	for (size_t i = 0; i < b->prompts->n; i++) {
 		const struct fsb_prompt *p = &b->prompts->v[i];
 
+		/* Answered, its waiting calls not woken yet: not pending. */
+		if (p->answer != 0)
+			continue;
 		if (tool_call == NULL || strcmp(tool_call, p->tool_call) == 0)
 			cJSON_AddItemToArray(list, fsb_prompt_to_json(p));
 	}
@@ -137,7 +140,8 @@ static void approve_locked(struct fsb_broker *b, const char *session, const cJSO
 	cJSON_AddStringToObject(reply, "blockId", id);
 	if (approve)
 		cJSON_AddStringToObject(reply, "scope", scope);
-	fsb_prompts_remove(b->prompts, id);
+	/* A call waiting on it (inline approvals) wakes and is judged again. */
+	fsb_prompts_answer(b->prompts, id, approve);
 }
 
 /* The prompt found stays where it is until it is removed: under the lock. */

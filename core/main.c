@@ -14,9 +14,11 @@ static const char usage[] =
 	"  serve --socket PATH --session ID [--rules PACK] [--state-dir DIR] [--workspace DIR]\n"
 	"        run the core: client requests on PATH, control requests on stdin\n"
 	"  run [--rules PACK] [--workspace DIR] [--session ID] [--tool-call ID]\n"
-	"      [--state-dir DIR] [--explain] -- CMD...\n"
-	"        run CMD sandboxed with an embedded core, seal the backup cycle, exit\n"
+	"      [--state-dir DIR | --core STATE-DIR] [--summary-fd N] [--explain] -- CMD...\n"
+	"        run CMD sandboxed (embedded core, or the running one with --core), exit\n"
 	"        with CMD's status (125: fsbroker run failed)\n"
+	"  approve [--session ID] [--state-dir DIR] [--scope once|session] BLOCK-ID\n"
+	"        approve a call a run left waiting; then rerun the same command\n"
 	"  check --rules PACK [--workspace DIR] [--json] --op OP PATH...\n"
 	"        print the verdict for each path; exit 0 allow, 1 deny, 3 ask, 2 error\n"
 	"  backup list|show|restore ...   list, show and restore backup cycles (backup --help)\n"
@@ -36,6 +38,8 @@ int main(int argc, char **argv)
 		return fsb_cli_serve(argc - 1, argv + 1);
 	if (strcmp(argv[1], "run") == 0)
 		return fsb_cli_run(argc - 1, argv + 1);
+	if (strcmp(argv[1], "approve") == 0)
+		return fsb_cli_approve(argc - 1, argv + 1);
 	if (strcmp(argv[1], "check") == 0)
 		return fsb_cli_check(argc - 1, argv + 1);
 	if (strcmp(argv[1], "backup") == 0)

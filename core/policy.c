@@ -611,6 +611,23 @@ static int l_summary(lua_State *L)
 	lua_getfield(L, -1, "reads");
 	reads = lua_tostring(L, -1);
 	c->s->reads = reads != NULL && strcmp(reads, "broker") == 0 ? FSB_READS_BROKER : FSB_READS_MASK;
+	lua_pop(L, 1);
+	/* stack: ctx, summary */
+	lua_getfield(L, -1, "env_pass");
+	if (lua_type(L, -1) == LUA_TTABLE) {
+		size_t n = lua_rawlen(L, -1);
+
+		c->s->env_pass = calloc(n + 1, sizeof(*c->s->env_pass));
+		if (c->s->env_pass == NULL)
+			return luaL_error(L, "out of memory");
+		for (size_t i = 1; i <= n; i++) {
+			lua_rawgeti(L, -1, (lua_Integer)i);
+			if (lua_type(L, -1) == LUA_TSTRING &&
+			    (c->s->env_pass[c->s->nenv_pass] = strdup(lua_tostring(L, -1))) != NULL)
+				c->s->nenv_pass++;
+			lua_pop(L, 1);
+		}
+	}
 	return 0;
 }
 
@@ -650,6 +667,11 @@ void fsb_policy_summary_free(struct fsb_policy_summary *s)
 	free_glob_list(&s->deny_modify);
 	free_glob_list(&s->ask);
 	free_glob_list(&s->ask_read);
+	for (size_t i = 0; i < s->nenv_pass; i++)
+		free(s->env_pass[i]);
+	free(s->env_pass);
+	s->env_pass = NULL;
+	s->nenv_pass = 0;
 }
 
 struct denied_call {

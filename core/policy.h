@@ -129,6 +129,8 @@ enum fsb_reads_mode { FSB_READS_MASK, FSB_READS_BROKER };
 struct fsb_policy_summary {
 	struct fsb_glob_list read, modify, deny_read, deny_modify, ask, ask_read;
 	enum fsb_reads_mode reads;
+	char **env_pass;	/* env.pass: the variables a sandboxed command keeps */
+	size_t nenv_pass;
 };
 
 /**

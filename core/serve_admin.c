@@ -6,11 +6,14 @@
  *
  * One JSON object per line, as on the control channel:
  *   -> {"id":1,"command":"OpenScope","sessionId":"s1","toolCallId":"tc-7"}
- *   <- {"id":1,"ok":true,"socket":"/tmp/fsb-1000/run-4242-1.sock", ...}
+ *   <- {"id":1,"ok":true,"socket":"/tmp/fsb-1000/run-4242-1.sock",
+ *       "sessionId":"s1","pack":"...","workspace":"...",...}
  *   -> {"command":"Supervise"} + the seccomp listener in SCM_RIGHTS
  *   -> {"id":2,"command":"CloseScope","socket":"..."}
  * A scoped socket ends with CloseScope or with the admin connection that
  * opened it (the run is over), and so do the connections made through it.
+ * CloseScope is answered once the run's supervisor has served its last
+ * call, so that what the run changed is on disk when the run reads it.
  */
 #include <errno.h>
 #include <limits.h>
@@ -49,13 +52,26 @@ static void audit_scope(struct fsb_conn *conn, const char *what, const struct fs
 	fsb_broker_audit(conn->srv->broker, scope->session, rec);
 }
 
+/* The session of the core's own socket (`fsbroker serve --session`), or
+ * NULL when it has none (an embedded core). */
+static const char *core_session(const struct fsb_server *srv)
+{
+	for (const struct fsb_listener *l = srv->listeners; l != NULL; l = l->next)
+		if (!l->admin && l->id == 0 && l->scope.session[0] != '\0')
+			return l->scope.session;
+	return NULL;
+}
+
 static void open_scope(struct fsb_conn *conn, const cJSON *req, cJSON *reply)
 {
+	const struct fsb_broker_config *cfg = &conn->srv->broker->cfg;
 	const char *session = get_string(req, "sessionId");
 	const char *tool_call = get_string(req, "toolCallId");
 	struct fsb_scope scope;
 	char path[PATH_MAX], err[1024];
 
+	if (session == NULL && cJSON_GetObjectItemCaseSensitive(req, "sessionId") == NULL)
+		session = core_session(conn->srv);
 	if (session == NULL || tool_call == NULL) {
 		refuse(reply, "expected 'OpenScope {sessionId: string, toolCallId: string}'");
 		return;
@@ -81,17 +97,36 @@ static void open_scope(struct fsb_conn *conn, const cJSON *req, cJSON *reply)
 	audit_scope(conn, "open", &scope, path);
 	/* The run's scope: Supervise on this connection supervises for it. */
 	conn->scope = scope;
+	/* Approvals `fsbroker approve` recorded since a run asked: the rerun
+	 * finds them. */
+	fsb_approvals_load(conn->srv->broker, session);
 	cJSON_AddStringToObject(reply, "socket", path);
 	cJSON_AddStringToObject(reply, "sessionId", session);
 	cJSON_AddStringToObject(reply, "toolCallId", tool_call);
+	/* What the run needs to build the same sandbox view the pack judges:
+	 * the pack's file, and the paths its variables stand for. */
+	cJSON_AddStringToObject(reply, "pack", cfg->pack);
+	cJSON_AddStringToObject(reply, "workspace", cfg->workspace);
+	cJSON_AddStringToObject(reply, "home", cfg->home);
+	cJSON_AddStringToObject(reply, "tmp", cfg->tmp);
+	cJSON_AddStringToObject(reply, "stateDir", cfg->state_dir);
 }
+
+static void close_scope_now(struct fsb_conn *conn, cJSON *reply);
 
 static void supervisor_ended(struct fsb_supervisor *sv, void *arg)
 {
 	struct fsb_conn *conn = arg;
+	cJSON *reply = conn->held_close;
 
 	(void)sv;
 	conn->supervisor = NULL;
+	if (reply == NULL)
+		return;
+	conn->held_close = NULL;
+	close_scope_now(conn, reply);
+	fsb_conn_reply_json(conn, reply);
+	fsb_chan_resume(&conn->chan);
 }
 
 /* The seccomp listener of the run, in SCM_RIGHTS with this line. */
@@ -123,19 +158,41 @@ static void supervise(struct fsb_conn *conn, cJSON *reply)
 	audit_scope(conn, "supervise", &conn->scope, "");
 }
 
-static void close_scope(struct fsb_conn *conn, const cJSON *req, cJSON *reply)
+/* `reply` holds the socket to close. */
+static void close_scope_now(struct fsb_conn *conn, cJSON *reply)
+{
+	const char *path = get_string(reply, "socket");
+
+	if (fsb_server_close_scope(conn->srv, conn, path) < 0) {
+		refuse(reply, "no scoped socket of this connection has that path");
+		return;
+	}
+	/* The run is over: what it still waits on is left for
+	 * `fsbroker approve`, as an embedded core leaves it. */
+	if (conn->scope.session[0] != '\0')
+		fsb_approvals_save_blocks(conn->srv->broker, conn->scope.session,
+					  conn->scope.tool_call);
+}
+
+/* True when the reply waits for the run's supervisor (see supervisor_ended). */
+static bool close_scope(struct fsb_conn *conn, const cJSON *req, cJSON *reply)
 {
 	const char *path = get_string(req, "socket");
 
 	if (path == NULL) {
 		refuse(reply, "expected 'CloseScope {socket: string}'");
-		return;
-	}
-	if (fsb_server_close_scope(conn->srv, conn, path) < 0) {
-		refuse(reply, "no scoped socket of this connection has that path");
-		return;
+		return false;
 	}
 	cJSON_AddStringToObject(reply, "socket", path);
+	if (conn->supervisor != NULL) {
+		/* The sandbox is gone but calls it made may still be served:
+		 * the next lines wait too, so replies keep their order. */
+		conn->held_close = reply;
+		fsb_chan_hold(&conn->chan);
+		return true;
+	}
+	close_scope_now(conn, reply);
+	return false;
 }
 
 void fsb_serve_admin(struct fsb_conn *conn, char *line, size_t len)
@@ -172,7 +229,10 @@ void fsb_serve_admin(struct fsb_conn *conn, char *line, size_t len)
 	} else if (strcmp(cmd->valuestring, "OpenScope") == 0) {
 		open_scope(conn, req, reply);
 	} else if (strcmp(cmd->valuestring, "CloseScope") == 0) {
-		close_scope(conn, req, reply);
+		if (close_scope(conn, req, reply)) {
+			cJSON_Delete(req);
+			return;
+		}
 	} else {
 		refuse(reply, "unknown admin command (OpenScope, CloseScope, Supervise)");
 		conn->malformed++;

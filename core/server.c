@@ -84,6 +84,8 @@ static void on_conn_closed(struct fsb_chan *c)
 	if (conn->supervisor != NULL)
 		fsb_supervisor_stop_for(conn->supervisor);
 	conn->supervisor = NULL;
+	cJSON_Delete(conn->held_close);
+	conn->held_close = NULL;
 	/* A job on the thread pool still uses it: freed when the job ends. */
 	if (conn->job != NULL) {
 		conn->gone = true;

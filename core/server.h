@@ -38,6 +38,9 @@ struct fsb_conn {
 	bool admin;		/* came in on the admin socket */
 	unsigned long scope_id;	/* the scoped socket it came in on, or 0 */
 	struct fsb_supervisor *supervisor;	/* an admin connection's run, supervised */
+	/* CloseScope while the run's supervisor still serves calls: done and
+	 * answered once it has ended (serve_admin.c). */
+	cJSON *held_close;
 	struct fsb_job *job;	/* the request being served off the loop */
 	bool gone;		/* closed while a job ran: freed when it ends */
 	struct fsb_server *srv;

@@ -4,129 +4,7 @@
  * makes land and one restore takes them back; the pack's refusals hold;
  * CMD's exit status and fsbroker run's own (125) come out as documented.
  */
-#include "harness.h"
-
-#include <errno.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <sys/stat.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
-#include "landlock.h"
-#include "seccomp_filter.h"
-
-struct fixture {
-	char root[PATH_MAX];
-	char home[PATH_MAX + 8], ws[PATH_MAX + 8], tmp[PATH_MAX + 8], state[PATH_MAX + 8];
-	char key[PATH_MAX + 32];
-};
-
-static void put(const char *dir, const char *name, const char *text)
-{
-	char path[PATH_MAX * 2];
-
-	snprintf(path, sizeof(path), "%s/%s", dir, name);
-	fsbt_write_file(path, text);
-}
-
-/* Why a sandbox cannot start here, or NULL when it can. */
-static const char *unsupported(char *why, size_t len)
-{
-	char *argv[] = { "/usr/bin/bwrap", "--unshare-user", "--ro-bind", "/", "/", "/bin/true",
-			 NULL };
-	char *out = NULL;
-
-	if (access(argv[0], X_OK) < 0) {
-		snprintf(why, len, "%s is not installed", argv[0]);
-		return why;
-	}
-	if (fsbt_run(argv, &out) != 0) {
-		snprintf(why, len, "`bwrap --unshare-user true` fails: %s", out ? out : "");
-		why[strcspn(why, "\n")] = '\0';
-		free(out);
-		return why;
-	}
-	free(out);
-	if (fsb_landlock_probe(why, len) < 1 || fsb_seccomp_probe(why, len) < 0)
-		return why;
-	return NULL;
-}
-
-static int setup(void **state)
-{
-	struct fixture *f = calloc(1, sizeof(*f));
-
-	assert_non_null(f);
-	/* Not under /tmp (private in the sandbox), and HOME not inside TMPDIR
-	 * (the default pack refuses that). */
-	snprintf(f->root, sizeof(f->root), "/var/tmp/fsbt-run-XXXXXX");
-	assert_non_null(mkdtemp(f->root));
-	assert_int_equal(chmod(f->root, 0755), 0);
-	snprintf(f->home, sizeof(f->home), "%s/home", f->root);
-	snprintf(f->ws, sizeof(f->ws), "%s/ws", f->root);
-	snprintf(f->tmp, sizeof(f->tmp), "%s/tmp", f->root);
-	snprintf(f->state, sizeof(f->state), "%s/state", f->root);
-	assert_int_equal(mkdir(f->home, 0755), 0);
-	assert_int_equal(mkdir(f->ws, 0755), 0);
-	assert_int_equal(mkdir(f->tmp, 0700), 0);
-	snprintf(f->key, sizeof(f->key), "%s/.ssh", f->home);
-	assert_int_equal(mkdir(f->key, 0700), 0);
-	snprintf(f->key, sizeof(f->key), "%s/.ssh/id_ed25519", f->home);
-	fsbt_write_file(f->key, "PRIVATE KEY\n");
-	put(f->ws, "a.txt", "old a\n");
-	put(f->ws, "b.txt", "bee\n");
-	put(f->ws, "c.txt", "cee\n");
-	/* fsbroker run and what it starts see this home and tmp. */
-	setenv("HOME", f->home, 1);
-	setenv("TMPDIR", f->tmp, 1);
-	unsetenv("XDG_RUNTIME_DIR");
-	unsetenv("XDG_STATE_HOME");
-	unsetenv("XDG_CONFIG_HOME");
-	unsetenv("XDG_DATA_HOME");
-	unsetenv("XDG_CACHE_HOME");
-	*state = f;
-	return 0;
-}
-
-static int teardown(void **state)
-{
-	struct fixture *f = *state;
-	char cmd[PATH_MAX + 16];
-
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", f->root);
-	if (getenv("FSBT_KEEP") == NULL && system(cmd) != 0)
-		fprintf(stderr, "could not remove %s\n", f->root);
-	free(f);
-	return 0;
-}
-
-/* fsbroker run --workspace WS --state-dir ST --session s [extra] -- sh -c SCRIPT */
-static int run_sh(struct fixture *f, const char *extra, const char *script, char **out)
-{
-	char *argv[16];
-	int n = 0;
-
-	argv[n++] = (char *)fsbt_binary();
-	argv[n++] = "run";
-	argv[n++] = "--workspace";
-	argv[n++] = f->ws;
-	argv[n++] = "--state-dir";
-	argv[n++] = f->state;
-	argv[n++] = "--session";
-	argv[n++] = "s";
-	if (extra != NULL)
-		argv[n++] = (char *)extra;
-	if (script != NULL) {
-		argv[n++] = "--";
-		argv[n++] = "sh";
-		argv[n++] = "-c";
-		argv[n++] = (char *)script;
-	}
-	argv[n] = NULL;
-	return fsbt_run(argv, out);
-}
+#include "run_fixture.h"
 
 static void changes_land_and_one_restore_takes_them_back(void **state)
 {
@@ -141,7 +19,7 @@ static void changes_land_and_one_restore_takes_them_back(void **state)
 	st = run_sh(f, NULL, "echo new > a.txt; rm b.txt; mkdir d; mv c.txt d/", &out);
 	if (st != 0)
 		fail_msg("fsbroker run exited 0x%x:\n%s", (unsigned)st, out ? out : "");
-	assert_non_null(strstr(out, "fsbroker backup restore --last"));
+	assert_non_null(strstr(out, "fsbroker run: to undo: fsbroker backup restore 1 "));
 	free(out);
 	snprintf(path, sizeof(path), "%s/a.txt", f->ws);
 	text = fsbt_read_file(path, NULL);

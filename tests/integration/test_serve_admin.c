@@ -188,6 +188,25 @@ static void scoped_sockets_end_with_the_admin_connection(void **state)
 	fsbt_close(a);
 }
 
+/* A run that names no session gets the core's, and learns the core's pack
+ * and workspace: it builds its sandbox's view from them. */
+static void open_scope_tells_the_core_session_pack_and_workspace(void **state)
+{
+	struct fsbt_core *c = *state;
+	int a = admin_connect(c);
+	cJSON *r;
+
+	r = admin(a, "{\"id\":1,\"command\":\"OpenScope\",\"toolCallId\":\"tc-run-6\"}");
+	assert_true(fsbt_ok(r));
+	assert_string_equal(fsbt_str(r, "sessionId"), c->session);
+	assert_string_equal(fsbt_str(r, "workspace"), c->ws);
+	assert_string_equal(fsbt_str(r, "home"), c->home);
+	assert_string_equal(fsbt_str(r, "stateDir"), c->state);
+	assert_non_null(strstr(fsbt_str(r, "pack"), "/default.lua"));
+	cJSON_Delete(r);
+	fsbt_close(a);
+}
+
 static void bad_admin_requests_get_a_sentence(void **state)
 {
 	struct fsbt_core *c = *state;
@@ -262,6 +281,7 @@ int main(void)
 		T(scoped_socket_binds_requests_to_its_tool_call),
 		T(close_scope_removes_the_socket_and_ends_its_connections),
 		T(scoped_sockets_end_with_the_admin_connection),
+		T(open_scope_tells_the_core_session_pack_and_workspace),
 		T(bad_admin_requests_get_a_sentence),
 		T(another_user_cannot_connect),
 	};

@@ -1,8 +1,12 @@
 /*
- * test_prompts.c — prompt blocks: recorded once per key, found, removed.
+ * test_prompts.c — prompt blocks: recorded once per key, found, removed;
+ * a call waiting on one wakes with the host's answer, and one that waits in
+ * vain is refused while its block stays pending.
  */
 #include "unit.h"
 
+#include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -71,12 +75,78 @@ static void test_full_list_drops_the_oldest(void **state)
 	fsb_prompts_free(&ps);
 }
 
+struct answerer {
+	struct fsb_prompts *ps;
+	pthread_mutex_t *lock;
+	char id[24];
+};
+
+/* Takes the lock only once the waiter has let it go inside the wait. */
+static void *answer_approve(void *arg)
+{
+	struct answerer *a = arg;
+
+	pthread_mutex_lock(a->lock);
+	fsb_prompts_answer(a->ps, a->id, true);
+	pthread_mutex_unlock(a->lock);
+	return NULL;
+}
+
+static void test_a_waiting_call_wakes_with_the_answer(void **state)
+{
+	static struct fsb_prompts ps;
+	pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+	struct answerer a = { &ps, &lock, "" };
+	const struct fsb_prompt *p;
+	pthread_t t;
+
+	(void)state;
+	assert_int_equal(fsb_prompts_init(&ps), 0);
+	p = fsb_prompts_record(&ps, FSB_OP_WRITE, "/h/notes", NULL, true, 1, 42, "r", "s", "t");
+	/* A core's ids carry its tag. */
+	assert_true(strncmp(p->id, "blk-", 4) == 0 && strchr(p->id + 4, '-') != NULL);
+	strcpy(a.id, p->id);
+	pthread_mutex_lock(&lock);
+	assert_int_equal(pthread_create(&t, NULL, answer_approve, &a), 0);
+	assert_int_equal(fsb_prompts_wait(&ps, &lock, a.id, 60), 1);
+	pthread_mutex_unlock(&lock);
+	pthread_join(t, NULL);
+	/* Answered and read: forgotten. */
+	assert_int_equal(ps.n, 0);
+	fsb_prompts_free(&ps);
+}
+
+static void test_no_answer_refuses_and_keeps_the_block(void **state)
+{
+	static struct fsb_prompts ps;
+	pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+	const struct fsb_prompt *p;
+	char id[24];
+
+	(void)state;
+	assert_int_equal(fsb_prompts_init(&ps), 0);
+	p = fsb_prompts_record(&ps, FSB_OP_WRITE, "/h/notes", NULL, true, 1, 42, "r", "s", "t");
+	strcpy(id, p->id);
+	pthread_mutex_lock(&lock);
+	assert_int_equal(fsb_prompts_wait(&ps, &lock, id, 0), -ETIMEDOUT);
+	pthread_mutex_unlock(&lock);
+	/* Still pending: the host may answer it later. */
+	assert_non_null(fsb_prompts_find(&ps, id));
+	/* A deny of a block nobody waits on forgets it. */
+	fsb_prompts_answer(&ps, id, false);
+	assert_null(fsb_prompts_find(&ps, id));
+	assert_int_equal(ps.n, 0);
+	fsb_prompts_free(&ps);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_same_key_gives_the_same_block),
 		cmocka_unit_test(test_find_and_remove),
 		cmocka_unit_test(test_full_list_drops_the_oldest),
+		cmocka_unit_test(test_a_waiting_call_wakes_with_the_answer),
+		cmocka_unit_test(test_no_answer_refuses_and_keeps_the_block),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

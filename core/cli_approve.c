@@ -1,0 +1,94 @@
+/*
+ * cli_approve.c — `fsbroker approve`: approve a call a run left waiting
+ * (DESIGN §7.5, deferred approvals). The run's summary names the block and
+ * this command; the approval goes into the session's state dir, where the
+ * next core serving the session (the rerun's) finds it.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "approval_files.h"
+#include "broker.h"
+#include "cli.h"
+#include "config.h"
+
+static const char usage[] =
+	"usage: fsbroker approve [--session ID] [--state-dir DIR] [--scope once|session] BLOCK-ID\n"
+	"\n"
+	"Approve the call a `fsbroker run` left waiting as BLOCK-ID (its summary names\n"
+	"it), then rerun the same command. once (the default): the first request of\n"
+	"that exact op, path and file is allowed, then the approval is used up.\n"
+	"session: every such request of the session, until its approvals are removed.\n"
+	"An approval never lifts a deny. Defaults: session \"default\", the state dir\n"
+	"$XDG_STATE_HOME/fsbroker. Exit: 0 approved, 1 not recorded, 2 usage or no\n"
+	"such block.\n";
+
+int fsb_cli_approve(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "session", required_argument, NULL, 'S' },
+		{ "state-dir", required_argument, NULL, 'd' },
+		{ "scope", required_argument, NULL, 's' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	const char *session = "default", *state_dir = NULL, *scope = "once";
+	struct fsb_approval_rec rec;
+	char state[PATH_MAX], err[1024];
+	int c, rc;
+
+	optind = 1;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
+		switch (c) {
+		case 'S':
+			session = optarg;
+			break;
+		case 'd':
+			state_dir = optarg;
+			break;
+		case 's':
+			scope = optarg;
+			break;
+		case 'h':
+			fputs(usage, stdout);
+			return 0;
+		case ':':
+			fprintf(stderr, "fsbroker approve: %s needs a value\n\n%s", argv[optind - 1],
+				usage);
+			return 2;
+		default:
+			fprintf(stderr, "fsbroker approve: unknown option '%s'\n\n%s",
+				argv[optind - 1], usage);
+			return 2;
+		}
+	}
+	if (optind != argc - 1) {
+		fprintf(stderr, "fsbroker approve: name one block id\n\n%s", usage);
+		return 2;
+	}
+	if (strcmp(scope, "once") != 0 && strcmp(scope, "session") != 0) {
+		fprintf(stderr, "fsbroker approve: --scope is once or session, not '%s'\n", scope);
+		return 2;
+	}
+	if (!fsb_id_valid(session)) {
+		fprintf(stderr, "fsbroker approve: session id '%s' must be 1-128 characters of "
+			"A-Z a-z 0-9 . _ : - and not start with '.'\n", session);
+		return 2;
+	}
+	if (state_dir == NULL) {
+		fsb_default_state_dir(state, sizeof(state));
+		state_dir = state;
+	}
+	rc = fsb_approvals_record(state_dir, session, argv[optind], scope, &rec, err, sizeof(err));
+	if (rc < 0) {
+		fprintf(stderr, "fsbroker approve: %s\n", err);
+		return rc == -ENOENT || rc == -EINVAL ? 2 : 1;
+	}
+	printf("approved %s (%s): %s of %s (%s); rerun the command that asked\n", rec.block_id,
+	       scope, fsb_op_name(rec.op), rec.path, rec.rule);
+	return 0;
+}

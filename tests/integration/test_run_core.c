@@ -1,0 +1,143 @@
+/*
+ * test_run_core.c — `fsbroker run --core STATE-DIR` against a real
+ * `fsbroker serve` started here: the run attaches through the admin socket,
+ * its command's changes go through that core with its pack, workspace and
+ * session, the cycle stays open for the host to commit, and a core that is
+ * not running is a failure of the run (125) naming the state dir.
+ */
+#include "run_fixture.h"
+
+static int core_setup(void **state)
+{
+	struct fsbt_core *c;
+
+	/* The layout must not lie under /tmp, which the sandbox replaces. */
+	setenv("TMPDIR", "/var/tmp", 1);
+	unsetenv("XDG_RUNTIME_DIR");
+	c = fsbt_core_new();
+	fsbt_core_start(c);
+	*state = c;
+	return 0;
+}
+
+static int core_teardown(void **state)
+{
+	return fsbt_core_stop(*state);
+}
+
+static bool has_string(const cJSON *arr, const char *want)
+{
+	const cJSON *it;
+
+	cJSON_ArrayForEach(it, arr)
+		if (cJSON_IsString(it) && strcmp(it->valuestring, want) == 0)
+			return true;
+	return false;
+}
+
+static void a_run_attaches_and_the_host_commits(void **state)
+{
+	struct fsbt_core *c = *state;
+	char why[512], a[PATH_MAX + 16], key[PATH_MAX + 32], sealed[PATH_MAX * 2], want[PATH_MAX];
+	const cJSON *it;
+	struct runproc p;
+	bool key_denied = false;
+	cJSON *s, *r;
+	int st, cycle;
+	char *text;
+
+	if (unsupported(why, sizeof(why)) != NULL)
+		fsbt_skip("%s", why);
+	snprintf(a, sizeof(a), "%s/a.txt", c->ws);
+	snprintf(key, sizeof(key), "%s/.ssh/id_ed25519", c->home);
+	fsbt_write_file(a, "old\n");
+	run_start((char *[]){ (char *)fsbt_binary(), "run", "--core", c->state, "--tool-call",
+			      "tc-core-1", "--summary-fd", "5", "--", "sh", "-c",
+			      "pwd; echo new > a.txt; echo x > ~/.ssh/id_ed25519", NULL },
+		  false, &p);
+	st = run_finish(&p);
+	/* The key's write fails inside: sh exits 2. */
+	if (!WIFEXITED(st) || WEXITSTATUS(st) != 2)
+		fail_msg("wait status 0x%x; stderr:\n%s\ncore log:\n%s", (unsigned)st,
+			 p.ebuf ? p.ebuf : "", fsbt_core_log(c));
+	/* The core's workspace is the command's working directory. */
+	snprintf(want, sizeof(want), "%s\n", c->ws);
+	assert_string_equal(p.obuf, want);
+	text = fsbt_read_file(a, NULL);
+	assert_string_equal(text, "new\n");
+	free(text);
+	text = fsbt_read_file(key, NULL);
+	assert_non_null(strstr(text, "fsbt test key"));
+	free(text);
+
+	s = run_summary(&p);
+	assert_string_equal(fsbt_str(s, "mode"), "attached");
+	/* The core's session, since the run named none. */
+	assert_string_equal(fsbt_str(s, "session"), c->session);
+	assert_string_equal(fsbt_str(s, "toolCall"), "tc-core-1");
+	assert_true(has_string(cJSON_GetObjectItemCaseSensitive(s, "changed"), a));
+	assert_true(fsbt_num(s, "backedUp") >= 1);
+	cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(s, "denied"))
+		key_denied |= strcmp(fsbt_str(it, "path"), key) == 0 &&
+			      strcmp(fsbt_str(it, "rule"), "denyRead ~/.ssh/**") == 0;
+	if (!key_denied)
+		fail_msg("the key's refusal is not in the summary: %s", p.sbuf);
+	assert_non_null(strstr(fsbt_str(s, "restoreCommand"), "--tool-call tc-core-1"));
+	/* The run did not seal the cycle: the host's turn is not over. */
+	cycle = (int)fsbt_num(s, "cycle");
+	assert_true(cycle >= 1);
+	assert_false(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(s, "cycleSealed")));
+	snprintf(sealed, sizeof(sealed), "%s/sessions/%s/modify_backup/cycles/%d/cycle.json",
+		 c->state, c->session, cycle);
+	assert_int_equal(access(sealed, F_OK), -1);
+	cJSON_Delete(s);
+	run_free(&p);
+
+	/* The host commits it over its control channel. */
+	r = fsbt_control_cmd(c, "CommitModifyBackup", "\"commitMsg\":\"turn 1\"");
+	assert_true(fsbt_ok(r));
+	assert_int_equal((int)fsbt_num(r, "cycle"), cycle);
+	cJSON_Delete(r);
+	assert_int_equal(access(sealed, F_OK), 0);
+}
+
+static void no_core_running_exits_125_naming_the_state_dir(void **state)
+{
+	struct fsbt_core *c = *state;
+	char other[PATH_MAX + 16];
+	struct runproc p;
+	int st;
+
+	snprintf(other, sizeof(other), "%s/other-state", c->dir);
+	assert_int_equal(mkdir(other, 0700), 0);
+	run_start((char *[]){ (char *)fsbt_binary(), "run", "--core", other, "--", "true", NULL },
+		  false, &p);
+	st = run_finish(&p);
+	assert_true(WIFEXITED(st));
+	assert_int_equal(WEXITSTATUS(st), 125);
+	assert_non_null(p.ebuf);
+	assert_non_null(strstr(p.ebuf, "fsbroker run: no fsbroker core is running with the "
+				       "state dir "));
+	assert_non_null(strstr(p.ebuf, other));
+	run_free(&p);
+	/* --core takes the core's pack: a pack of the run's own is refused. */
+	run_start((char *[]){ (char *)fsbt_binary(), "run", "--core", c->state, "--rules",
+			      "default", "--", "true", NULL }, false, &p);
+	st = run_finish(&p);
+	assert_true(WIFEXITED(st));
+	assert_int_equal(WEXITSTATUS(st), 125);
+	assert_non_null(strstr(p.ebuf, "leave out --rules"));
+	run_free(&p);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(a_run_attaches_and_the_host_commits, core_setup,
+						core_teardown),
+		cmocka_unit_test_setup_teardown(no_core_running_exits_125_naming_the_state_dir,
+						core_setup, core_teardown),
+	};
+
+	return fsbt_run_group(tests, NULL, NULL);
+}
