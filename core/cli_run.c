@@ -28,6 +28,7 @@
 #include "mount_plan.h"
 #include "proto_json.h"
 #include "run.h"
+#include "run_mode.h"
 #include "seccomp_filter.h"
 #include "server.h"
 
@@ -40,7 +41,8 @@ static const char usage[] =
 	"usage: fsbroker run [--rules PACK] [--workspace DIR] [--session ID] [--tool-call ID]\n"
 	"                    [--state-dir DIR] [--summary-fd N] [--control-fd N]\n"
 	"                    [--approvals deferred|inline] [--approval-timeout SECONDS]\n"
-	"                    [--explain] -- CMD [ARG]...\n"
+	"                    [--without-landlock] [--without-namespaces]\n"
+	"                    [--simulate-missing FEATURE,...] [--explain] -- CMD [ARG]...\n"
 	"       fsbroker run --core STATE-DIR [--session ID] [--tool-call ID] [--summary-fd N]\n"
 	"                    -- CMD [ARG]...\n"
 	"\n"
@@ -54,7 +56,10 @@ static const char usage[] =
 	"(deferred), or waits for Approve/Deny on the control fd (--approvals inline).\n"
 	"Defaults: the workspace is the current directory, the session \"" DEFAULT_SESSION "\"\n"
 	"(the core's with --core), the tool call tc-<time>-<pid>. --explain prints the\n"
-	"sandbox's mount plan. docs/runtime.md has every flag.\n";
+	"sandbox's mode and mount plan. On a machine without Landlock or user\n"
+	"namespaces the run refuses unless --without-landlock or --without-namespaces\n"
+	"accepts a weaker mode (docs/runtime-degraded.md). docs/runtime.md has every\n"
+	"flag.\n";
 
 #define DEFAULT_APPROVAL_TIMEOUT 60
 
@@ -64,6 +69,8 @@ struct run_opts {
 	bool inline_approvals;
 	unsigned approval_timeout;
 	bool explain;
+	unsigned simulate_missing;	/* enum fsb_feature bits */
+	unsigned accepted;		/* --without-landlock, --without-namespaces */
 	char **cmd;
 };
 
@@ -86,6 +93,7 @@ struct run {
 	pthread_mutex_t events_lock;
 	cJSON *events;		/* an array, under events_lock */
 	bool exited;
+	bool own_group;		/* no pid namespace: CMD leads its own process group */
 	int64_t exit_status;
 	int term_signal;
 };
@@ -182,6 +190,13 @@ static void on_exit_cb(uv_process_t *p, int64_t status, int term_signal)
 		fsb_control_close(&r->ctl);
 	}
 
+	/*
+	 * Without a pid namespace nothing ends what CMD left behind: end its
+	 * process group. A process that left the group stays under the filter,
+	 * and each file change it tries fails once the core is gone.
+	 */
+	if (r->own_group)
+		kill(-p->pid, SIGKILL);
 	r->exited = true;
 	r->exit_status = status;
 	r->term_signal = term_signal;
@@ -260,45 +275,50 @@ static char *rerun_command(const struct run_opts *o, const char *session, const 
 	return buf;
 }
 
-static int explain(struct fsb_broker *b, const struct fsb_mount_inputs *in)
+static int explain(struct fsb_broker *b, const struct fsb_mount_inputs *in,
+		   const struct run_opts *o)
 {
 	struct fsb_policy_summary sum;
 	struct fsb_mount_plan plan;
-	char why[512], err[512];
-	int ll, rc;
+	struct fsb_run_mode mode;
+	char text[2048], err[1024];
+	int rc;
 
 	memset(&sum, 0, sizeof(sum));
 	if (fsb_policy_summary(b->policy, &sum, err, sizeof(err)) < 0) {
 		fsb_policy_summary_free(&sum);
 		return fail("%s", err);
 	}
-	rc = fsb_mount_plan_build(b->policy, in, &plan);
-	if (rc < 0) {
+	if (fsb_run_mode_choose(&mode, o->simulate_missing, o->accepted,
+				sum.reads == FSB_READS_BROKER, err, sizeof(err)) < 0) {
+		fsb_policy_summary_free(&sum);
+		return fail("%s", err);
+	}
+	memset(&plan, 0, sizeof(plan));
+	if (mode.namespaces && fsb_mount_plan_build(b->policy, in, &plan) < 0) {
 		rc = fail("%s", plan.why);
 		fsb_mount_plan_free(&plan);
 		fsb_policy_summary_free(&sum);
 		return rc;
 	}
-	printf("mode: embedded core; bubblewrap, fsbroker-init, seccomp supervisor; reads = %s\n",
-	       sum.reads == FSB_READS_BROKER ? "broker" : "mask");
-	ll = fsb_landlock_probe(why, sizeof(why));
-	if (ll >= 1)
-		printf("landlock: ABI %d\n", ll);
-	else
-		printf("landlock: missing (%s): fsbroker run refuses to start\n", why);
-	if (fsb_seccomp_probe(why, sizeof(why)) < 0)
-		printf("seccomp user notification: missing (%s): fsbroker run refuses to start\n",
-		       why);
-	else
-		printf("seccomp user notification: yes\n");
+	fsb_run_mode_explain(&mode, text, sizeof(text));
+	fputs(text, stdout);
+	printf("core: embedded\n");
 	printf("pack: %s (%s)\n", fsb_policy_name(b->policy), b->cfg.pack);
 	printf("environment kept:");
 	for (size_t i = 0; i < sum.nenv_pass; i++)
 		printf(" %s", sum.env_pass[i]);
 	printf("%s\n", sum.nenv_pass == 0 ? " (none: the pack's env.pass is empty)" : "");
-	printf("bwrap options:\n");
-	rc = fsb_mount_plan_explain(&plan, stdout) < 0 || fflush(stdout) != 0 ? FSB_EXIT_RUN : 0;
-	fsb_mount_plan_free(&plan);
+	if (mode.namespaces) {
+		printf("bwrap options:\n");
+		rc = fsb_mount_plan_explain(&plan, stdout) < 0 ? FSB_EXIT_RUN : 0;
+		fsb_mount_plan_free(&plan);
+	} else {
+		printf("no bwrap: fsbroker-init runs directly, with no mount plan\n");
+		rc = 0;
+	}
+	if (fflush(stdout) != 0)
+		rc = FSB_EXIT_RUN;
 	fsb_policy_summary_free(&sum);
 	return rc;
 }
@@ -317,35 +337,33 @@ static void audit_scope(struct fsb_broker *b, const struct fsb_scope *scope, con
 	fsb_broker_audit(b, scope->session, rec);
 }
 
-/* The pack says reads = "broker" (set by preflight). */
-static bool run_reads_broker;
-
-/* What stops a run from starting on this machine, or 0. */
-static int preflight(struct fsb_broker *b, char *bwrap, size_t bwrap_len, char *init,
-		     size_t init_len)
+/* Choose the mode this machine allows (or refuse), and find what it runs. */
+static int preflight(struct fsb_broker *b, const struct run_opts *o, struct fsb_run_mode *mode,
+		     char *bwrap, size_t bwrap_len, char *init, size_t init_len)
 {
 	struct fsb_policy_summary sum;
-	char why[512], err[512];
+	char err[1024];
 	int rc;
 
-	if (fsb_landlock_probe(why, sizeof(why)) < 1)
-		return fail("cannot sandbox: %s", why);
-	if (fsb_seccomp_probe(why, sizeof(why)) < 0)
-		return fail("cannot sandbox: %s", why);
-	fsb_run_find_on_path("bwrap", bwrap, bwrap_len);
-	if (bwrap[0] == '\0')
-		return fail("bubblewrap (bwrap) is not installed or not on PATH");
+	memset(&sum, 0, sizeof(sum));
+	if (fsb_policy_summary(b->policy, &sum, err, sizeof(err)) < 0) {
+		fsb_policy_summary_free(&sum);
+		return fail("%s", err);
+	}
+	rc = fsb_run_mode_choose(mode, o->simulate_missing, o->accepted,
+				 sum.reads == FSB_READS_BROKER, err, sizeof(err));
+	fsb_policy_summary_free(&sum);
+	if (rc < 0)
+		return fail("%s", err);
+	bwrap[0] = '\0';
+	if (mode->namespaces) {
+		fsb_run_find_on_path("bwrap", bwrap, bwrap_len);
+		if (bwrap[0] == '\0')
+			return fail("bubblewrap (bwrap) is not installed or not on PATH");
+	}
 	if ((rc = fsb_run_find_init(init, init_len)) < 0)
 		return fail("cannot find fsbroker-init next to fsbroker: %s", strerror(-rc));
-	memset(&sum, 0, sizeof(sum));
-	rc = fsb_policy_summary(b->policy, &sum, err, sizeof(err));
-	/* reads = "broker": fsbroker-init's filter routes read opens too. */
-	if (rc == 0)
-		run_reads_broker = sum.reads == FSB_READS_BROKER;
-	else if (rc < 0)
-		rc = fail("%s", err);
-	fsb_policy_summary_free(&sum);
-	return rc;
+	return 0;
 }
 
 /* A descriptor given on the command line: open, not one of CMD's 0-2, and
@@ -380,6 +398,9 @@ static int parse_opts(int argc, char **argv, struct run_opts *o, bool *help)
 		{ "approvals", required_argument, NULL, 'a' },
 		{ "approval-timeout", required_argument, NULL, 'T' },
 		{ "explain", no_argument, NULL, 'e' },
+		{ "without-landlock", no_argument, NULL, 'L' },
+		{ "without-namespaces", no_argument, NULL, 'N' },
+		{ "simulate-missing", required_argument, NULL, 'M' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -439,6 +460,21 @@ static int parse_opts(int argc, char **argv, struct run_opts *o, bool *help)
 		case 'e':
 			o->explain = true;
 			break;
+		case 'L':
+			o->accepted |= FSB_FEATURE_LANDLOCK;
+			break;
+		case 'N':
+			o->accepted |= FSB_FEATURE_USERNS;
+			break;
+		case 'M': {
+			unsigned mask;
+
+			if (fsb_feature_parse(optarg, &mask) < 0)
+				return fail("--simulate-missing takes userns, landlock and "
+					    "seccomp-notify, comma-separated, not '%s'", optarg);
+			o->simulate_missing |= mask;
+			break;
+		}
 		case 'h':
 			*help = true;
 			return 0;
@@ -529,6 +565,13 @@ static int spawn_sandbox(struct run *r, char **bargv, int sock)
 	po.stdio = stdio;
 	po.stdio_count = 4;
 	po.exit_cb = on_exit_cb;
+	/* Without a pid namespace: a session and process group of its own,
+	 * ended with CMD (on_exit_cb), started in the workspace as the mount
+	 * plan's --chdir would. bwrap makes its own (--new-session). */
+	if (r->own_group) {
+		po.flags = UV_PROCESS_DETACHED;
+		po.cwd = r->broker.cfg.workspace;
+	}
 	r->proc.data = r;
 	rc = uv_spawn(&r->loop, &r->proc, &po);
 	if (rc < 0) {
@@ -573,7 +616,7 @@ int fsb_cli_run(int argc, char **argv)
 	char tc_buf[64], state[PATH_MAX], cwd[PATH_MAX], err[2048];
 	char sockdir[PATH_MAX], scoped[PATH_MAX], admin_path[PATH_MAX + 16];
 	char bwrap[PATH_MAX], init[PATH_MAX], message[1024];
-	char env_sock[64 + sizeof(FSB_MOUNT_SOCKET)], env_sid[160], env_tc[160];
+	char env_sock[PATH_MAX + 32], env_sid[160], env_tc[160];
 	char env_home[PATH_MAX + 8], env_tmp[PATH_MAX + 8];
 	char *envs[5] = { env_sock, env_sid, env_tc };
 	size_t nenvs = 3;
@@ -584,6 +627,8 @@ int fsb_cli_run(int argc, char **argv)
 	struct fsb_mount_inputs in;
 	struct fsb_mount_plan plan;
 	struct fsb_scope scope;
+	struct fsb_run_mode mode;
+	struct fsb_run_launch launch;
 	struct run_opts o;
 	struct fsb_conn *conn = NULL;
 	bool help, sockdir_made = false, plan_built = false, summary_written = false;
@@ -678,10 +723,10 @@ int fsb_cli_run(int argc, char **argv)
 	in.runtime_dir = getenv("XDG_RUNTIME_DIR");
 	in.uid = getuid();
 	if (o.explain) {
-		rc = explain(&r->broker, &in);
+		rc = explain(&r->broker, &in, &o);
 		goto out;
 	}
-	if ((rc = preflight(&r->broker, bwrap, sizeof(bwrap), init, sizeof(init))) != 0)
+	if ((rc = preflight(&r->broker, &o, &mode, bwrap, sizeof(bwrap), init, sizeof(init))) != 0)
 		goto out;
 	rc = FSB_EXIT_RUN;
 	if (fsb_policy_summary(r->broker.policy, &pol, err, sizeof(err)) < 0) {
@@ -710,7 +755,10 @@ int fsb_cli_run(int argc, char **argv)
 		/* For `fsbroker run --core` of others, as `fsbroker serve` has;
 		 * another core on the same state dir keeps its own. */
 		snprintf(admin_path, sizeof(admin_path), "%s/admin.sock", r->broker.cfg.state_dir);
-		if (fsb_server_listen_admin(&r->server, admin_path, err, sizeof(err)) < 0)
+		/* Without namespaces the sandbox would see it: no admin socket. */
+		if (!mode.namespaces)
+			fsb_debug("no admin socket: the sandbox shares this mount namespace");
+		else if (fsb_server_listen_admin(&r->server, admin_path, err, sizeof(err)) < 0)
 			fsb_debug("no admin socket: %s", err);
 
 		/* The admin connection of this run: our end served by the core,
@@ -751,12 +799,15 @@ int fsb_cli_run(int argc, char **argv)
 
 	in.scoped_socket = scoped;
 	in.init_binary = init;
+	memset(&plan, 0, sizeof(plan));
 	plan_built = true;
-	if (fsb_mount_plan_build(r->broker.policy, &in, &plan) < 0) {
+	if (mode.namespaces && fsb_mount_plan_build(r->broker.policy, &in, &plan) < 0) {
 		rc = fail("%s", plan.why);
 		goto out;
 	}
-	snprintf(env_sock, sizeof(env_sock), "FSBROKER_SOCKET=%s", FSB_MOUNT_SOCKET);
+	/* Under bwrap the plan binds the scoped socket at FSB_MOUNT_SOCKET. */
+	snprintf(env_sock, sizeof(env_sock), "FSBROKER_SOCKET=%s",
+		 mode.namespaces ? FSB_MOUNT_SOCKET : scoped);
 	snprintf(env_sid, sizeof(env_sid), "FSBROKER_SESSION_ID=%s", session);
 	snprintf(env_tc, sizeof(env_tc), "FSBROKER_TOOL_CALL_ID=%s", tool_call);
 	/* Attached, the sandbox is the core's view: its ~ and ${tmp} are the
@@ -771,13 +822,25 @@ int fsb_cli_run(int argc, char **argv)
 		}
 	}
 	/* CMD keeps only the variables the pack's env.pass names. */
-	bargv = fsb_run_sandbox_argv(bwrap, &plan, r->broker.cfg.tmp, pol.env_pass, pol.nenv_pass,
-				     envs, nenvs, run_reads_broker, o.cmd);
+	memset(&launch, 0, sizeof(launch));
+	launch.bwrap = mode.namespaces ? bwrap : NULL;
+	launch.plan = &plan;
+	launch.init = init;
+	launch.tmp = r->broker.cfg.tmp;
+	launch.reads_broker = mode.reads_broker;
+	launch.landlock = mode.landlock;
+	launch.keep_env = pol.env_pass;
+	launch.nkeep = pol.nenv_pass;
+	launch.setenv_strs = envs;
+	launch.nset = nenvs;
+	launch.cmd = o.cmd;
+	bargv = fsb_run_sandbox_argv(&launch);
 	if (bargv == NULL) {
 		rc = fail("out of memory");
 		goto out;
 	}
 	audit_from = audit_size(r->broker.cfg.state_dir, session);
+	r->own_group = !mode.namespaces;
 	if ((rc = spawn_sandbox(r, bargv, r->init_sock)) != 0)
 		goto out;
 	fsb_debug("running session %s tool call %s with pack %s", session, tool_call,

@@ -38,10 +38,12 @@ extern char **environ;
 
 static const char usage[] =
 	"usage: fsbroker-init --socket-fd N [--writable DIR]... [--keep-env NAME]...\n"
-	"                     [--setenv NAME=VALUE]... [--reads-broker] -- CMD [ARG]...\n"
+	"                     [--setenv NAME=VALUE]... [--reads-broker] [--no-landlock]\n"
+	"                     -- CMD [ARG]...\n"
 	"\n"
 	"Run inside the sandbox by `fsbroker run`: close every fd but 0, 1, 2 and N,\n"
-	"apply Landlock (writes only beneath each DIR), set no_new_privs, install\n"
+	"apply Landlock (writes only beneath each DIR; not with --no-landlock, which\n"
+	"fsbroker run --without-landlock passes), set no_new_privs, install\n"
 	"the seccomp filter, hand its listener to the core over the connected Unix\n"
 	"socket N, and exec CMD with only the kept and set environment variables.\n"
 	"--keep-env takes a NAME or a PREFIX* (LC_*). Exit status: CMD's, or 125\n"
@@ -57,6 +59,7 @@ struct init_args {
 	const char **set_env;
 	size_t n_set;
 	bool reads_broker;
+	bool no_landlock;	/* fsbroker run --without-landlock */
 	char **cmd;
 };
 
@@ -152,6 +155,8 @@ static void parse_args(int argc, char **argv, struct init_args *a)
 			a->set_env[a->n_set++] = v;
 		} else if (strcmp(arg, "--reads-broker") == 0) {
 			a->reads_broker = true;
+		} else if (strcmp(arg, "--no-landlock") == 0) {
+			a->no_landlock = true;
 		} else {
 			die(EXIT_INIT, "unknown option '%s' (see --help)", arg);
 		}
@@ -399,7 +404,8 @@ int main(int argc, char **argv)
 	 */
 	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0)
 		die(EXIT_INIT, "cannot set no_new_privs: %s", strerror(errno));
-	apply_landlock(&a);
+	if (!a.no_landlock)
+		apply_landlock(&a);
 
 	/*
 	 * init's own exec and library loads happened before this point; from

@@ -112,13 +112,27 @@ int fsb_run_find_init(char *out, size_t len);
  */
 int fsb_run_socket_dir(char *out, size_t len);
 
+/** How the sandbox is started (run_mode.h chooses). */
+struct fsb_run_launch {
+	const char *bwrap;		/* NULL: no namespaces, init runs directly */
+	const struct fsb_mount_plan *plan;	/* with bwrap */
+	const char *init;		/* fsbroker-init on the host, without bwrap */
+	const char *tmp;		/* the pack's ${tmp} */
+	bool reads_broker, landlock;
+	char *const *keep_env;
+	size_t nkeep;
+	char *const *setenv_strs;
+	size_t nset;
+	char **cmd;
+};
+
 /**
  * `bwrap <plan> -- fsbroker-init --socket-fd 3 --writable /tmp
- * [--writable TMP] --keep-env NAME… --setenv NAME=VALUE… -- CMD…` as a
- * NULL-terminated vector (free the vector only; its strings are borrowed).
+ * [--writable TMP] [--reads-broker] [--no-landlock] --keep-env NAME…
+ * --setenv NAME=VALUE… -- CMD…`, or the same from fsbroker-init on without
+ * bwrap (and without --writable), as a NULL-terminated vector (free the
+ * vector only; its strings are borrowed).
  */
-char **fsb_run_sandbox_argv(const char *bwrap, const struct fsb_mount_plan *plan,
-			    const char *tmp, char *const *keep_env, size_t nkeep,
-			    char *const *setenv_strs, size_t nset, bool reads_broker, char **cmd);
+char **fsb_run_sandbox_argv(const struct fsb_run_launch *l);
 
 #endif

@@ -64,47 +64,59 @@ int fsb_run_socket_dir(char *out, size_t len)
 	return 0;
 }
 
-char **fsb_run_sandbox_argv(const char *bwrap, const struct fsb_mount_plan *plan,
-			    const char *tmp, char *const *keep_env, size_t nkeep,
-			    char *const *setenv_strs, size_t nset, bool reads_broker, char **cmd)
+char **fsb_run_sandbox_argv(const struct fsb_run_launch *l)
 {
 	size_t ncmd = 0, n = 0, cap;
+	size_t nplan = l->bwrap != NULL ? l->plan->argc : 0;
 	char **argv;
 
-	while (cmd[ncmd] != NULL)
+	while (l->cmd[ncmd] != NULL)
 		ncmd++;
-	cap = 1 + plan->argc + 1 + 8 + 2 * nkeep + 2 * nset + 1 + ncmd + 1;
+	cap = 2 + nplan + 9 + 2 * l->nkeep + 2 * l->nset + 1 + ncmd + 1;
 	argv = calloc(cap, sizeof(*argv));
 	if (argv == NULL)
 		return NULL;
-	argv[n++] = (char *)bwrap;
-	for (size_t i = 0; i < plan->argc; i++)
-		argv[n++] = plan->argv[i];
-	argv[n++] = "--";
-	/* Bound there by the plan (in.init_binary). */
-	argv[n++] = FSB_MOUNT_INIT;
+	if (l->bwrap != NULL) {
+		argv[n++] = (char *)l->bwrap;
+		for (size_t i = 0; i < nplan; i++)
+			argv[n++] = l->plan->argv[i];
+		argv[n++] = "--";
+		/* Bound there by the plan (in.init_binary). */
+		argv[n++] = FSB_MOUNT_INIT;
+	} else {
+		argv[n++] = (char *)l->init;
+	}
 	argv[n++] = "--socket-fd";
 	argv[n++] = "3";
-	argv[n++] = "--writable";
-	argv[n++] = "/tmp";
-	/* reads = "broker": the filter routes read opens too. */
-	if (reads_broker)
-		argv[n++] = "--reads-broker";
-	if (strcmp(tmp, "/tmp") != 0) {
+	/*
+	 * Landlock's writable trees: the sandbox's private /tmp, and ${tmp} when
+	 * the pack's is another directory. Without namespaces there is no
+	 * private /tmp: every write, to ${tmp} too, is a call the core performs.
+	 */
+	if (l->bwrap != NULL) {
 		argv[n++] = "--writable";
-		argv[n++] = (char *)tmp;
+		argv[n++] = "/tmp";
+		if (strcmp(l->tmp, "/tmp") != 0) {
+			argv[n++] = "--writable";
+			argv[n++] = (char *)l->tmp;
+		}
 	}
-	for (size_t i = 0; i < nkeep; i++) {
+	/* reads = "broker": the filter routes read opens too. */
+	if (l->reads_broker)
+		argv[n++] = "--reads-broker";
+	if (!l->landlock)
+		argv[n++] = "--no-landlock";
+	for (size_t i = 0; i < l->nkeep; i++) {
 		argv[n++] = "--keep-env";
-		argv[n++] = keep_env[i];
+		argv[n++] = l->keep_env[i];
 	}
-	for (size_t i = 0; i < nset; i++) {
+	for (size_t i = 0; i < l->nset; i++) {
 		argv[n++] = "--setenv";
-		argv[n++] = setenv_strs[i];
+		argv[n++] = l->setenv_strs[i];
 	}
 	argv[n++] = "--";
 	for (size_t i = 0; i < ncmd; i++)
-		argv[n++] = cmd[i];
+		argv[n++] = l->cmd[i];
 	argv[n] = NULL;
 	return argv;
 }
