@@ -421,6 +421,96 @@ static void a_broker_that_never_answers_fails_with_eio_at_the_deadline(void **st
 	use_core(c);
 }
 
+/* A peer that answers each request line with the next of `replies`,
+ * whatever it asked: to see what the library does with answers the core
+ * never gives. A connection the library closes is followed by the next. */
+struct scripted {
+	struct silent s;
+	const char *const *replies;
+	int n, next;
+};
+
+static void *scripted_run(void *arg)
+{
+	struct scripted *sc = arg;
+
+	while (sc->next < sc->n) {
+		int cfd = accept4(sc->s.fd, NULL, NULL, SOCK_CLOEXEC);
+		char buf[8192];
+		ssize_t got;
+
+		if (cfd < 0)
+			return NULL;
+		while (sc->next < sc->n && (got = read(cfd, buf, sizeof(buf))) > 0) {
+			const char *r = sc->replies[sc->next++];
+
+			if (memchr(buf, '\n', (size_t)got) == NULL ||
+			    send(cfd, r, strlen(r), MSG_NOSIGNAL) < 0)
+				break;
+		}
+		/* Until the library hangs up (it does after a reply it
+		 * cannot act on). */
+		while (read(cfd, buf, sizeof(buf)) > 0)
+			;
+		close(cfd);
+	}
+	return NULL;
+}
+
+static void replies_the_protocol_does_not_define_fail_closed(void **state)
+{
+	static const char *const replies[] = {
+		"SANDBOX\n",			/* to a write: never opened by the library */
+		"FD\n",				/* without a descriptor */
+		"FD\nSANDBOX\n",		/* two lines for one request */
+		"OK\n",				/* not a reply at all */
+		"DENY\n",			/* a bare refusal: EACCES, connection kept */
+		"DENY ENOSPC the backup store is full\n",
+		"DENY EWHAT something\n",	/* an errno nobody knows: EACCES */
+		"{\"id\":\"someone-else\",\"ok\":true}\n",	/* not this request's */
+		"{\"ok\":true\n",		/* not JSON */
+	};
+	struct fsbt_core *c = *state;
+	struct scripted sc = { .replies = replies, .n = 9 };
+	struct fsbc_config cfg = { .session = c->session, .tool_call = FSBT_TOOL_CALL,
+				   .timeout_ms = 5000 };
+	char path[PATH_MAX + 16];
+	struct stat st;
+	pthread_t t;
+
+	silent_listen(&sc.s);
+	cfg.socket = sc.s.sock;
+	assert_int_equal(fsbc_configure(&cfg), 0);
+	assert_int_equal(pthread_create(&t, NULL, scripted_run, &sc), 0);
+	snprintf(path, sizeof(path), "%s/never.txt", c->ws);
+
+	for (int i = 0; i < 4; i++) {
+		assert_int_equal(fsbc_open(path, O_WRONLY | O_CREAT, 0644), -1);
+		assert_int_equal(errno, EIO);
+		assert_int_equal(fsbc_last_failure(), FSBC_LOST);
+	}
+	assert_int_equal(fsbc_open(path, O_WRONLY | O_CREAT, 0644), -1);
+	assert_int_equal(errno, EACCES);
+	assert_int_equal(fsbc_last_failure(), FSBC_REFUSED);
+	assert_string_equal(fsbc_last_reason(), "");
+	assert_int_equal(fsbc_open(path, O_WRONLY | O_CREAT, 0644), -1);
+	assert_int_equal(errno, ENOSPC);
+	assert_string_equal(fsbc_last_reason(), "the backup store is full");
+	assert_int_equal(fsbc_open(path, O_WRONLY | O_CREAT, 0644), -1);
+	assert_int_equal(errno, EACCES);
+	assert_string_equal(fsbc_last_reason(), "EWHAT something");
+	for (int i = 0; i < 2; i++) {
+		assert_int_equal(fsbc_touch(path), -1);
+		assert_int_equal(errno, EIO);
+		assert_int_equal(fsbc_last_failure(), FSBC_LOST);
+	}
+	assert_int_equal(lstat(path, &st), -1);
+	fsbc_disconnect();
+	pthread_join(t, NULL);
+	silent_close(&sc.s);
+	use_core(c);
+}
+
 static void no_broker_configured_is_its_own_result(void **state)
 {
 	struct fsbt_core *c = *state;
@@ -557,13 +647,14 @@ static void a_rename_across_filesystems_answers_exdev(void **state)
 
 	(void)state;
 	/* A mount namespace of this test process, so the tmpfs goes with it;
-	 * the core started below shares it. */
+	 * the core started below shares it, and sees the mount made after. */
 	if (unshare(CLONE_NEWNS) < 0)
 		fsbt_skip("cannot make a mount namespace for a second filesystem: %s",
 			  strerror(errno));
 	if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
 		fsbt_skip("cannot make mounts private: %s", strerror(errno));
 	c = fsbt_core_new();
+	fsbt_core_start(c);
 	snprintf(mnt, sizeof(mnt), "%s/mnt", c->ws);
 	assert_int_equal(mkdir(mnt, 0755), 0);
 	if (mount("fsbt-tmpfs", mnt, "tmpfs", 0, "size=1m,mode=0755") < 0) {
@@ -572,7 +663,6 @@ static void a_rename_across_filesystems_answers_exdev(void **state)
 		fsbt_core_stop(c);
 		fsbt_skip("cannot mount a tmpfs as a second filesystem: %s", strerror(err));
 	}
-	fsbt_core_start(c);
 	use_core(c);
 
 	snprintf(from, sizeof(from), "%s/moving.txt", c->ws);
@@ -610,6 +700,8 @@ int main(void)
 			a_core_killed_mid_session_fails_the_next_call_with_eio, setup, teardown),
 		cmocka_unit_test_setup_teardown(
 			a_broker_that_never_answers_fails_with_eio_at_the_deadline, setup, teardown),
+		cmocka_unit_test_setup_teardown(replies_the_protocol_does_not_define_fail_closed,
+						setup, teardown),
 		cmocka_unit_test_setup_teardown(no_broker_configured_is_its_own_result, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(threads_each_get_the_descriptor_of_their_own_file,
