@@ -5,6 +5,11 @@
  * failure on the way closes the connection and fails the request with EIO;
  * the request is never sent again (the core may have acted on it).
  */
+/* Built by other projects' makefiles too (toybox, zsh): ask for what it
+ * uses (MSG_CMSG_CLOEXEC, asprintf, PATH_MAX) whatever they define. */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>

@@ -3,6 +3,11 @@
  * strerrorname_np) back to numbers, so that a command sees the errno the
  * operation failed with: EXDEV must stay EXDEV for `mv` to copy and delete.
  */
+/* Built by other projects' makefiles too (toybox, zsh): ask for what it
+ * uses (MSG_CMSG_CLOEXEC, asprintf, PATH_MAX) whatever they define. */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
 #include <errno.h>
 #include <string.h>
 

@@ -4,6 +4,11 @@
  * says ok or names the errno. The reply must answer this request (its id)
  * and be well-formed, or the call fails closed with EIO.
  */
+/* Built by other projects' makefiles too (toybox, zsh): ask for what it
+ * uses (MSG_CMSG_CLOEXEC, asprintf, PATH_MAX) whatever they define. */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
 #include <errno.h>
 #include <limits.h>
 #include <stdio.h>

@@ -5,6 +5,11 @@
  * A reply that is not exactly one well-formed object is malformed, and the
  * caller fails closed.
  */
+/* Built by other projects' makefiles too (toybox, zsh): ask for what it
+ * uses (MSG_CMSG_CLOEXEC, asprintf, PATH_MAX) whatever they define. */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
 #include <errno.h>
 #include <stdarg.h>
 #include <stdint.h>

@@ -5,6 +5,11 @@
  * the library opens itself when the core answers SANDBOX. Nothing that is
  * not an answer the protocol defines ever leads to an open.
  */
+/* Built by other projects' makefiles too (toybox, zsh): ask for what it
+ * uses (MSG_CMSG_CLOEXEC, asprintf, PATH_MAX) whatever they define. */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>

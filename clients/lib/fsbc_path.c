@@ -4,6 +4,11 @@
  * and all, in the requester's view; this only gives it a well-formed
  * absolute path that says what the command meant.
  */
+/* Built by other projects' makefiles too (toybox, zsh): ask for what it
+ * uses (MSG_CMSG_CLOEXEC, asprintf, PATH_MAX) whatever they define. */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
 #include <errno.h>
 #include <limits.h>
 #include <stdlib.h>
