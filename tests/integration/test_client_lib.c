@@ -37,6 +37,8 @@ static void use_core(const struct fsbt_core *c)
 	assert_int_equal(fsbc_configure(NULL), 0);
 }
 
+static char start_dir[PATH_MAX];	/* where the tests started */
+
 static int setup(void **state)
 {
 	int rc = fsbt_setup_core(state);
@@ -46,9 +48,12 @@ static int setup(void **state)
 	return rc;
 }
 
+/* Back where the tests started, whatever a failed test left. */
 static int teardown(void **state)
 {
 	fsbc_disconnect();
+	if (chdir(start_dir) < 0)
+		return -1;
 	return fsbt_teardown_core(state);
 }
 
@@ -711,5 +716,13 @@ int main(void)
 		cmocka_unit_test(a_rename_across_filesystems_answers_exdev),
 	};
 
+	static char binary[PATH_MAX];
+
+	/* Tests change directory: the harness must find the core anyway. */
+	if (realpath(fsbt_binary(), binary) == NULL || getcwd(start_dir, sizeof(start_dir)) == NULL) {
+		fprintf(stderr, "# cannot find %s: %s\n", fsbt_binary(), strerror(errno));
+		return 1;
+	}
+	setenv("FSBROKER", binary, 1);
 	return fsbt_run_group(tests, NULL, NULL);
 }

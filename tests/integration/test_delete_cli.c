@@ -14,6 +14,22 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+static char fsbroker[PATH_MAX];	/* fsbt_binary(), absolute */
+static char start_dir[PATH_MAX];	/* where the tests started */
+
+static int setup(void **state)
+{
+	return fsbt_setup_core(state);
+}
+
+/* Back where the tests started, whatever a failed test left. */
+static int teardown(void **state)
+{
+	if (chdir(start_dir) < 0)
+		return -1;
+	return fsbt_teardown_core(state);
+}
+
 /* Run `fsbroker delete` with `args` (NULL-terminated, at most 12) after the
  * socket, session and tool-call options of core `c` (none when c is NULL).
  * Returns the exit status (-1 when it did not exit), its output in *out. */
@@ -23,7 +39,8 @@ static int run_delete(const struct fsbt_core *c, char **out, ...)
 	int argc = 0, status;
 	va_list ap;
 
-	argv[argc++] = (char *)fsbt_binary();
+	/* Absolute: a test may run it from another directory. */
+	argv[argc++] = fsbroker;
 	argv[argc++] = "delete";
 	if (c != NULL) {
 		argv[argc++] = "--socket";
@@ -187,20 +204,25 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(deleted_paths_go_to_the_trash_and_exit_0,
-						fsbt_setup_core, fsbt_teardown_core),
+						setup, teardown),
 		cmocka_unit_test_setup_teardown(
-			the_environment_names_the_broker_and_relative_paths_work, fsbt_setup_core,
-			fsbt_teardown_core),
+			the_environment_names_the_broker_and_relative_paths_work, setup,
+			teardown),
 		cmocka_unit_test_setup_teardown(a_refusal_exits_1_names_the_path_and_the_rule,
-						fsbt_setup_core, fsbt_teardown_core),
+						setup, teardown),
 		cmocka_unit_test_setup_teardown(
-			an_error_reply_exits_1_and_force_forgives_a_missing_path, fsbt_setup_core,
-			fsbt_teardown_core),
+			an_error_reply_exits_1_and_force_forgives_a_missing_path, setup,
+			teardown),
 		cmocka_unit_test_setup_teardown(no_broker_exits_2_and_deletes_nothing,
-						fsbt_setup_core, fsbt_teardown_core),
-		cmocka_unit_test_setup_teardown(a_usage_error_exits_1_not_2, fsbt_setup_core,
-						fsbt_teardown_core),
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(a_usage_error_exits_1_not_2, setup, teardown),
 	};
 
+	if (realpath(fsbt_binary(), fsbroker) == NULL || getcwd(start_dir, sizeof(start_dir)) == NULL) {
+		fprintf(stderr, "# cannot find %s: %s\n", fsbt_binary(), strerror(errno));
+		return 1;
+	}
+	/* The core the harness starts is found the same way. */
+	setenv("FSBROKER", fsbroker, 1);
 	return fsbt_run_group(tests, NULL, NULL);
 }
