@@ -85,7 +85,7 @@ static char *backup_object(const struct fsbt_core *c, const char *hex)
 	return fsbt_read_file(path, NULL);
 }
 
-/* The audit log's lines that mention `needle`, joined. */
+/* The session's audit log, whole. */
 static char *audit_text(const struct fsbt_core *c)
 {
 	char path[PATH_MAX * 2];
