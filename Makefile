@@ -1,6 +1,7 @@
 # fsbroker — build, test, demo, bench, install.
 #
 #   make                 build build/fsbroker and build/fsbroker-init
+#   make clients         build the client library, build/clients/libfsbclient.a
 #   make test            C unit tests, Lua specs, integration tests
 #   make demo            a scripted session against `fsbroker serve`
 #   make bench           ratios against a bare Unix-socket round trip
@@ -57,11 +58,17 @@ UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 INTEG_SRC := $(wildcard tests/integration/test_*.c)
 INTEG_BIN := $(INTEG_SRC:tests/integration/%.c=$(BUILD)/tests/%)
 HARNESS_SRC := $(wildcard tests/integration/harness.c)
+# The client library (clients/lib): what brokered commands and `fsbroker
+# delete` link. It needs nothing but libc: a patched toybox or zsh links it.
+CLIENT_SRC := $(wildcard clients/lib/*.c)
+CLIENT_HDR := $(wildcard clients/lib/*.h)
+CLIENT_OBJ := $(CLIENT_SRC:clients/lib/%.c=$(BUILD)/clients/lib/%.o)
+CLIENT_LIB := $(BUILD)/clients/libfsbclient.a
 BENCH_SRC := $(wildcard bench/*.c)
 BENCH_BIN := $(BENCH_SRC:bench/%.c=$(BUILD)/bench/%)
 
 .PHONY: all deps test test-c test-lua test-integration test-c-sanitize demo bench \
-        install lint clean
+        install lint clean clients
 
 all: $(BUILD)/fsbroker $(BUILD)/fsbroker-init
 
@@ -74,7 +81,22 @@ $(BUILD)/libfsbcore.a: $(CORE_OBJ)
 	@echo "  AR      $@"
 	$(Q)rm -f $@ && ar rcs $@ $^
 
-$(BUILD)/fsbroker: $(BUILD)/core/main.o $(BUILD)/libfsbcore.a
+$(BUILD)/clients/lib/%.o: clients/lib/%.c $(CLIENT_HDR)
+	@mkdir -p $(@D)
+	@echo "  CC      $<"
+	$(Q)$(CC) $(CFLAGS) -c -o $@ $<
+
+$(CLIENT_LIB): $(CLIENT_OBJ)
+	@echo "  AR      $@"
+	$(Q)rm -f $@ && ar rcs $@ $^
+
+clients: $(CLIENT_LIB)
+
+# `fsbroker delete` is built on the client library.
+$(BUILD)/core/cli_delete.o: CFLAGS += -Iclients/lib
+$(BUILD)/core/cli_delete.o: $(CLIENT_HDR)
+
+$(BUILD)/fsbroker: $(BUILD)/core/main.o $(BUILD)/libfsbcore.a $(CLIENT_LIB)
 	@echo "  LD      $@"
 	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
@@ -95,10 +117,11 @@ $(BUILD)/tests/test_%: tests/unit/test_%.c $(BUILD)/libfsbcore.a tests/unit/unit
 	$(Q)$(CC) $(CFLAGS) -Itests/unit -DLUADIR='"$(CURDIR)/lua"' $(LDFLAGS) -o $@ $< \
 	    $(BUILD)/libfsbcore.a $(LDLIBS) -lcmocka
 
-$(BUILD)/tests/test_%: tests/integration/test_%.c $(HARNESS_SRC) tests/integration/harness.h $(BUILD)/libfsbcore.a
+$(BUILD)/tests/test_%: tests/integration/test_%.c $(HARNESS_SRC) tests/integration/harness.h $(BUILD)/libfsbcore.a $(CLIENT_LIB) $(CLIENT_HDR)
 	@mkdir -p $(@D)
 	@echo "  CC      $<"
-	$(Q)$(CC) $(CFLAGS) -Itests/integration $(LDFLAGS) -o $@ $< $(HARNESS_SRC) $(BUILD)/libfsbcore.a $(LDLIBS) -lcmocka -lpthread
+	$(Q)$(CC) $(CFLAGS) -Itests/integration -Iclients/lib $(LDFLAGS) -o $@ $< $(HARNESS_SRC) \
+	    $(BUILD)/libfsbcore.a $(CLIENT_LIB) $(LDLIBS) -lcmocka -lpthread
 
 $(BUILD)/bench/%: bench/%.c $(BUILD)/libfsbcore.a
 	@mkdir -p $(@D)

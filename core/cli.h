@@ -11,5 +11,6 @@ int fsb_cli_approve(int argc, char **argv);
 int fsb_cli_check(int argc, char **argv);
 int fsb_cli_audit(int argc, char **argv);
 int fsb_cli_backup(int argc, char **argv);
+int fsb_cli_delete(int argc, char **argv);
 
 #endif

@@ -22,10 +22,13 @@ static const char usage[] =
 	"  check --rules PACK [--workspace DIR] [--json] --op OP PATH...\n"
 	"        print the verdict for each path; exit 0 allow, 1 deny, 3 ask, 2 error\n"
 	"  backup list|show|restore ...   list, show and restore backup cycles (backup --help)\n"
+	"  delete [--socket PATH] [--session ID] [--tool-call ID] [-r] [-f] PATH...\n"
+	"        ask the core to delete each PATH (to the trash); exit 0 deleted,\n"
+	"        1 refused or failed, 2 broker unavailable\n"
 	"  audit verify FILE [--head HASH]\n"
 	"        check an audit log's hash chain; exit 0 intact, 1 broken, 2 error\n"
 	"\n"
-	"docs: README.md, docs/rule-packs.md, docs/protocol.md\n";
+	"docs: README.md, docs/rule-packs.md, docs/protocol.md, docs/clients.md\n";
 
 int main(int argc, char **argv)
 {
@@ -44,6 +47,8 @@ int main(int argc, char **argv)
 		return fsb_cli_check(argc - 1, argv + 1);
 	if (strcmp(argv[1], "backup") == 0)
 		return fsb_cli_backup(argc - 1, argv + 1);
+	if (strcmp(argv[1], "delete") == 0)
+		return fsb_cli_delete(argc - 1, argv + 1);
 	if (strcmp(argv[1], "audit") == 0)
 		return fsb_cli_audit(argc - 1, argv + 1);
 	fprintf(stderr, "fsbroker: unknown command '%s'\n\n%s", argv[1], usage);
