@@ -17,6 +17,7 @@
 struct fsb_policy {
 	struct fsb_lua *lua;
 	struct fsb_backup_settings backup;
+	bool delete_unlink;	/* delete.mode = "unlink" */
 	int engine_ref;		/* the engine object */
 	int evaluate_ref;	/* engine.evaluate */
 	char *name;
@@ -113,8 +114,9 @@ uint64_t fsb_clamp_quota_mb(double mb)
 	return (uint64_t)mb << 20;
 }
 
-/* Runs protected: engine:summary().backup into p->backup. stack: ctx */
-static int l_read_backup_settings(lua_State *L)
+/* Runs protected: engine:summary().backup into p->backup, and its
+ * delete_mode. stack: ctx */
+static int l_read_settings(lua_State *L)
 {
 	struct fsb_policy *p = lua_touserdata(L, 1);
 	const char *on;
@@ -126,6 +128,10 @@ static int l_read_backup_settings(lua_State *L)
 	/* stack: ctx, summary */
 	if (lua_type(L, -1) != LUA_TTABLE)
 		return 0;
+	lua_getfield(L, -1, "delete_mode");
+	on = lua_tostring(L, -1);
+	p->delete_unlink = on != NULL && strcmp(on, "unlink") == 0;
+	lua_pop(L, 1);
 	lua_getfield(L, -1, "backup");
 	if (lua_type(L, -1) != LUA_TTABLE)
 		return 0;
@@ -144,6 +150,11 @@ static int l_read_backup_settings(lua_State *L)
 	else if (on != NULL && strcmp(on, "deny") == 0)
 		p->backup.on_too_large = FSB_ON_TOO_LARGE_DENY;
 	return 0;
+}
+
+bool fsb_policy_delete_trashes(const struct fsb_policy *p)
+{
+	return !p->delete_unlink;
 }
 
 const struct fsb_backup_settings *fsb_policy_backup(const struct fsb_policy *p)
@@ -201,7 +212,7 @@ int fsb_policy_load(const struct fsb_policy_opts *opts, struct fsb_policy **out,
 	p->backup.max_bytes = fsb_clamp_backup_mb(10);
 	p->backup.on_too_large = FSB_ON_TOO_LARGE_ASK;
 	p->backup.quota_bytes = fsb_clamp_quota_mb(5120);
-	lua_pushcfunction(L, l_read_backup_settings);
+	lua_pushcfunction(L, l_read_settings);
 	lua_pushlightuserdata(L, p);
 	if (fsb_lua_pcall(p->lua, 1, 0, FSB_LUA_BUDGET_CALL, err, errlen) < 0)
 		goto fail;

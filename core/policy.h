@@ -103,6 +103,9 @@ uint64_t fsb_clamp_quota_mb(double mb);
 /** The pack's backup settings, read once when it loaded. */
 const struct fsb_backup_settings *fsb_policy_backup(const struct fsb_policy *p);
 
+/** The pack's `delete.mode`: true for "trash" (the default), false for "unlink". */
+bool fsb_policy_delete_trashes(const struct fsb_policy *p);
+
 /** Where the paths a glob matches live (policy.glob base_of). */
 enum fsb_glob_kind {
 	FSB_GLOB_EXACT,		/* exactly `base` */

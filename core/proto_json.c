@@ -454,7 +454,7 @@ static int get_mode(const cJSON *obj, struct fsb_hostop_req *out,
 	return 0;
 }
 
-static int get_delete_mode(const cJSON *obj, bool *trash, const char **why)
+static int get_delete_mode(const cJSON *obj, struct fsb_hostop_req *out, const char **why)
 {
 	const cJSON *item;
 
@@ -462,11 +462,12 @@ static int get_delete_mode(const cJSON *obj, bool *trash, const char **why)
 		return -EINVAL;
 	if (item == NULL)
 		return 0;
+	out->has_delete_mode = true;
 	if (cJSON_IsString(item) && strcmp(item->valuestring, "trash") == 0) {
-		*trash = true;
+		out->delete_trash = true;
 	} else if (cJSON_IsString(item) &&
 		   strcmp(item->valuestring, "unlink") == 0) {
-		*trash = false;
+		out->delete_trash = false;
 	} else {
 		*why = f_delete_mode.wrong;
 		return -EINVAL;
@@ -482,7 +483,7 @@ static int parse_options(const cJSON *obj, struct fsb_hostop_req *out,
 
 	switch (out->op) {
 	case FSB_HOSTOP_DELETE:
-		if ((err = get_delete_mode(obj, &out->delete_trash, why)) < 0 ||
+		if ((err = get_delete_mode(obj, out, why)) < 0 ||
 		    (err = get_bool(obj, &f_recursive, &out->recursive, why)) < 0)
 			return err;
 		return get_bool(obj, &f_force, &out->force, why);

@@ -43,7 +43,8 @@ struct fsb_hostop_req {
 	char *from, *to;	/* rename, copy, link */
 	bool path_bytes, from_bytes, to_bytes;	/* given as …Bytes: reply in that form */
 	char *session, *tool_call, *trace;	/* NULL when absent */
-	bool delete_trash;	/* deleteMode: "trash" (default) or "unlink" */
+	bool delete_trash;	/* deleteMode: "trash" or "unlink"; the pack's when absent */
+	bool has_delete_mode;	/* deleteMode was given */
 	bool recursive, force, symbolic;
 	bool has_mode;
 	mode_t mode;		/* mkdir, chmod: number, or octal string "0644" */

@@ -42,6 +42,14 @@ static void audit_refusal(struct fsb_conn *conn, const char *rule, const char *r
 	fsb_broker_audit(conn->srv->broker, conn->scope.session, rec);
 }
 
+/* A name ending in '/' names a directory, as in `rm q/` or `mv q/ r`. */
+static bool names_a_directory(const char *path)
+{
+	size_t n = path != NULL ? strlen(path) : 0;
+
+	return n > 1 && path[n - 1] == '/';
+}
+
 /* A host operation runs on the thread pool: a recursive copy or delete, or
  * a large backup, must not hold up everyone else. */
 struct hostop_job {
@@ -147,6 +155,17 @@ void fsb_serve_json(struct fsb_conn *conn, char *line, size_t len)
 	j->who.pid = conn->pid;
 	j->who.uid = conn->uid;
 	j->who.view_fd = -1;
+	/* A file named with a trailing '/' is ENOTDIR, as the kernel says. */
+	if (req.op == FSB_HOSTOP_DELETE)
+		j->who.must_be_dir = names_a_directory(req.path);
+	else if (req.op == FSB_HOSTOP_RENAME)
+		j->who.must_be_dir = names_a_directory(req.from) || names_a_directory(req.to);
+	/* No deleteMode: the pack's delete.mode. */
+	if (req.op == FSB_HOSTOP_DELETE && !req.has_delete_mode) {
+		fsb_broker_lock(b);
+		j->req.delete_trash = fsb_policy_delete_trashes(b->policy);
+		fsb_broker_unlock(b);
+	}
 	j->job.run = hostop_run;
 	j->job.done = hostop_done;
 	/* Alone: it judges directories and then changes them (work.h). */

@@ -379,6 +379,62 @@ static void each_too_large_file_is_approved_once(void **state)
 	assert_false(exists(d));
 }
 
+/*
+ * `rm q/` on a file is ENOTDIR in the kernel; a host delete of "q/" (the
+ * client library keeps the slash) removed the file. So did a rename.
+ */
+static void a_file_named_with_a_trailing_slash_is_not_a_directory(void **state)
+{
+	struct fsbt_core *c = *state;
+	char f[PATH_MAX + 16], to[PATH_MAX + 16];
+	cJSON *r;
+
+	path_in(f, sizeof(f), c->ws, "q");
+	path_in(to, sizeof(to), c->ws, "r");
+	fsbt_write_file(f, "a file\n");
+	r = op(c, "\"operation\":\"delete\",\"path\":\"%s/\"", f);
+	assert_false(fsbt_ok(r));
+	assert_string_equal(fsbt_str(r, "errno"), "ENOTDIR");
+	cJSON_Delete(r);
+	r = op(c, "\"operation\":\"rename\",\"from\":\"%s/\",\"to\":\"%s\"", f, to);
+	assert_false(fsbt_ok(r));
+	assert_string_equal(fsbt_str(r, "errno"), "ENOTDIR");
+	cJSON_Delete(r);
+	assert_true(exists(f));
+	assert_false(exists(to));
+}
+
+/* The pack's delete.mode was never read: a delete without deleteMode trashed. */
+static void a_delete_without_delete_mode_follows_the_pack(void **state)
+{
+	struct fsbt_core *c = fsbt_core_new();
+	char pack[PATH_MAX + 16], f[PATH_MAX + 16], trash[PATH_MAX + 64];
+	cJSON *r;
+
+	(void)state;
+	snprintf(pack, sizeof(pack), "%s/unlink.lua", c->rules_dir);
+	fsbt_write_file(pack, "return { name = \"unlink\", include = { \"default\" },\n"
+			      "  delete = { mode = \"unlink\" } }\n");
+	snprintf(c->rules, sizeof(c->rules), "%s", pack);
+	fsbt_core_start(c);
+	path_in(f, sizeof(f), c->ws, "gone.txt");
+	fsbt_write_file(f, "bytes\n");
+	r = op(c, "\"operation\":\"delete\",\"path\":\"%s\"", f);
+	assert_true(fsbt_ok(r));
+	assert_null(cJSON_GetObjectItemCaseSensitive(r, "trashedTo"));
+	cJSON_Delete(r);
+	assert_false(exists(f));
+	snprintf(trash, sizeof(trash), "%s/.local/share/Trash/files/gone.txt", c->home);
+	assert_false(exists(trash));
+	/* An explicit deleteMode still wins. */
+	fsbt_write_file(f, "bytes\n");
+	r = op(c, "\"operation\":\"delete\",\"path\":\"%s\",\"deleteMode\":\"trash\"", f);
+	assert_true(fsbt_ok(r));
+	assert_non_null(cJSON_GetObjectItemCaseSensitive(r, "trashedTo"));
+	cJSON_Delete(r);
+	assert_int_equal(fsbt_core_stop(c), 0);
+}
+
 int main(void)
 {
 #define T(fn) cmocka_unit_test_setup_teardown(fn, fsbt_setup_core, fsbt_teardown_core)
@@ -393,6 +449,8 @@ int main(void)
 		T(rename_between_two_names_of_one_file_changes_nothing),
 		T(host_operation_waits_for_a_write_in_progress),
 		T(each_too_large_file_is_approved_once),
+		T(a_file_named_with_a_trailing_slash_is_not_a_directory),
+		cmocka_unit_test(a_delete_without_delete_mode_follows_the_pack),
 	};
 
 	return fsbt_run_group(tests, NULL, NULL);
