@@ -2,7 +2,9 @@
  * backup.c — the backup store of one session (see backup.h and
  * docs/backup-store.md): cycles, their journal of prior states, sealing with
  * the end state of every touched path, and recovery of a cycle a crash left
- * open. Objects are written by backup_object.c.
+ * open; which journal lines are synced before their change, and one
+ * fdatasync shared by the threads that wait at once (group commit).
+ * Objects are written by backup_object.c.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -75,12 +77,13 @@ struct cycle {
 /*
  * Group commit of the journal (docs/backup-store.md, "When a line is
  * durable"). Lines are appended under the caller's store lock; making them
- * durable is not: a thread that needs its line on disk waits here, holding
- * nothing else. When no fdatasync runs, it becomes the leader and syncs
- * everything appended so far, mutex released; the threads that came
- * meanwhile wait, and one fdatasync after it covers them all. The mutex is
- * taken after the store lock, never the other way round, and nobody waits
- * for the store lock while holding it.
+ * durable need not be: a thread that needs its line on disk waits here,
+ * the core without its store lock. When no fdatasync runs, it becomes the
+ * leader and syncs everything appended so far, mutex released; the threads
+ * that came meanwhile wait, and one fdatasync after it covers them all.
+ * The mutex is taken after the store lock, never the other way round; the
+ * leader needs no lock to finish, so a waiter that holds the store lock (a
+ * seal, a batch's sync) cannot block it.
  */
 struct journal_sync {
 	pthread_mutex_t mu;
@@ -595,6 +598,9 @@ static int journal_sync_all(struct fsb_store *s)
 		rc = fdatasync(js->fd) < 0 ? nospace(-errno) : 0;
 		if (rc == 0)
 			js->synced = js->written;
+		else
+			js->failed = rc;
+		pthread_cond_broadcast(&js->cv);
 	}
 	pthread_mutex_unlock(&js->mu);
 	return rc;
