@@ -682,6 +682,7 @@ static void core_record(struct fsb_store *st, struct fsb_backup_req *r)
 
 	r->defer_sync = true;
 	r->no_repeat_copy = true;
+	r->caller_lock = &store_lock;
 	pthread_mutex_lock(&store_lock);
 	rc = fsb_store_record(st, r, &res);
 	pthread_mutex_unlock(&store_lock);

@@ -102,6 +102,7 @@ struct fsb_store {
 	int rootfd;		/* …/modify_backup, flock(LOCK_EX) held while open */
 	int objfd, cycfd;
 	bool tmpfile_ok;	/* O_TMPFILE works in objects/ (until it does not) */
+	unsigned long grants;	/* fsb_store_note_write_grant calls so far */
 	struct cycle c;
 	struct journal_sync js;
 };
@@ -1094,6 +1095,7 @@ static int take_content(struct fsb_store *s, const struct fsb_backup_req *r, boo
 {
 	struct fsb_object obj;
 	struct inode_ent *e;
+	unsigned long grants;
 	struct stat st;
 	int rc;
 
@@ -1119,7 +1121,15 @@ static int take_content(struct fsb_store *s, const struct fsb_backup_req *r, boo
 		return 0;
 	}
 
+	/* The copy, its fsync included, runs without the caller's lock: the
+	 * other requests append their lines and share a journal sync
+	 * meanwhile. The store's state is looked at again after it. */
+	grants = s->grants;
+	if (r->caller_lock != NULL)
+		pthread_mutex_unlock(r->caller_lock);
 	rc = fsb_object_store(s->objfd, r->fd, r->max_bytes, &s->tmpfile_ok, &obj);
+	if (r->caller_lock != NULL)
+		pthread_mutex_lock(r->caller_lock);
 	if (rc < 0)
 		return rc;
 	if (obj.too_large) {
@@ -1131,12 +1141,15 @@ static int take_content(struct fsb_store *s, const struct fsb_backup_req *r, boo
 	memcpy(res->object, obj.hex, sizeof(res->object));
 	res->reflinked = obj.reflinked;
 
-	/* Remember the copy. Without memory for it the next record simply
-	 * copies again, so that is no error. */
+	/* Remember the copy (in the cycle open now: the line goes there).
+	 * Without memory for it the next record simply copies again, so that
+	 * is no error. A write grant noted during the copy may have been of
+	 * this file: then its mark stays. */
 	e = inode_get(&s->c, st.st_dev, st.st_ino, true);
 	if (e != NULL) {
 		e->has_object = true;
-		e->dirty = false;
+		if (s->grants == grants)
+			e->dirty = false;
 		memcpy(e->hex, obj.hex, sizeof(e->hex));
 		/* As before the copy: a change during it means a new copy
 		 * next time. */
@@ -1187,6 +1200,18 @@ int fsb_store_record(struct fsb_store *s, const struct fsb_backup_req *r,
 			if (rc < 0)
 				goto fail;
 		}
+	}
+	/* The caller's lock was let go during a copy: the cycle may have
+	 * been sealed (the line goes into the next one), the journal may
+	 * have failed, another line of the pair may have come first. */
+	if (r->caller_lock != NULL) {
+		if (s->c.n == 0 && (rc = fsb_store_begin(s)) < 0)
+			goto fail;
+		if (s->c.broken || journal_failed(s)) {
+			rc = -EIO;
+			goto fail;
+		}
+		first = recorded_find(&s->c, r->resolved, tool_call);
 	}
 
 	/* Noted before the line is written: a path in the set whose line
@@ -1243,6 +1268,7 @@ void fsb_store_note_write_grant(struct fsb_store *s, dev_t dev, ino_t ino)
 {
 	struct inode_ent *e = inode_get(&s->c, dev, ino, true);
 
+	s->grants++;
 	/* No entry (no memory for one) means no copy to reuse: the next
 	 * record copies the file either way. */
 	if (e != NULL)

@@ -6,6 +6,7 @@
 #ifndef FSB_BACKUP_H
 #define FSB_BACKUP_H
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -61,6 +62,10 @@ struct fsb_backup_req {
 	bool defer_sync;		/* the caller waits for res->durable itself
 					 * (fsb_store_wait), or for a batch
 					 * (fsb_store_sync) */
+	pthread_mutex_t *caller_lock;	/* the lock the caller holds over the
+					 * store, let go while content is copied
+					 * (other records go on meanwhile); NULL:
+					 * held throughout */
 	bool no_repeat_copy;		/* a path this tool call already recorded
 					 * in the cycle is not copied again when
 					 * it changed since (a grant: the first
@@ -92,7 +97,8 @@ struct fsb_backup_result {
  * wait until it is durable when the change needs that (docs/backup-store.md,
  * "When a line is durable": the line of an existing path, not that of a
  * created one nor a later line of a (path, tool call) already in the cycle).
- * Not thread-safe: the caller serialises calls on one store (a lock), but
+ * Not thread-safe: the caller serialises calls on one store (a lock, which
+ * it names in `caller_lock` to have it let go during a copy), but
  * fsb_store_wait may run outside that lock. Returns 0, or -EFBIG (too large
  * and FSB_TOO_LARGE_FAIL), -ENOSPC, -EIO (also for every record after a
  * failed line that could not be cut off the journal, or after a failed

@@ -3,9 +3,11 @@
  * modify_backup.h). Permission was checked before anything here runs:
  * nothing is backed up for a request that is denied or waits for approval.
  *
- * Every use of a session's store holds its store_lock, except the wait for
- * the journal to be durable (fsb_store_wait): a line is appended under the
- * lock, which is then let go, and the threads of the pool that wait for
+ * Every use of a session's store holds its store_lock, except the copy of
+ * a file's content (the store lets go of the lock around it, for a request's
+ * backup; not for carry_over, which walks s->held under it) and the wait
+ * for the journal to be durable (fsb_store_wait): a line is appended under
+ * the lock, which is then let go, and the threads of the pool that wait for
  * their lines at once share one fdatasync (the store's own mutex, taken
  * after store_lock and never held while taking another lock). The store
  * itself lives as long as the session. What the pack and the host set
@@ -199,6 +201,9 @@ static int record_locked_store(struct fsb_broker *b, struct fsb_session *s, stru
 {
 	int rc;
 
+	/* The store lets go of store_lock while it copies the file, so that
+	 * the other requests' lines go in meanwhile. */
+	r->caller_lock = &s->store_lock;
 	pthread_mutex_lock(&s->store_lock);
 	if (store_of(b, s, out->why, sizeof(out->why)) == NULL) {
 		pthread_mutex_unlock(&s->store_lock);

@@ -1780,6 +1780,7 @@ static void *gc_writer_main(void *arg)
 	req_for(&r, w->path, &st, fd);
 	r.defer_sync = true;
 	r.no_repeat_copy = true;
+	r.caller_lock = w->lock;
 	pthread_mutex_lock(w->lock);
 	w->rc = fsb_store_record(w->f->s, &r, &res);
 	pthread_mutex_unlock(w->lock);
