@@ -9,7 +9,14 @@
  *     on the same filesystem (fork/exec of /bin/cp), with and without an
  *     fdatasync of the copy, since the store fsyncs what it writes;
  *  3. the same file recorded a second time in the cycle with no write grant
- *     in between (the store reuses its copy) against the first record.
+ *     in between (the store reuses its copy) against the first record;
+ *  4. what one change costs the store, by kind, in microseconds and in
+ *     fsync/fdatasync calls (counted by this program's own fsync and
+ *     fdatasync, which stand in for libc's): the journal line of a created
+ *     path, the first backup of an existing 4 KiB file, a second change of
+ *     a path this tool call already backed up in the cycle (after a write
+ *     grant), and first backups made by 4 threads at once, each taking the
+ *     session's store lock as the core does.
  *
  * Before every timed grant or record the file gets new content, written and
  * fdatasynced outside the timing: every backup copies fresh data from a file
@@ -20,12 +27,14 @@
  *
  *   backup FSBROKER [RUNS]      RUNS of the 64 MiB cases (default 7); the
  *                               1 MiB and 4 KiB grants run 3x and 5x as many
+ *   backup --changes [N]        only part 4, N changes of each kind (1000)
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
 #include <limits.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -36,6 +45,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
+#include <sys/syscall.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -51,6 +61,22 @@
 static char root[PATH_MAX], ws[PATH_MAX];
 static unsigned char *pattern;	/* BIG bytes of noise; its head is stamped */
 static uint64_t stamp;		/* makes every content written unique */
+
+/* Every fsync and fdatasync of this process, the store's included: these
+ * take the place of libc's. */
+static unsigned long nsyncs;
+
+int fsync(int fd)
+{
+	__atomic_add_fetch(&nsyncs, 1, __ATOMIC_RELAXED);
+	return (int)syscall(SYS_fsync, fd);
+}
+
+int fdatasync(int fd)
+{
+	__atomic_add_fetch(&nsyncs, 1, __ATOMIC_RELAXED);
+	return (int)syscall(SYS_fdatasync, fd);
+}
 
 static void die(const char *fmt, const char *arg)
 {
@@ -634,11 +660,199 @@ static void store_vs_cp(int runs)
 	row("first record (baseline)", m_first, 0);
 	row(copied_twice ? "second record (NOT always reused: copied again)"
 			 : "second record (the copy reused)", m_second, m_first);
-	printf("  (the second record still appends and fdatasyncs its journal line)\n");
+	printf("  (the second record appends its journal line; by the same tool call, it\n"
+	       "   needs no fdatasync: the first line holds what a restore reads)\n");
 	free(first);
 	free(second);
 	free(cp);
 	free(cp_sync);
+}
+
+/* ---- 4. one change, by kind ------------------------------------------ */
+
+static pthread_mutex_t store_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* Record `r` as the core does for a grant (modify_backup.c): the line under
+ * the session's store lock, then, lock let go, the wait until it is durable
+ * when the change needs that. */
+static void core_record(struct fsb_store *st, struct fsb_backup_req *r)
+{
+	struct fsb_backup_result res;
+	int rc;
+
+	r->defer_sync = true;
+	r->no_repeat_copy = true;
+	r->caller_lock = &store_lock;
+	pthread_mutex_lock(&store_lock);
+	rc = fsb_store_record(st, r, &res);
+	pthread_mutex_unlock(&store_lock);
+	if (rc == 0)
+		rc = fsb_store_wait(st, &res.durable);
+	if (rc < 0)
+		die("fsb_store_record: %s", strerror(-rc));
+}
+
+static void change_req(struct fsb_backup_req *r, const char *op, const char *path,
+		       const struct stat *prior, int fd)
+{
+	memset(r, 0, sizeof(*r));
+	r->tool_call = "tc-1";
+	r->op = op;
+	r->flags = prior ? O_WRONLY | O_TRUNC : O_WRONLY | O_CREAT | O_EXCL;
+	r->path = path;
+	r->resolved = path;
+	r->prior = prior;
+	r->fd = fd;
+	r->on_too_large = FSB_TOO_LARGE_FAIL;
+}
+
+static void small_file(const char *dir, int i, char *out, size_t len)
+{
+	snprintf(out, len, "%s/f%d", dir, i);
+	fresh_content(out, 4096);
+}
+
+/* Back up the existing file `path` (its first or a later change). */
+static void backup_existing(struct fsb_store *st, const char *path)
+{
+	struct fsb_backup_req r;
+	struct stat sb;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0 || fstat(fd, &sb) < 0)
+		die("cannot open %s", path);
+	change_req(&r, "write", path, &sb, fd);
+	core_record(st, &r);
+	close(fd);
+}
+
+struct writer {
+	struct fsb_store *st;
+	const char *dir;
+	int from, to;
+};
+
+static void *writer_main(void *arg)
+{
+	struct writer *w = arg;
+	char path[PATH_MAX + 32];
+
+	for (int i = w->from; i < w->to; i++) {
+		snprintf(path, sizeof(path), "%s/f%d", w->dir, i);
+		backup_existing(w->st, path);
+	}
+	return NULL;
+}
+
+static void change_row(const char *label, uint64_t ns, unsigned long syncs, int n)
+{
+	printf("  %-50s %9.1f us  %6.3f syncs\n", label, (double)ns / 1e3 / n,
+	       (double)syncs / n);
+}
+
+static void changes(int n)
+{
+	char state[PATH_MAX + 32], dir[PATH_MAX + 32], path[PATH_MAX + 64], err[512];
+	enum { THREADS = 4 };
+	struct writer w[THREADS];
+	pthread_t tid[THREADS];
+	struct fsb_backup_req r;
+	struct fsb_store *st;
+	unsigned long s0;
+	uint64_t t0;
+	struct stat sb;
+
+	snprintf(state, sizeof(state), "%s/state-changes", root);
+	snprintf(dir, sizeof(dir), "%s/changes", ws);
+	mkdir_p(dir);
+	if (fsb_store_open(state, SESSION, &st, err, sizeof(err)) < 0)
+		die("fsb_store_open: %s", err);
+	printf("\n4. One change, by kind: in-process store (fsb_store_record under a store\n"
+	       "   lock, as the core calls it), %d changes of each kind, one cycle per kind:\n",
+	       n);
+	printf("  %-50s  us/change  fsync+fdatasync/change\n", "");
+
+	/* The cycle is opened outside the timing (two directory fsyncs). */
+	for (int kind = 0; kind < 4; kind++) {
+		switch (kind) {
+		case 0: /* creates */
+			fsb_store_begin(st);
+			s0 = nsyncs;
+			t0 = now_ns();
+			for (int i = 0; i < n; i++) {
+				snprintf(path, sizeof(path), "%s/new%d", dir, i);
+				change_req(&r, "create", path, NULL, -1);
+				core_record(st, &r);
+			}
+			change_row("create (new path, journal line only)", now_ns() - t0,
+				   nsyncs - s0, n);
+			break;
+		case 1: /* first backups, then second changes of the same paths */
+			for (int i = 0; i < n; i++)
+				small_file(dir, i, path, sizeof(path));
+			fsb_store_begin(st);
+			s0 = nsyncs;
+			t0 = now_ns();
+			for (int i = 0; i < n; i++) {
+				snprintf(path, sizeof(path), "%s/f%d", dir, i);
+				backup_existing(st, path);
+			}
+			change_row("first backup of an existing 4 KiB file", now_ns() - t0,
+				   nsyncs - s0, n);
+			/* Granted for writing and rewritten (untimed), as `echo y > f`
+			 * does after its backup, then changed again. */
+			for (int i = 0; i < n; i++) {
+				snprintf(path, sizeof(path), "%s/f%d", dir, i);
+				if (stat(path, &sb) < 0)
+					die("cannot stat %s", path);
+				fsb_store_note_write_grant(st, sb.st_dev, sb.st_ino);
+				fresh_content(path, 4096);
+			}
+			s0 = nsyncs;
+			t0 = now_ns();
+			for (int i = 0; i < n; i++) {
+				snprintf(path, sizeof(path), "%s/f%d", dir, i);
+				backup_existing(st, path);
+			}
+			change_row("second change of a path backed up in the cycle",
+				   now_ns() - t0, nsyncs - s0, n);
+			break;
+		case 2: /* first backups by THREADS threads at once */
+			for (int i = 0; i < n; i++)
+				small_file(dir, i, path, sizeof(path));
+			fsb_store_begin(st);
+			s0 = nsyncs;
+			t0 = now_ns();
+			for (int k = 0; k < THREADS; k++) {
+				w[k] = (struct writer){ st, dir, n * k / THREADS,
+							n * (k + 1) / THREADS };
+				if (pthread_create(&tid[k], NULL, writer_main, &w[k]) != 0)
+					die("%s", "pthread_create failed");
+			}
+			for (int k = 0; k < THREADS; k++)
+				pthread_join(tid[k], NULL);
+			change_row("first backup, 4 threads at once", now_ns() - t0,
+				   nsyncs - s0, n);
+			break;
+		case 3: /* the seal that ends a cycle of creates */
+			fsb_store_begin(st);
+			for (int i = 0; i < n; i++) {
+				snprintf(path, sizeof(path), "%s/late%d", dir, i);
+				change_req(&r, "create", path, NULL, -1);
+				core_record(st, &r);
+			}
+			s0 = nsyncs;
+			t0 = now_ns();
+			if (fsb_store_seal(st, "bench", "", err, sizeof(err)) < 0)
+				die("seal: %s", err);
+			printf("  %-50s %9.1f us  %6lu syncs\n", "seal of a cycle of creates (once)",
+			       (double)(now_ns() - t0) / 1e3, nsyncs - s0);
+			break;
+		}
+		if (fsb_store_cycle(st) != 0 && fsb_store_seal(st, "bench", "", err, sizeof(err)) < 0)
+			die("seal: %s", err);
+	}
+	fsb_store_close(st);
 }
 
 int main(int argc, char **argv)
@@ -649,10 +863,15 @@ int main(int argc, char **argv)
 	char p[PATH_MAX + 32];
 	struct statfs sfs;
 
+	bool only_changes = argc > 1 && strcmp(argv[1], "--changes") == 0;
+	int nchanges = only_changes && argc > 2 ? atoi(argv[2]) : 1000;
+
 	if (argc < 2) {
-		fprintf(stderr, "usage: backup FSBROKER [RUNS]\n");
+		fprintf(stderr, "usage: backup FSBROKER [RUNS] | backup --changes [N]\n");
 		return 2;
 	}
+	if (nchanges < 1)
+		nchanges = 1000;
 	if (runs < 1)
 		runs = 7;
 	signal(SIGPIPE, SIG_IGN);
@@ -691,9 +910,12 @@ int main(int argc, char **argv)
 	       "page cache is dropped after its case, untimed.\n\n",
 	       root, fs_name((long)sfs.f_type), (unsigned long)sfs.f_type & 0xffffffffu);
 	/* "÷" is two bytes: the header is spelled out. */
-	printf("  %-50s  median ms   ÷ baseline\n", "");
-	grants(argv[1], runs);
-	store_vs_cp(runs);
+	if (!only_changes) {
+		printf("  %-50s  median ms   ÷ baseline\n", "");
+		grants(argv[1], runs);
+		store_vs_cp(runs);
+	}
+	changes(nchanges);
 	printf("\n(%.1f s in all; printed, never enforced)\n", (double)(now_ns() - start) / 1e9);
 
 	nftw(root, rm_entry, 16, FTW_DEPTH | FTW_PHYS | FTW_MOUNT);

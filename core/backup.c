@@ -2,13 +2,16 @@
  * backup.c — the backup store of one session (see backup.h and
  * docs/backup-store.md): cycles, their journal of prior states, sealing with
  * the end state of every touched path, and recovery of a cycle a crash left
- * open. Objects are written by backup_object.c.
+ * open; which journal lines are synced before their change, and one
+ * fdatasync shared by the threads that wait at once (group commit).
+ * Objects are written by backup_object.c.
  */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <pthread.h>
 #include <search.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -41,11 +44,24 @@ struct inode_ent {
 	off_t size;
 };
 
+/* A (path, tool call) pair with a line in the open cycle: the first line of
+ * the pair holds every state a restore of the path (whole cycle, or that
+ * tool call) reads, so a later line of the pair needs no sync of its own. */
+struct recorded {
+	const char *path;	/* one of cycle.paths */
+	char *tool_call;
+	/* Where the journal must be durable up to before a later change of
+	 * the pair: the end of its first line when that line had to be
+	 * durable (an existing path), 0 when it did not (a created path). */
+	off_t durable_end;
+};
+
 struct cycle {
 	unsigned n;		/* 0: none open */
 	int dirfd;		/* cycles/<n> */
 	int journal;		/* -1 for a cycle being recovered */
 	off_t jsize;		/* the journal's length: where a failed line is cut off */
+	off_t need_sync_to;	/* end of the last line that must be durable */
 	bool broken;		/* a failed line could not be cut off: no more lines */
 	uint64_t seq;
 	struct timespec opened;
@@ -54,7 +70,31 @@ struct cycle {
 	char **paths;
 	size_t npaths, pathcap;
 	void *path_tree;
+	void *recorded;		/* tree of struct recorded */
 	void *inodes;		/* tree of struct inode_ent */
+};
+
+/*
+ * Group commit of the journal (docs/backup-store.md, "When a line is
+ * durable"). Lines are appended under the caller's store lock; making them
+ * durable need not be: a thread that needs its line on disk waits here,
+ * the core without its store lock. When no fdatasync runs, it becomes the
+ * leader and syncs everything appended so far, mutex released; the threads
+ * that came meanwhile wait, and one fdatasync after it covers them all.
+ * The mutex is taken after the store lock, never the other way round; the
+ * leader needs no lock to finish, so a waiter that holds the store lock (a
+ * seal, a batch's sync) cannot block it.
+ */
+struct journal_sync {
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	unsigned cycle;		/* the cycle of `fd`; 0 when none is open */
+	int fd;			/* its journal, -1 */
+	off_t written;		/* bytes appended to it */
+	off_t synced;		/* of those, known to be durable */
+	bool syncing;		/* a leader's fdatasync is running */
+	int failed;		/* -errno of a failed fdatasync, else 0: what
+				 * was written since `synced` may be lost */
 };
 
 struct fsb_store {
@@ -62,7 +102,9 @@ struct fsb_store {
 	int rootfd;		/* …/modify_backup, flock(LOCK_EX) held while open */
 	int objfd, cycfd;
 	bool tmpfile_ok;	/* O_TMPFILE works in objects/ (until it does not) */
+	unsigned long grants;	/* fsb_store_note_write_grant calls so far */
 	struct cycle c;
+	struct journal_sync js;
 };
 
 static int nospace(int err)
@@ -91,12 +133,55 @@ static void no_free(void *p)
 	(void)p;
 }
 
-static void cycle_reset(struct cycle *c)
+static int cmp_recorded(const void *a, const void *b)
 {
+	const struct recorded *x = a, *y = b;
+	int d = strcmp(x->path, y->path);
+
+	return d != 0 ? d : strcmp(x->tool_call, y->tool_call);
+}
+
+static void free_recorded(void *p)
+{
+	struct recorded *e = p;
+
+	free(e->tool_call);
+	free(e);
+}
+
+/* Point the group commit at the open cycle's journal, or at none. A
+ * leader's fdatasync in flight on the old one ends first: its fd is about
+ * to be closed. */
+static void journal_attach(struct fsb_store *s)
+{
+	struct journal_sync *js = &s->js;
+
+	pthread_mutex_lock(&js->mu);
+	while (js->syncing)
+		pthread_cond_wait(&js->cv, &js->mu);
+	js->cycle = s->c.journal >= 0 ? s->c.n : 0;
+	js->fd = s->c.journal;
+	js->written = js->synced = s->c.jsize;
+	js->failed = 0;
+	/* Waiters of the old cycle find it gone: it was sealed, its journal
+	 * synced first. */
+	pthread_cond_broadcast(&js->cv);
+	pthread_mutex_unlock(&js->mu);
+}
+
+static void cycle_reset(struct fsb_store *s)
+{
+	struct cycle *c = &s->c;
+	int journal = c->journal;
+
+	/* Detached first: no fdatasync may run on a closed fd. */
+	c->journal = -1;
+	journal_attach(s);
+	if (journal >= 0)
+		close(journal);
 	if (c->dirfd >= 0)
 		close(c->dirfd);
-	if (c->journal >= 0)
-		close(c->journal);
+	tdestroy(c->recorded, free_recorded);
 	tdestroy(c->path_tree, no_free);
 	for (size_t i = 0; i < c->npaths; i++)
 		free(c->paths[i]);
@@ -107,14 +192,17 @@ static void cycle_reset(struct cycle *c)
 	c->journal = -1;
 }
 
-/* Remember a touched path (once). */
-static int touch_path(struct cycle *c, const char *path)
+/* Remember a touched path (once); *stored is the cycle's copy of it. */
+static int touch_path(struct cycle *c, const char *path, const char **stored)
 {
 	void **node;
 	char *copy;
 
-	if (tfind(path, &c->path_tree, cmp_path) != NULL)
+	node = tfind(path, &c->path_tree, cmp_path);
+	if (node != NULL) {
+		*stored = *node;
 		return 0;
+	}
 	if (c->npaths == c->pathcap) {
 		size_t cap = c->pathcap ? 2 * c->pathcap : 16;
 		char **p = realloc(c->paths, cap * sizeof(*p));
@@ -133,7 +221,37 @@ static int touch_path(struct cycle *c, const char *path)
 		return -ENOMEM;
 	}
 	c->paths[c->npaths++] = copy;
+	*stored = copy;
 	return 0;
+}
+
+/* The first line of (path, tool call) in the cycle, or NULL. */
+static struct recorded *recorded_find(struct cycle *c, const char *path, const char *tool_call)
+{
+	struct recorded key = { .path = path, .tool_call = (char *)tool_call };
+	void **node = tfind(&key, &c->recorded, cmp_recorded);
+
+	return node != NULL ? *node : NULL;
+}
+
+/* Remember the first line of (path, tool call). Without memory for it a
+ * later line of the pair is simply treated as a first one: synced, and
+ * copied when it needs a copy. */
+static void recorded_add(struct cycle *c, const char *stored_path, const char *tool_call,
+			 off_t durable_end)
+{
+	struct recorded *e = calloc(1, sizeof(*e));
+	void **node;
+
+	if (e == NULL || (e->tool_call = strdup(tool_call)) == NULL) {
+		free(e);
+		return;
+	}
+	e->path = stored_path;
+	e->durable_end = durable_end;
+	node = tsearch(e, &c->recorded, cmp_recorded);
+	if (node == NULL || *node != e)
+		free_recorded(e);
 }
 
 static struct inode_ent *inode_get(struct cycle *c, dev_t dev, ino_t ino, bool create)
@@ -375,16 +493,17 @@ static cJSON *journal_line(const struct cycle *c, const struct fsb_backup_req *r
 }
 
 /*
- * Append one line with one write(2) and fdatasync it (unless the caller
- * records a batch and calls fsb_store_sync once at its end). On any failure the
- * journal is cut back to where it was, so a line exists only when the
- * change it describes may proceed. When part of a line was written and
- * cannot be cut back, the journal is broken: the next O_APPEND line would
- * join the partial one and a reader would skip both, so the cycle takes no
- * more lines (fsb_store_record fails with -EIO until it is sealed).
+ * Append one line with one write(2); whether and when it is made durable is
+ * up to the caller (fsb_store_record, journal_wait). On a failed write the
+ * journal is cut back to where it was, so the line does not exist. When
+ * part of a line was written and cannot be cut back, the journal is broken:
+ * the next O_APPEND line would join the partial one and a reader would
+ * skip both, so the cycle takes no more lines (fsb_store_record fails with
+ * -EIO until it is sealed).
  */
-static int journal_append(struct cycle *c, cJSON *line, bool sync)
+static int journal_append(struct fsb_store *s, cJSON *line)
 {
+	struct cycle *c = &s->c;
 	char *json = cJSON_PrintUnformatted(line);
 	size_t len;
 	ssize_t n;
@@ -401,15 +520,91 @@ static int journal_append(struct cycle *c, cJSON *line, bool sync)
 		err = -errno;
 	else if ((size_t)n != len + 1)
 		err = -ENOSPC;	/* a short write on a regular file: out of room */
-	else if (sync && fdatasync(c->journal) < 0)
-		err = -errno;
 	if (err == 0) {
 		c->jsize += (off_t)(len + 1);
+		pthread_mutex_lock(&s->js.mu);
+		s->js.written = c->jsize;
+		pthread_mutex_unlock(&s->js.mu);
 	} else if (n > 0 && ftruncate(c->journal, c->jsize) < 0) {
 		c->broken = true;
 	}
 	cJSON_free(json);
 	return nospace(err);
+}
+
+/*
+ * Wait until the journal of cycle `cycle` is durable up to byte `end` (0:
+ * nothing to wait for), syncing it when no other thread does (see struct
+ * journal_sync). Needs no lock of the caller's; may be called with it held.
+ * 0, or the -errno of a failed fdatasync (-ENOSPC for a full quota): then
+ * the lines written since the last good one may be lost, and the cycle
+ * takes no more lines until it is sealed.
+ */
+static int journal_wait(struct fsb_store *s, unsigned cycle, off_t end)
+{
+	struct journal_sync *js = &s->js;
+	int rc;
+
+	if (end <= 0)
+		return 0;
+	pthread_mutex_lock(&js->mu);
+	for (;;) {
+		/* Sealed meanwhile: the seal synced the journal first. */
+		if (js->cycle != cycle || js->synced >= end) {
+			rc = 0;
+			break;
+		}
+		if (js->failed != 0) {
+			rc = js->failed;
+			break;
+		}
+		if (js->syncing) {
+			pthread_cond_wait(&js->cv, &js->mu);
+			continue;
+		}
+		/* Leader: one fdatasync for everything written so far. */
+		off_t upto = js->written;
+		int fd = js->fd;
+
+		js->syncing = true;
+		pthread_mutex_unlock(&js->mu);
+		rc = fdatasync(fd) < 0 ? nospace(-errno) : 0;
+		pthread_mutex_lock(&js->mu);
+		js->syncing = false;
+		if (rc == 0 && upto > js->synced)
+			js->synced = upto;
+		else if (rc < 0)
+			js->failed = rc;
+		pthread_cond_broadcast(&js->cv);
+	}
+	pthread_mutex_unlock(&js->mu);
+	return rc;
+}
+
+/*
+ * Every line of the open cycle durable, lazy ones included: before it is
+ * sealed (the caller's store lock held, so nothing is appended meanwhile).
+ * Tried even after a failed fdatasync: the lines that may be lost then are
+ * those of changes that were refused, and lazy ones. 0 or -errno.
+ */
+static int journal_sync_all(struct fsb_store *s)
+{
+	struct journal_sync *js = &s->js;
+	int rc = 0;
+
+	pthread_mutex_lock(&js->mu);
+	while (js->syncing)
+		pthread_cond_wait(&js->cv, &js->mu);
+	if (js->fd >= 0 && (js->written > js->synced || js->failed != 0)) {
+		rc = fdatasync(js->fd) < 0 ? nospace(-errno) : 0;
+		if (rc == 0)
+			js->synced = js->written;
+		else
+			js->failed = rc;
+		pthread_cond_broadcast(&js->cv);
+	}
+	pthread_mutex_unlock(&js->mu);
+	return rc;
 }
 
 /* The highest cycle number in cycles/, 0 when there is none. */
@@ -611,6 +806,12 @@ static int seal_cycle(struct fsb_store *s, const char *message, const char *head
 	char *json = NULL;
 	int fd = -1, rc;
 
+	/* A sealed cycle's journal is whole: the lines that were never synced
+	 * on their own (created paths) are made durable now. */
+	if ((rc = journal_sync_all(s)) < 0) {
+		json = NULL;
+		goto fail;
+	}
 	o = cycle_json(c, message, head, recovered);
 	json = o ? cJSON_PrintUnformatted(o) : NULL;
 	cJSON_Delete(o);
@@ -639,7 +840,7 @@ static int seal_cycle(struct fsb_store *s, const char *message, const char *head
 		goto fail;
 	}
 	cJSON_free(json);
-	cycle_reset(c);
+	cycle_reset(s);
 	return (int)n;
 
 fail:
@@ -673,7 +874,7 @@ static int recover(struct fsb_store *s, char *err, size_t errlen)
 		goto out;
 	s->c.dirfd = rc;
 	if (fstatat(s->c.dirfd, "cycle.json", &st, AT_SYMLINK_NOFOLLOW) == 0) {
-		cycle_reset(&s->c);
+		cycle_reset(s);
 		return 0;
 	}
 	if (errno != ENOENT) {
@@ -694,7 +895,7 @@ out:
 	if (rc < 0)
 		snprintf(err, errlen, "cannot recover the open backup cycle in %s/cycles: %s",
 			 s->dir, strerror(-rc));
-	cycle_reset(&s->c);
+	cycle_reset(s);
 	return rc < 0 ? rc : 0;
 }
 
@@ -726,6 +927,9 @@ int fsb_store_open_at(const char *state_dir, const char *session, const char *na
 	}
 	s->rootfd = s->objfd = s->cycfd = -1;
 	s->c.dirfd = s->c.journal = -1;
+	s->js.fd = -1;
+	pthread_mutex_init(&s->js.mu, NULL);
+	pthread_cond_init(&s->js.cv, NULL);
 	s->tmpfile_ok = true;
 	len = strlen(state_dir) + strlen(session) + strlen(name) + sizeof("/sessions//");
 	s->dir = malloc(len);
@@ -811,13 +1015,15 @@ void fsb_store_close(struct fsb_store *s)
 	if (s == NULL)
 		return;
 	/* An open cycle stays open on disk: the next open seals it. */
-	cycle_reset(&s->c);
+	cycle_reset(s);
 	if (s->objfd >= 0)
 		close(s->objfd);
 	if (s->cycfd >= 0)
 		close(s->cycfd);
 	if (s->rootfd >= 0)
 		close(s->rootfd);
+	pthread_cond_destroy(&s->js.cv);
+	pthread_mutex_destroy(&s->js.mu);
 	free(s->dir);
 	free(s);
 }
@@ -858,7 +1064,9 @@ int fsb_store_begin(struct fsb_store *s)
 	}
 	c->n = n;
 	c->jsize = 0;
+	c->need_sync_to = 0;
 	c->seq = 0;
+	journal_attach(s);
 	return (int)n;
 
 fail:
@@ -866,7 +1074,7 @@ fail:
 	if (c->dirfd >= 0)
 		unlinkat(c->dirfd, "journal.jsonl", 0);
 	unlinkat(s->cycfd, name, AT_REMOVEDIR);
-	cycle_reset(c);
+	cycle_reset(s);
 	return nospace(rc);
 }
 
@@ -882,11 +1090,12 @@ static bool same_time(const struct timespec *a, const struct timespec *b)
 
 /* Put the content of r->fd into the store (or find it already there) and
  * say so in res. Returns 0, -EFBIG or -errno. */
-static int take_content(struct fsb_store *s, const struct fsb_backup_req *r,
+static int take_content(struct fsb_store *s, const struct fsb_backup_req *r, bool no_copy,
 			struct fsb_backup_result *res)
 {
 	struct fsb_object obj;
 	struct inode_ent *e;
+	unsigned long grants;
 	struct stat st;
 	int rc;
 
@@ -905,8 +1114,22 @@ static int take_content(struct fsb_store *s, const struct fsb_backup_req *r,
 		res->reused = true;
 		return 0;
 	}
+	/* Changed since: its state before this tool call's first change is in
+	 * that change's line already, which is what a restore reads. */
+	if (no_copy) {
+		res->skipped = "recorded-before";
+		return 0;
+	}
 
+	/* The copy, its fsync included, runs without the caller's lock: the
+	 * other requests append their lines and share a journal sync
+	 * meanwhile. The store's state is looked at again after it. */
+	grants = s->grants;
+	if (r->caller_lock != NULL)
+		pthread_mutex_unlock(r->caller_lock);
 	rc = fsb_object_store(s->objfd, r->fd, r->max_bytes, &s->tmpfile_ok, &obj);
+	if (r->caller_lock != NULL)
+		pthread_mutex_lock(r->caller_lock);
 	if (rc < 0)
 		return rc;
 	if (obj.too_large) {
@@ -918,12 +1141,15 @@ static int take_content(struct fsb_store *s, const struct fsb_backup_req *r,
 	memcpy(res->object, obj.hex, sizeof(res->object));
 	res->reflinked = obj.reflinked;
 
-	/* Remember the copy. Without memory for it the next record simply
-	 * copies again, so that is no error. */
+	/* Remember the copy (in the cycle open now: the line goes there).
+	 * Without memory for it the next record simply copies again, so that
+	 * is no error. A write grant noted during the copy may have been of
+	 * this file: then its mark stays. */
 	e = inode_get(&s->c, st.st_dev, st.st_ino, true);
 	if (e != NULL) {
 		e->has_object = true;
-		e->dirty = false;
+		if (s->grants == grants)
+			e->dirty = false;
 		memcpy(e->hex, obj.hex, sizeof(e->hex));
 		/* As before the copy: a change during it means a new copy
 		 * next time. */
@@ -933,9 +1159,24 @@ static int take_content(struct fsb_store *s, const struct fsb_backup_req *r,
 	return 0;
 }
 
+/* The journal failed to sync in the open cycle: nothing it holds since is
+ * known to be on disk. */
+static bool journal_failed(struct fsb_store *s)
+{
+	bool failed;
+
+	pthread_mutex_lock(&s->js.mu);
+	failed = s->js.failed != 0;
+	pthread_mutex_unlock(&s->js.mu);
+	return failed;
+}
+
 int fsb_store_record(struct fsb_store *s, const struct fsb_backup_req *r,
 		     struct fsb_backup_result *res)
 {
+	const char *tool_call = r->tool_call ? r->tool_call : "", *stored;
+	struct recorded *first;
+	off_t durable_end;
 	cJSON *line;
 	int rc;
 
@@ -943,25 +1184,39 @@ int fsb_store_record(struct fsb_store *s, const struct fsb_backup_req *r,
 	if (r->op == NULL || r->path == NULL || r->resolved == NULL)
 		return -EINVAL;
 	/* A partial line stays at the journal's end: anything appended now
-	 * would be joined to it and lost to a reader. Fail closed. */
-	if (s->c.n != 0 && s->c.broken)
+	 * would be joined to it and lost to a reader. After a failed sync,
+	 * nothing written since is known to be on disk. Fail closed. */
+	if (s->c.n != 0 && (s->c.broken || journal_failed(s)))
 		return -EIO;
 	if (s->c.n == 0 && (rc = fsb_store_begin(s)) < 0)
 		return rc;
 
+	first = recorded_find(&s->c, r->resolved, tool_call);
 	if (r->prior != NULL && S_ISREG(r->prior->st_mode)) {
 		if (r->skip_content) {
 			res->skipped = "skip-rule";
 		} else if (r->fd >= 0) {
-			rc = take_content(s, r, res);
+			rc = take_content(s, r, first != NULL && r->no_repeat_copy, res);
 			if (rc < 0)
 				goto fail;
 		}
 	}
+	/* The caller's lock was let go during a copy: the cycle may have
+	 * been sealed (the line goes into the next one), the journal may
+	 * have failed, another line of the pair may have come first. */
+	if (r->caller_lock != NULL) {
+		if (s->c.n == 0 && (rc = fsb_store_begin(s)) < 0)
+			goto fail;
+		if (s->c.broken || journal_failed(s)) {
+			rc = -EIO;
+			goto fail;
+		}
+		first = recorded_find(&s->c, r->resolved, tool_call);
+	}
 
 	/* Noted before the line is written: a path in the set whose line
 	 * then failed only gets an end state it did not need. */
-	rc = touch_path(&s->c, r->resolved);
+	rc = touch_path(&s->c, r->resolved, &stored);
 	if (rc < 0)
 		goto fail;
 	line = journal_line(&s->c, r, res);
@@ -969,11 +1224,39 @@ int fsb_store_record(struct fsb_store *s, const struct fsb_backup_req *r,
 		rc = -ENOMEM;
 		goto fail;
 	}
-	rc = journal_append(&s->c, line, !r->defer_sync);
+	rc = journal_append(s, line);
 	cJSON_Delete(line);
 	if (rc < 0)
 		goto fail;
 	s->c.seq++;
+
+	/*
+	 * What must be on disk before the change (docs/backup-store.md, "When
+	 * a line is durable"): the line of an existing path, which a restore
+	 * needs to bring its bytes or metadata back. A created path's line
+	 * only tells a restore to remove what the change makes: it rides
+	 * along with the next sync, or the seal's. A later line of a pair
+	 * whose first line is in the journal adds nothing a restore reads:
+	 * it waits only for that first line.
+	 */
+	if (first != NULL) {
+		durable_end = first->durable_end;
+	} else {
+		durable_end = r->prior != NULL ? s->c.jsize : 0;
+		recorded_add(&s->c, stored, tool_call, durable_end);
+		if (durable_end > 0)
+			s->c.need_sync_to = durable_end;
+	}
+	if (r->defer_sync) {
+		res->durable.cycle = s->c.n;
+		res->durable.end = (uint64_t)durable_end;
+		return 0;
+	}
+	/* The line stays in the journal when its sync fails: the cycle then
+	 * takes no more lines, and this change is refused. */
+	rc = journal_wait(s, s->c.n, durable_end);
+	if (rc < 0)
+		goto fail;
 	return 0;
 
 fail:
@@ -985,6 +1268,7 @@ void fsb_store_note_write_grant(struct fsb_store *s, dev_t dev, ino_t ino)
 {
 	struct inode_ent *e = inode_get(&s->c, dev, ino, true);
 
+	s->grants++;
 	/* No entry (no memory for one) means no copy to reuse: the next
 	 * record copies the file either way. */
 	if (e != NULL)
@@ -1001,9 +1285,23 @@ int fsb_store_seal(struct fsb_store *s, const char *message, const char *audit_h
 
 int fsb_store_sync(struct fsb_store *s)
 {
-	if (s->c.n == 0 || s->c.journal < 0)
+	struct fsb_journal_mark m;
+
+	fsb_store_pending(s, &m);
+	return fsb_store_wait(s, &m);
+}
+
+void fsb_store_pending(const struct fsb_store *s, struct fsb_journal_mark *m)
+{
+	m->cycle = s->c.n;
+	m->end = s->c.n != 0 ? (uint64_t)s->c.need_sync_to : 0;
+}
+
+int fsb_store_wait(struct fsb_store *s, const struct fsb_journal_mark *m)
+{
+	if (m->cycle == 0 || m->end == 0)
 		return 0;
-	return fdatasync(s->c.journal) < 0 ? nospace(-errno) : 0;
+	return journal_wait(s, m->cycle, (off_t)m->end);
 }
 
 const char *fsb_store_dir(const struct fsb_store *s)

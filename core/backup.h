@@ -6,6 +6,7 @@
 #ifndef FSB_BACKUP_H
 #define FSB_BACKUP_H
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -58,25 +59,51 @@ struct fsb_backup_req {
 	uint64_t max_bytes;		/* copy limit when no reflink; 0: none */
 	enum fsb_too_large on_too_large;
 	bool skip_content;		/* the pack's backup.skip matched */
-	bool defer_sync;		/* one of a batch: fsb_store_sync() follows */
+	bool defer_sync;		/* the caller waits for res->durable itself
+					 * (fsb_store_wait), or for a batch
+					 * (fsb_store_sync) */
+	pthread_mutex_t *caller_lock;	/* the lock the caller holds over the
+					 * store, let go while content is copied
+					 * (other records go on meanwhile); NULL:
+					 * held throughout */
+	bool no_repeat_copy;		/* a path this tool call already recorded
+					 * in the cycle is not copied again when
+					 * it changed since (a grant: the first
+					 * record holds what a restore reads) */
+};
+
+/** How far the journal of a cycle must be on disk. */
+struct fsb_journal_mark {
+	unsigned cycle;		/* 0: nothing to wait for */
+	uint64_t end;		/* bytes of its journal; 0: nothing */
 };
 
 struct fsb_backup_result {
 	char object[FSB_SHA256_HEX_LEN + 1];	/* "" when no content was taken */
 	bool reflinked;		/* FICLONE made the copy */
 	bool reused;		/* the cycle already held this content */
-	const char *skipped;	/* NULL, "too-large" or "skip-rule" */
+	const char *skipped;	/* NULL, "too-large", "skip-rule" or
+				 * "recorded-before" (no_repeat_copy) */
+	/* With defer_sync: what must be durable before the change may start
+	 * (fsb_store_wait); { 0, 0 } when nothing. */
+	struct fsb_journal_mark durable;
 };
 
 /**
  * Back up before a change, in the open cycle (opened when none is): copy the
  * content of `fd` into an object unless the cycle already holds this file
  * (same dev/ino) unchanged since (see fsb_store_note_write_grant), then
- * append and fsync one journal line with the prior state. Returns 0, or
- * -EFBIG (too large and FSB_TOO_LARGE_FAIL), -ENOSPC, -EIO (also for every
- * record after a failed line that could not be cut off the journal, until
- * the cycle is sealed), or another -errno; on any error the caller must not
- * let the change happen.
+ * append one journal line with the prior state and, unless `defer_sync`,
+ * wait until it is durable when the change needs that (docs/backup-store.md,
+ * "When a line is durable": the line of an existing path, not that of a
+ * created one nor a later line of a (path, tool call) already in the cycle).
+ * Not thread-safe: the caller serialises calls on one store (a lock, which
+ * it names in `caller_lock` to have it let go during a copy), but
+ * fsb_store_wait may run outside that lock. Returns 0, or -EFBIG (too large
+ * and FSB_TOO_LARGE_FAIL), -ENOSPC, -EIO (also for every record after a
+ * failed line that could not be cut off the journal, or after a failed
+ * fdatasync, until the cycle is sealed), or another -errno; on any error the
+ * caller must not let the change happen.
  */
 int fsb_store_record(struct fsb_store *s, const struct fsb_backup_req *r,
 		     struct fsb_backup_result *res);
@@ -97,12 +124,28 @@ int fsb_store_seal(struct fsb_store *s, const char *message, const char *audit_h
 		   char *err, size_t errlen);
 
 /**
- * Make the journal lines recorded with `defer_sync` durable: a host
- * operation on a tree records every entry, then syncs once before the
- * change. 0 or -errno (-ENOSPC for a full disk); on an error the change
- * must not happen.
+ * Make the journal lines recorded with `defer_sync` that must be durable so:
+ * a host operation on a tree records every entry, then syncs once before
+ * the change. 0 or -errno (-ENOSPC for a full disk); on an error the change
+ * must not happen. fsb_store_pending + fsb_store_wait.
  */
 int fsb_store_sync(struct fsb_store *s);
+
+/** Under the caller's lock: the mark that covers every line recorded so
+ * far that must be durable. */
+void fsb_store_pending(const struct fsb_store *s, struct fsb_journal_mark *m);
+
+/**
+ * Wait until the journal is durable up to `m` (a record's res->durable, or
+ * fsb_store_pending). Safe from several threads at once and without the
+ * lock that serialises fsb_store_record: while one thread's fdatasync runs,
+ * the others wait, and the next fdatasync covers every line written before
+ * it (group commit). Returns at once when nothing is to be waited for, or
+ * when the cycle was sealed since (a seal syncs its journal first). 0, or
+ * -errno (-ENOSPC for a full quota) of a failed fdatasync: the change must
+ * not happen.
+ */
+int fsb_store_wait(struct fsb_store *s, const struct fsb_journal_mark *m);
 
 /** The store's directory (…/modify_backup). */
 const char *fsb_store_dir(const struct fsb_store *s);

@@ -3,10 +3,13 @@
  * (see backup_object.h): a new file, reflinked or copied, hashed from the
  * copy, fsynced and only then linked in under its name, so a crash leaves
  * either no object or a whole one. An object already under that name is
- * checked against it and replaced when it does not match.
+ * checked against it and replaced when it does not match. Several threads
+ * may store objects into one store at once (backup.c lets go of its
+ * caller's lock while it copies).
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -50,7 +53,8 @@ static void tmp_name(char *buf, size_t len)
 		struct timespec ts;
 
 		clock_gettime(CLOCK_MONOTONIC, &ts);
-		r = ((uint64_t)getpid() << 40) ^ ((uint64_t)ts.tv_nsec << 8) ^ counter++;
+		r = ((uint64_t)getpid() << 40) ^ ((uint64_t)ts.tv_nsec << 8) ^
+		    __atomic_fetch_add(&counter, 1, __ATOMIC_RELAXED);
 	}
 	snprintf(buf, len, TMP_PREFIX "%016llx", (unsigned long long)r);
 }
@@ -58,7 +62,7 @@ static void tmp_name(char *buf, size_t len)
 static int tmp_create(int objfd, bool *tmpfile_ok, struct tmp *t)
 {
 	t->name[0] = '\0';
-	if (*tmpfile_ok) {
+	if (__atomic_load_n(tmpfile_ok, __ATOMIC_RELAXED)) {
 		t->fd = openat(objfd, ".", O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
 		if (t->fd >= 0)
 			return 0;
@@ -66,7 +70,7 @@ static int tmp_create(int objfd, bool *tmpfile_ok, struct tmp *t)
 		 * filesystem without it. Anything else is a real error. */
 		if (errno != EOPNOTSUPP && errno != EISDIR && errno != EINVAL)
 			return -errno;
-		*tmpfile_ok = false;
+		__atomic_store_n(tmpfile_ok, false, __ATOMIC_RELAXED);
 	}
 	for (int tries = 0; tries < 16; tries++) {
 		tmp_name(t->name, sizeof(t->name));
@@ -311,9 +315,13 @@ static int replace_object(int objfd, int dirfd, struct tmp *t, const char *hex, 
 static int link_in(int objfd, struct tmp *t, const char *hex, off_t size, unsigned char *buf,
 		   bool *retry)
 {
+	/* A directory another thread has just made may not be durable yet:
+	 * whoever finds it (EEXIST) waits until its maker's fsync is done. */
+	static pthread_mutex_t making = PTHREAD_MUTEX_INITIALIZER;
 	char hh[3] = { hex[0], hex[1], '\0' };
-	int dirfd, err;
+	int dirfd, err = 0;
 
+	pthread_mutex_lock(&making);
 	if (mkdirat(objfd, hh, 0700) == 0) {
 		/* The new directory's entry is made durable before anything
 		 * is linked into it; a failure takes it away again so that
@@ -321,11 +329,13 @@ static int link_in(int objfd, struct tmp *t, const char *hex, off_t size, unsign
 		if (fsync(objfd) < 0) {
 			err = -errno;
 			unlinkat(objfd, hh, AT_REMOVEDIR);
-			return err;
 		}
 	} else if (errno != EEXIST) {
-		return -errno;
+		err = -errno;
 	}
+	pthread_mutex_unlock(&making);
+	if (err < 0)
+		return err;
 	dirfd = openat(objfd, hh, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (dirfd < 0)
 		return -errno;
@@ -434,7 +444,7 @@ int fsb_object_store(int objfd, int srcfd, uint64_t max_bytes, bool *tmpfile_ok,
 	if (err && retry) {
 		/* O_TMPFILE works but cannot be linked (no /proc and no
 		 * CAP_DAC_READ_SEARCH): named temps from now on. */
-		*tmpfile_ok = false;
+		__atomic_store_n(tmpfile_ok, false, __ATOMIC_RELAXED);
 		err = store_once(objfd, srcfd, max_bytes, tmpfile_ok, out, &retry);
 	}
 	return err;

@@ -26,7 +26,8 @@ struct fsb_object {
  * reflink is possible and it is larger than `max_bytes` (0: no limit),
  * nothing is stored and `too_large` is set; otherwise exactly that many
  * bytes are copied, however the file grows meanwhile. `tmpfile_ok` is the
- * store's memory of whether O_TMPFILE works there; it is cleared when not.
+ * store's memory of whether O_TMPFILE works there; it is cleared when not
+ * (read and written atomically: several threads may store at once).
  * Returns 0 or -errno (-ENOSPC also for a full quota); on error no object
  * and no temporary file is left.
  */

@@ -3,9 +3,17 @@
  * modify_backup.h). Permission was checked before anything here runs:
  * nothing is backed up for a request that is denied or waits for approval.
  *
- * Every use of a session's store holds its store_lock; what the pack and
- * the host set (the size limit, backups on or off) is copied under the
- * broker's lock first, since a reload may replace the pack meanwhile.
+ * Every use of a session's store holds its store_lock, except the copy of
+ * a file's content (the store lets go of the lock around it, for a request's
+ * backup; not for carry_over, which walks s->held under it) and the wait
+ * for the journal to be durable (fsb_store_wait): a line is appended under
+ * the lock, which is then let go, and the threads of the pool that wait for
+ * their lines at once share one fdatasync (the store's own mutex, taken
+ * after store_lock and never held while taking another lock). The store
+ * itself lives as long as the session. What the pack and the host set
+ * (the size limit, backups on or off) is copied under the broker's lock
+ * first, since a reload may replace the pack meanwhile; the broker's lock
+ * is never held while store_lock is taken.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -193,6 +201,9 @@ static int record_locked_store(struct fsb_broker *b, struct fsb_session *s, stru
 {
 	int rc;
 
+	/* The store lets go of store_lock while it copies the file, so that
+	 * the other requests' lines go in meanwhile. */
+	r->caller_lock = &s->store_lock;
 	pthread_mutex_lock(&s->store_lock);
 	if (store_of(b, s, out->why, sizeof(out->why)) == NULL) {
 		pthread_mutex_unlock(&s->store_lock);
@@ -210,6 +221,17 @@ static int record_locked_store(struct fsb_broker *b, struct fsb_session *s, stru
 	pthread_mutex_lock(&s->store_lock);
 	rc = record(s, set, r, res);
 	pthread_mutex_unlock(&s->store_lock);
+	return rc;
+}
+
+/* Wait, without store_lock, until the line `res` names is durable (when
+ * the change needs it): threads waiting at once share one fdatasync. */
+static int wait_durable(struct fsb_session *s, struct fsb_backup_result *res)
+{
+	int rc = fsb_store_wait(s->store, &res->durable);
+
+	if (rc < 0)
+		memset(res, 0, sizeof(*res));
 	return rc;
 }
 
@@ -245,10 +267,14 @@ int fsb_backup_file(struct fsb_broker *b, const char *sid, const struct fsb_acce
 	r.prior = st;
 	r.fd = rdfd;
 	r.skip_content = !acc->verdict.backup;
+	r.defer_sync = true;
+	r.no_repeat_copy = true;
 	rc = record_locked_store(b, s, &set, &r, &res, true, out);
 	/* The store could not be opened: out->why says why. */
 	if (rc == -EIO && out->why[0] != '\0')
 		return rc;
+	if (rc == 0)
+		rc = wait_durable(s, &res);
 	pthread_mutex_lock(&s->store_lock);
 	cycle = fsb_store_cycle(s->store);
 	pthread_mutex_unlock(&s->store_lock);
@@ -316,14 +342,19 @@ int fsb_backup_entry(struct fsb_broker *b, const char *sid, const struct fsb_bac
 int fsb_backup_sync(struct fsb_broker *b, const char *sid, char *why, size_t whylen)
 {
 	struct fsb_session *s = fsb_broker_session(b, sid);
+	struct fsb_journal_mark m = { 0, 0 };
+	struct fsb_store *store;
 	int rc = 0;
 
 	if (s == NULL)
 		return 0;
 	pthread_mutex_lock(&s->store_lock);
-	if (s->store != NULL)
-		rc = fsb_store_sync(s->store);
+	store = s->store;
+	if (store != NULL)
+		fsb_store_pending(store, &m);
 	pthread_mutex_unlock(&s->store_lock);
+	if (store != NULL)
+		rc = fsb_store_wait(store, &m);
 	if (rc < 0)
 		snprintf(why, whylen, "the backup journal cannot be synced (%s); nothing was "
 			 "changed", strerror(-rc));
@@ -367,10 +398,13 @@ int fsb_backup_note_created(struct fsb_broker *b, const char *sid, const struct 
 	r.path = acc->requested;
 	r.resolved = acc->res.path;
 	r.fd = -1;
+	r.defer_sync = true;
 	pthread_mutex_lock(&s->store_lock);
 	rc = store_of(b, s, why, sizeof(why)) == NULL ? -EIO : fsb_store_record(s->store, &r, &res);
 	pthread_mutex_unlock(&s->store_lock);
-	return rc;
+	/* A created path's line needs no sync of its own (docs/backup-store.md,
+	 * "When a line is durable"), unless an earlier line of the path does. */
+	return rc == 0 ? wait_durable(s, &res) : rc;
 }
 
 /* Follow the inode behind `fd` across cycles, by an O_PATH fd of our own

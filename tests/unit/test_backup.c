@@ -26,6 +26,7 @@
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <sys/xattr.h>
+#include <pthread.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -51,12 +52,29 @@ static struct {
 	bool no_range;		/* copy_file_range fails with ENOSYS */
 	bool short_journal;	/* the next write to a journal writes half */
 	int fail_truncate;	/* ftruncate fails with this errno */
+	int fail_journal_sync;	/* fdatasync of a journal fails with this errno */
+	/* The first fdatasync of a journal waits (5 s at most) until
+	 * `hold_until` records were appended (`appended`). */
+	int hold_until;
 } hook = { .grow_fd = -1 };
+
+/* fsync and fdatasync calls, counted always: on a journal, and on
+ * anything else (objects, directories, cycle.json). */
+static struct {
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	unsigned journal, other;
+	int appended;
+} syncs = { PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0, 0 };
 
 static void hook_reset(void)
 {
 	memset(&hook, 0, sizeof(hook));
 	hook.grow_fd = -1;
+	pthread_mutex_lock(&syncs.mu);
+	syncs.journal = syncs.other = 0;
+	syncs.appended = 0;
+	pthread_mutex_unlock(&syncs.mu);
 }
 
 static bool is_journal(int fd)
@@ -79,6 +97,52 @@ ssize_t write(int fd, const void *buf, size_t len)
 		len /= 2;
 	}
 	return syscall(SYS_write, fd, buf, len);
+}
+
+static int counted_sync(int fd, long nr)
+{
+	bool j = is_journal(fd);
+
+	pthread_mutex_lock(&syncs.mu);
+	if (j && syncs.journal == 0 && hook.hold_until > 0) {
+		struct timespec until;
+
+		clock_gettime(CLOCK_REALTIME, &until);
+		until.tv_sec += 5;
+		while (syncs.appended < hook.hold_until &&
+		       pthread_cond_timedwait(&syncs.cv, &syncs.mu, &until) == 0)
+			;
+	}
+	if (j)
+		syncs.journal++;
+	else
+		syncs.other++;
+	pthread_mutex_unlock(&syncs.mu);
+	if (j && hook.fail_journal_sync != 0) {
+		errno = hook.fail_journal_sync;
+		return -1;
+	}
+	return (int)syscall(nr, fd);
+}
+
+int fsync(int fd)
+{
+	return counted_sync(fd, SYS_fsync);
+}
+
+int fdatasync(int fd)
+{
+	return counted_sync(fd, SYS_fdatasync);
+}
+
+/* Syncs since the last call: of journals, and of anything else. */
+static void syncs_take(unsigned *journal, unsigned *other)
+{
+	pthread_mutex_lock(&syncs.mu);
+	*journal = syncs.journal;
+	*other = syncs.other;
+	syncs.journal = syncs.other = 0;
+	pthread_mutex_unlock(&syncs.mu);
 }
 
 int ftruncate(int fd, off_t len)
@@ -1466,7 +1530,8 @@ static void test_without_copy_file_range(void **state)
 	check_fallback(*state, __NR_copy_file_range, 0, 0, ENOSYS);
 }
 
-/* A full disk at the journal: nothing of the line stays behind. */
+/* A full disk at the journal: the change is refused; a line that could not
+ * be written leaves nothing of itself behind. */
 static void test_journal_write_fails(void **state)
 {
 	struct fixture *f = *state;
@@ -1476,13 +1541,312 @@ static void test_journal_write_fails(void **state)
 	src_path(f, "j", src);
 	free(make_file(src, 100, 24));
 	assert_int_equal(record_without(f, src, __NR_fdatasync, 0, 0, ENOSPC), -ENOSPC);
-	snprintf(path, sizeof(path), "%s/cycles/1/journal.jsonl", f->store);
-	assert_int_equal(stat(path, &st), 0);
-	assert_int_equal(st.st_size, 0);
 	assert_int_equal(record_without(f, src, __NR_write, 0, 0, EDQUOT), -ENOSPC);
 	snprintf(path, sizeof(path), "%s/cycles/2/journal.jsonl", f->store);
 	assert_int_equal(stat(path, &st), 0);
 	assert_int_equal(st.st_size, 0);
+}
+
+/* ---- what must be durable, and when ------------------------------------ */
+
+/* Record `path` (an existing file, or absent when `absent`) as a grant of
+ * tool call `tc` does; the syncs it cost come back in *journal, *other. */
+static int grant_record(struct fixture *f, const char *path, const char *tc, bool absent,
+			bool no_repeat_copy, struct fsb_backup_result *res, unsigned *journal_syncs,
+			unsigned *other_syncs)
+{
+	struct fsb_backup_req r;
+	struct stat st;
+	int fd = -1, rc;
+
+	if (!absent) {
+		assert_int_equal(lstat(path, &st), 0);
+		fd = open(path, O_RDONLY | O_CLOEXEC);
+		assert_true(fd >= 0);
+	}
+	req_for(&r, path, absent ? NULL : &st, fd);
+	r.op = absent ? "create" : "write";
+	r.tool_call = tc;
+	r.no_repeat_copy = no_repeat_copy;
+	syncs_take(&(unsigned){ 0 }, &(unsigned){ 0 });
+	rc = fsb_store_record(f->s, &r, res);
+	syncs_take(journal_syncs, other_syncs);
+	if (fd >= 0)
+		close(fd);
+	return rc;
+}
+
+/* As a write grant leaves a file: the store heard of the grant, and the
+ * holder changed it. */
+static void granted_and_changed(struct fixture *f, const char *path, const char *text)
+{
+	struct stat st;
+	int fd;
+
+	assert_int_equal(lstat(path, &st), 0);
+	fsb_store_note_write_grant(f->s, st.st_dev, st.st_ino);
+	fd = open(path, O_WRONLY | O_TRUNC | O_CLOEXEC);
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, text, strlen(text)), (ssize_t)strlen(text));
+	close(fd);
+}
+
+/*
+ * The syncs one change costs, by kind: a created path's line none (a crash
+ * could only lose the knowledge that a new file is to be removed), an
+ * existing file's first backup its object's and one of the journal (its old
+ * bytes must survive the change), and a later change of a path the same
+ * tool call already backed up in the cycle none at all: no copy, no sync.
+ * Another tool call's first change of it is synced again (a restore of
+ * that tool call reads it). The seal makes every line durable.
+ */
+static void test_syncs_per_change_kind(void **state)
+{
+	struct fixture *f = *state;
+	struct fsb_backup_result res, first;
+	char a[PATHBUF], fresh[PATHBUF];
+	unsigned js, os;
+	int objects;
+	cJSON *j;
+
+	open_store(f);
+	assert_true(fsb_store_begin(f->s) > 0);
+	src_path(f, "a", a);
+	src_path(f, "fresh", fresh);
+	free(make_file(a, 3000, 61));
+
+	assert_int_equal(grant_record(f, fresh, "tc-1", true, true, &res, &js, &os), 0);
+	assert_int_equal(js, 0);
+	assert_int_equal(os, 0);
+	assert_int_equal(res.durable.end, 0);
+
+	assert_int_equal(grant_record(f, a, "tc-1", false, true, &first, &js, &os), 0);
+	assert_int_equal(js, 1);
+	assert_true(os >= 1);		/* the object, and its directory */
+	assert_string_not_equal(first.object, "");
+	objects = count_objects(f, NULL);
+
+	/* `echo y > a` again, and again. */
+	for (int i = 0; i < 3; i++) {
+		granted_and_changed(f, a, i % 2 ? "y\n" : "yes\n");
+		assert_int_equal(grant_record(f, a, "tc-1", false, true, &res, &js, &os), 0);
+		assert_int_equal(js, 0);
+		assert_int_equal(os, 0);
+		assert_string_equal(res.object, "");
+		assert_string_equal(res.skipped, "recorded-before");
+	}
+	assert_int_equal(count_objects(f, NULL), objects);
+	/* A path created in the cycle, changed again: nothing either. */
+	free(make_file(fresh, 10, 62));
+	assert_int_equal(grant_record(f, fresh, "tc-1", false, true, &res, &js, &os), 0);
+	assert_int_equal(js + os, 0);
+
+	/* Another tool call: its restore starts from this state. */
+	assert_int_equal(grant_record(f, a, "tc-2", false, true, &res, &js, &os), 0);
+	assert_int_equal(js, 1);
+	assert_true(os >= 1);
+	assert_string_not_equal(res.object, "");
+	/* A host operation (no no_repeat_copy) copies a changed file again,
+	 * but its line needs no sync of its own. */
+	granted_and_changed(f, a, "moved away\n");
+	assert_int_equal(grant_record(f, a, "tc-2", false, false, &res, &js, &os), 0);
+	assert_int_equal(js, 0);
+	assert_string_not_equal(res.object, "");
+
+	/* The lines are all there, in order, and the reader takes them. */
+	j = journal(f, 1);
+	assert_int_equal(cJSON_GetArraySize(j), 8);
+	assert_string_equal(str(get(cJSON_GetArrayItem(j, 2), "prior"), "skipped"),
+			    "recorded-before");
+	cJSON_Delete(j);
+
+	/* Unsynced lines (the last one) are made durable by the seal. */
+	syncs_take(&js, &os);
+	assert_int_equal(fsb_store_seal(f->s, "m", "", NULL, 0), 1);
+	syncs_take(&js, &os);
+	assert_int_equal(js, 1);
+}
+
+/*
+ * A later line of a (path, tool call) whose first line must be durable
+ * waits for that line: its change must not start before the backup of the
+ * path's old state is on disk, even when another thread appended it and
+ * has not synced it yet. A created path's later line waits for nothing.
+ */
+static void test_later_line_waits_for_the_first(void **state)
+{
+	struct fixture *f = *state;
+	struct fsb_backup_result r1, r2, r3, r4;
+	struct fsb_backup_req r;
+	char a[PATHBUF], n[PATHBUF];
+	struct stat st;
+	int fd;
+
+	open_store(f);
+	src_path(f, "a", a);
+	src_path(f, "n", n);
+	free(make_file(a, 100, 63));
+	assert_int_equal(lstat(a, &st), 0);
+	fd = open(a, O_RDONLY | O_CLOEXEC);
+	assert_true(fd >= 0);
+	req_for(&r, a, &st, fd);
+	r.defer_sync = true;
+	r.no_repeat_copy = true;
+	syncs_take(&(unsigned){ 0 }, &(unsigned){ 0 });
+	assert_int_equal(fsb_store_record(f->s, &r, &r1), 0);
+	assert_int_equal(fsb_store_record(f->s, &r, &r2), 0);
+	close(fd);
+	assert_int_equal(r1.durable.cycle, 1);
+	assert_true(r1.durable.end > 0);
+	assert_int_equal(r2.durable.cycle, 1);
+	assert_int_equal(r2.durable.end, r1.durable.end);
+
+	req_for(&r, n, NULL, -1);
+	r.op = "create";
+	r.defer_sync = true;
+	assert_int_equal(fsb_store_record(f->s, &r, &r3), 0);
+	assert_int_equal(fsb_store_record(f->s, &r, &r4), 0);
+	assert_int_equal(r3.durable.end, 0);
+	assert_int_equal(r4.durable.end, 0);
+
+	/* Nothing was synced yet; the wait of the later line syncs once. */
+	unsigned js, os;
+
+	syncs_take(&js, &os);
+	assert_int_equal(js, 0);
+	assert_int_equal(fsb_store_wait(f->s, &r2.durable), 0);
+	assert_int_equal(fsb_store_wait(f->s, &r1.durable), 0);
+	syncs_take(&js, &os);
+	assert_int_equal(js, 1);
+}
+
+/*
+ * A failed fdatasync: the change whose line needed it is refused, and since
+ * nothing written after the last good sync is known to be on disk, the
+ * cycle takes no more lines until it is sealed. A created path needs no
+ * sync, so its line went in before.
+ */
+static void test_failed_sync_refuses_the_change_and_the_cycle(void **state)
+{
+	struct fixture *f = *state;
+	struct fsb_backup_result res;
+	char a[PATHBUF], n[PATHBUF];
+	unsigned js, os;
+	cJSON *j;
+
+	open_store(f);
+	src_path(f, "a", a);
+	src_path(f, "n", n);
+	free(make_file(a, 100, 64));
+	hook.fail_journal_sync = EIO;
+	assert_int_equal(grant_record(f, n, "tc-1", true, true, &res, &js, &os), 0);
+	assert_int_equal(grant_record(f, a, "tc-1", false, true, &res, &js, &os), -EIO);
+	assert_string_equal(res.object, "");
+	assert_int_equal(grant_record(f, n, "tc-2", true, true, &res, &js, &os), -EIO);
+	hook.fail_journal_sync = 0;
+	assert_int_equal(grant_record(f, a, "tc-3", false, true, &res, &js, &os), -EIO);
+	assert_int_equal(js, 0);
+
+	/* The seal syncs the journal again; the next cycle works. */
+	assert_int_equal(fsb_store_seal(f->s, "m", "", NULL, 0), 1);
+	assert_int_equal(grant_record(f, a, "tc-1", false, true, &res, &js, &os), 0);
+	assert_int_equal(js, 1);
+	j = journal(f, 2);
+	assert_int_equal(cJSON_GetArraySize(j), 1);
+	cJSON_Delete(j);
+}
+
+/* Group commit: writers that take the store lock in turn to append, and
+ * wait for their lines without it. */
+struct gc_writer {
+	struct fixture *f;
+	pthread_mutex_t *lock;
+	char path[PATHBUF];
+	int rc;
+};
+
+static void *gc_writer_main(void *arg)
+{
+	struct gc_writer *w = arg;
+	struct fsb_backup_result res;
+	struct fsb_backup_req r;
+	struct stat st;
+	int fd = open(w->path, O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0 || fstat(fd, &st) < 0) {
+		w->rc = -errno;
+		return NULL;
+	}
+	req_for(&r, w->path, &st, fd);
+	r.defer_sync = true;
+	r.no_repeat_copy = true;
+	r.caller_lock = w->lock;
+	pthread_mutex_lock(w->lock);
+	w->rc = fsb_store_record(w->f->s, &r, &res);
+	pthread_mutex_unlock(w->lock);
+	close(fd);
+	pthread_mutex_lock(&syncs.mu);
+	syncs.appended++;
+	pthread_cond_broadcast(&syncs.cv);
+	pthread_mutex_unlock(&syncs.mu);
+	if (w->rc == 0)
+		w->rc = fsb_store_wait(w->f->s, &res.durable);
+	return NULL;
+}
+
+/*
+ * Eight writers at once, the first fdatasync held until all eight lines are
+ * appended: one more fdatasync covers the seven that came meanwhile, so the
+ * journal is synced at most twice, not eight times; every writer's wait
+ * succeeds and every line is in the journal, read back by the reader.
+ */
+static void test_group_commit_covers_concurrent_lines(void **state)
+{
+	enum { N = 8 };
+	struct fixture *f = *state;
+	pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+	struct gc_writer w[N];
+	pthread_t tid[N];
+	struct fsb_cycle c;
+	char err[256];
+	unsigned js, os;
+
+	open_store(f);
+	assert_true(fsb_store_begin(f->s) > 0);
+	for (int i = 0; i < N; i++) {
+		char name[16];
+
+		snprintf(name, sizeof(name), "w%d", i);
+		w[i].f = f;
+		w[i].lock = &lock;
+		src_path(f, name, w[i].path);
+		free(make_file(w[i].path, 64, 70 + (unsigned)i));
+	}
+	syncs_take(&js, &os);
+	hook.hold_until = N;
+	for (int i = 0; i < N; i++)
+		assert_int_equal(pthread_create(&tid[i], NULL, gc_writer_main, &w[i]), 0);
+	for (int i = 0; i < N; i++) {
+		pthread_join(tid[i], NULL);
+		assert_int_equal(w[i].rc, 0);
+	}
+	syncs_take(&js, &os);
+	assert_true(js >= 1);
+	assert_true(js <= 2);
+
+	assert_int_equal(fsb_store_seal(f->s, "m", "", NULL, 0), 1);
+	assert_int_equal(fsb_cycle_load(f->store, 1, &c, NULL, err, sizeof(err)), 0);
+	assert_int_equal(c.nrecs, N);
+	assert_int_equal(c.malformed, 0);
+	for (int i = 0; i < N; i++) {
+		bool found = false;
+
+		for (size_t k = 0; k < c.nrecs; k++)
+			found |= strcmp(c.recs[k].resolved, w[i].path) == 0 &&
+				 c.recs[k].prior.object[0] != '\0';
+		assert_true(found);
+	}
+	fsb_cycle_free(&c);
 }
 
 /* ---- regressions --------------------------------------------------------- */
@@ -1866,6 +2230,13 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_tmpfile_cannot_be_linked, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_without_copy_file_range, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_journal_write_fails, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_syncs_per_change_kind, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_later_line_waits_for_the_first, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_failed_sync_refuses_the_change_and_the_cycle,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(test_group_commit_covers_concurrent_lines, setup,
+						teardown),
 		cmocka_unit_test_setup_teardown(test_recovered_cycle_records_no_end_state, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_second_core_on_one_store_is_refused, setup,
