@@ -488,8 +488,10 @@ static void check_expect(struct fixture *f, const struct expect *e, struct repor
 		} else if (strncmp(e->holds, "-> ", 3) == 0) {
 			ssize_t n = readlink(path, target, sizeof(target) - 1);
 
-			if (n < 0)
+			if (n < 0) {
 				note(r, "%s should be a symlink after the changes", e->path);
+				continue;
+			}
 			target[n] = '\0';
 			if (strcmp(target, e->holds + 3) != 0)
 				note(r, "%s points at '%s', not '%s'", e->path, target, e->holds + 3);
@@ -594,6 +596,8 @@ static void prove_changes_backed_up_and_restored(struct fixture *f,
 
 	assert_int_equal(fsbt_tree_snap(f->ws, &before), 0);
 	st = fsb_run(f, g->argv, g->changes, &out, &err);
+	if (WIFEXITED(st) && WEXITSTATUS(st) == 125)
+		fail_msg("fsbroker run could not start the command:\n%s", err);
 	n = parse_steps(out, steps, 64);
 	if (n == 0 || strcmp(steps[n - 1].name, "end") != 0)
 		note(r, "the changes script did not finish (status 0x%x):\n%s\n%s", (unsigned)st,
