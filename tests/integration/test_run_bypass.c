@@ -499,6 +499,30 @@ static void rename_exchange_of_a_protected_file_with_a_workspace_file_is_refused
 	free(err);
 }
 
+/* The old path calls (no dirfd), as a static binary or an old libc makes
+ * them: each is routed like its *at() twin. */
+static void legacy_path_syscalls_on_protected_files_are_refused(void **state)
+{
+	static const char *const tries[] = { "open", "rename onto", "rename away", "unlink",
+					     "truncate", "chmod", "chown", "lchown", "utimes",
+					     "mknod", "link", "symlink", "mkdir", "rmdir" };
+	struct fixture *f = *state;
+	char path[PATH_MAX * 2];
+	struct guard g;
+	char *out, *err;
+
+	need_sandbox(f);
+	guard_take(f, &g);
+	attack(f, "$P/fsbt_attack legacy locked.txt locked.d other.txt", &out, &err);
+	for (size_t i = 0; i < sizeof(tries) / sizeof(tries[0]); i++)
+		expect_refused(out, err, tries[i]);
+	snprintf(path, sizeof(path), "%s/other.txt", f->ws);
+	expect_content(path, "other\n");
+	guard_check(f, &g, out);
+	free(out);
+	free(err);
+}
+
 static void io_uring_setup_is_refused_so_no_write_happens(void **state)
 {
 	struct fixture *f = *state;
@@ -958,6 +982,7 @@ int main(void)
 		T(creat_of_a_protected_file_is_refused),
 		T(o_tmpfile_linked_onto_a_protected_name_is_refused),
 		T(rename_exchange_of_a_protected_file_with_a_workspace_file_is_refused),
+		T(legacy_path_syscalls_on_protected_files_are_refused),
 		T(io_uring_setup_is_refused_so_no_write_happens),
 		T(x32_syscall_numbers_get_enosys),
 		T(a_child_cannot_add_its_own_seccomp_listener),

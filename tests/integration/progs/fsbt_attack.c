@@ -16,6 +16,10 @@
  *   fsbt_attack listener                   a filter with SECCOMP_FILTER_FLAG_NEW_LISTENER
  *   fsbt_attack ptrace                     one child attaches to its sibling
  *   fsbt_attack tiocsti                    TIOCSTI on fd 0
+ *   fsbt_attack legacy PROTECTED DIR OTHER the old path calls (open, rename, unlink,
+ *                                          truncate, chmod, chown, utimes, mknod, link,
+ *                                          symlink, mkdir, rmdir) as raw syscalls on a
+ *                                          protected file and in a protected directory
  *
  * Exit status: 0 when it ran (whatever the attempts gave), 2 on bad usage.
  */
@@ -32,7 +36,9 @@
 #include <sys/ioctl.h>
 #include <sys/prctl.h>
 #include <sys/ptrace.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/time.h>
 #include <sys/uio.h>
 #include <sys/wait.h>
 #include <termios.h>
@@ -235,6 +241,34 @@ static int attack_tiocsti(void)
 	return 0;
 }
 
+/* Raw numbers, so that no libc turns them into the *at() calls. */
+static int attack_legacy(const char *protected, const char *dir, const char *other)
+{
+	char in_dir[4096], sub[4096];
+	struct timeval tv[2] = { { 1, 0 }, { 1, 0 } };
+	long rc;
+
+	snprintf(in_dir, sizeof(in_dir), "%s/planted", dir);
+	snprintf(sub, sizeof(sub), "%s", dir);
+	rc = syscall(__NR_open, protected, O_WRONLY | O_TRUNC | O_CLOEXEC, 0);
+	report("open", rc);
+	write_and_close(rc);
+	report("rename onto", syscall(__NR_rename, other, protected));
+	report("rename away", syscall(__NR_rename, protected, in_dir));
+	report("unlink", syscall(__NR_unlink, protected));
+	report("truncate", syscall(__NR_truncate, protected, 0L));
+	report("chmod", syscall(__NR_chmod, protected, 0600));
+	report("chown", syscall(__NR_chown, protected, 1, 1));
+	report("lchown", syscall(__NR_lchown, protected, 1, 1));
+	report("utimes", syscall(__NR_utimes, protected, tv));
+	report("mknod", syscall(__NR_mknod, in_dir, S_IFREG | 0644, 0));
+	report("link", syscall(__NR_link, other, in_dir));
+	report("symlink", syscall(__NR_symlink, other, in_dir));
+	report("mkdir", syscall(__NR_mkdir, in_dir, 0755));
+	report("rmdir", syscall(__NR_rmdir, sub));
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	const char *cmd = argc > 1 ? argv[1] : "";
@@ -258,7 +292,9 @@ int main(int argc, char **argv)
 		return attack_ptrace();
 	if (strcmp(cmd, "tiocsti") == 0)
 		return attack_tiocsti();
+	if (strcmp(cmd, "legacy") == 0 && argc == 5)
+		return attack_legacy(argv[2], argv[3], argv[4]);
 	fprintf(stderr, "usage: fsbt_attack openat2|creat|tmpfile-link|exchange|io-uring|x32|"
-			"listener|ptrace|tiocsti ARGS\n");
+			"listener|ptrace|tiocsti|legacy ARGS\n");
 	return 2;
 }
