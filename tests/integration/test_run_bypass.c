@@ -319,6 +319,9 @@ static int attack(struct fixture *f, const char *script, char **out, char **err)
 	int st = run_sh(f, s, -1, out, err);
 
 	free(s);
+	/* A sanitizer build of the core reports on stderr. */
+	if (strstr(*err, "Sanitizer") != NULL || strstr(*err, "runtime error:") != NULL)
+		fail_msg("the core reported a memory error:\n%s", *err);
 	return st;
 }
 

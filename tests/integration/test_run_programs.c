@@ -278,7 +278,7 @@ static int fsb_run(struct fixture *f, const char *const *cmd, const char *script
 		   char **err)
 {
 	char *argv[32];
-	int n = 0;
+	int n = 0, st;
 
 	argv[n++] = (char *)fsbt_binary();
 	argv[n++] = "run";
@@ -295,7 +295,11 @@ static int fsb_run(struct fixture *f, const char *const *cmd, const char *script
 		argv[n++] = (char *)cmd[i];
 	argv[n++] = (char *)script;
 	argv[n] = NULL;
-	return run_split(argv, out, err);
+	st = run_split(argv, out, err);
+	/* A sanitizer build of the core reports on stderr. */
+	if (strstr(*err, "Sanitizer") != NULL || strstr(*err, "runtime error:") != NULL)
+		fail_msg("the core reported a memory error:\n%s", *err);
+	return st;
 }
 
 /* fsbroker backup ARGS... --state-dir ST --session s: wait status, stdout. */
