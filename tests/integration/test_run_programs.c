@@ -47,6 +47,40 @@ struct fixture {
 	char pack[PATH_MAX + 16];
 };
 
+/*
+ * cmocka cuts a failure message at 1024 bytes, and a cut message leaves
+ * its last line unterminated, which hides the TAP line after it: long
+ * diagnostics (a program's output) go to stderr here, each line as a TAP
+ * comment, and the test then fails on its own.
+ */
+static void diag(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+static void diag(const char *fmt, ...)
+{
+	char *text = NULL;
+	va_list ap;
+	int n;
+
+	va_start(ap, fmt);
+	n = vasprintf(&text, fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		return;
+	for (char *line = text, *next; line != NULL && *line != '\0'; line = next) {
+		next = strchr(line, '\n');
+		if (next != NULL)
+			*next++ = '\0';
+		fprintf(stderr, "# %s\n", line);
+	}
+	free(text);
+}
+
+#define fail_long(...)            \
+	do {                      \
+		diag(__VA_ARGS__); \
+		fail();            \
+	} while (0)
+
 /* ------------------------------------------------------------------------ */
 /* The fixture: a workspace with files of each kind, a pack protecting two
  * of them. */
@@ -298,7 +332,7 @@ static int fsb_run(struct fixture *f, const char *const *cmd, const char *script
 	st = run_split(argv, out, err);
 	/* A sanitizer build of the core reports on stderr. */
 	if (strstr(*err, "Sanitizer") != NULL || strstr(*err, "runtime error:") != NULL)
-		fail_msg("the core reported a memory error:\n%s", *err);
+		fail_long("the core reported a memory error:\n%s", *err);
 	return st;
 }
 
@@ -601,7 +635,7 @@ static void prove_changes_backed_up_and_restored(struct fixture *f,
 	assert_int_equal(fsbt_tree_snap(f->ws, &before), 0);
 	st = fsb_run(f, g->argv, g->changes, &out, &err);
 	if (WIFEXITED(st) && WEXITSTATUS(st) == 125)
-		fail_msg("fsbroker run could not start the command:\n%s", err);
+		fail_long("fsbroker run could not start the command:\n%s", err);
 	n = parse_steps(out, steps, 64);
 	if (n == 0 || strcmp(steps[n - 1].name, "end") != 0)
 		note(r, "the changes script did not finish (status 0x%x):\n%s\n%s", (unsigned)st,
@@ -668,7 +702,7 @@ static void prove_group(struct fixture *f, const struct program_group *g)
 	prove_denied(f, g, &r);
 	prove_unreadable(f, g, &r);
 	if (r.len > 0)
-		fail_msg("%s", r.text);
+		fail_long("%s", r.text);
 }
 
 /* Skips unless a sandbox can start and `program` is installed. */
@@ -952,7 +986,7 @@ static void host_sh(const char *dir, const char *script)
 			  &out);
 
 	if (st != 0)
-		fail_msg("host command failed (0x%x): %s\n%s", (unsigned)st, script, out ? out : "");
+		fail_long("host command failed (0x%x): %s\n%s", (unsigned)st, script, out ? out : "");
 	free(out);
 }
 
