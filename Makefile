@@ -123,6 +123,21 @@ $(BUILD)/tests/test_%: tests/integration/test_%.c $(HARNESS_SRC) tests/integrati
 	$(Q)$(CC) $(CFLAGS) -Itests/integration -Iclients/lib $(LDFLAGS) -o $@ $< $(HARNESS_SRC) \
 	    $(BUILD)/libfsbcore.a $(CLIENT_LIB) $(LDLIBS) -lcmocka -lpthread
 
+# Helper programs the run tests start inside the sandbox. They are built
+# without the sanitizers (LeakSanitizer's ptrace is refused in there), so
+# they behave the same in every build; the tests find them next to
+# themselves, in tests/progs/.
+PROGS_SRC := $(wildcard tests/integration/progs/*.c)
+PROGS_BIN := $(PROGS_SRC:tests/integration/progs/%.c=$(BUILD)/tests/progs/%)
+PROGS_CFLAGS := -O2 -g -std=gnu11 -D_GNU_SOURCE $(WARN) $(if $(filter 1,$(WERROR)),-Werror)
+
+$(BUILD)/tests/progs/%: tests/integration/progs/%.c
+	@mkdir -p $(@D)
+	@echo "  CC      $<"
+	$(Q)$(CC) $(PROGS_CFLAGS) -o $@ $< -lpthread
+
+$(BUILD)/tests/test_run_programs $(BUILD)/tests/test_run_bypass: $(PROGS_BIN)
+
 $(BUILD)/bench/%: bench/%.c $(BUILD)/libfsbcore.a
 	@mkdir -p $(@D)
 	@echo "  CC      $<"
