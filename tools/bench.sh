@@ -60,3 +60,7 @@ echo
 "$build/bench/decide" "$pack" "${BENCH_SECONDS:-0.5}"
 echo
 "$build/bench/backup" "$bin" "${BENCH_BACKUP_RUNS:-7}"
+echo
+# The Linux runtime: `fsbroker run` against bare and bwrap-alone runs of the
+# same commands (BENCH_QUICK=1: a smoke version of it).
+bash "$top/tools/bench-runtime.sh" "$build"
