@@ -8,6 +8,9 @@
 # their ratios, never judged. Only a workload that cannot run is an error;
 # the Lua build row says "skipped: <reason>" when its sources cannot be had.
 #
+#   BENCH_PEERS=DIR also run every workload under the peers tools/bench-peers.sh
+#                   installed in DIR: @anthropic-ai/sandbox-runtime (srt) and
+#                   @openai/codex (codex sandbox)
 #   BENCH_QUICK=1   a smoke version (~30 s): fewer rounds, 2,000 files in the
 #                   tree instead of 10,000, 20,000 in the big workspace instead
 #                   of 100,000; the rows print their counts
@@ -81,6 +84,8 @@ build_argv() {
     mask) argv=("$fsb" run --state-dir "$state" --workspace "$ws" --session bench -- "$@") ;;
     broker) argv=("$fsb" run --rules "$broker_pack" --state-dir "$state" --workspace "$ws"
         --session bench -- "$@") ;;
+    srt) argv=("$peers/bin/srt" --settings "$root/srt-${ws##*/}.json" -c "$(printf '%q ' "$@")") ;;
+    codex) argv=("$peers/bin/codex" sandbox -P "${ws##*/}" -C "$ws" -- "$@") ;;
     esac
 }
 
@@ -123,13 +128,15 @@ label() {
     bwrap) echo "bwrap alone, same mounts" ;;
     mask) echo "fsbroker run, reads = mask" ;;
     broker) echo "fsbroker run, reads = broker" ;;
+    srt) echo "srt (sandbox-runtime $srt_version)" ;;
+    codex) echo "codex sandbox ($codex_version)" ;;
     esac
 }
 
 # Why WORKLOAD has no number under CONFIG, or nothing when it has one.
 unmeasured() {
-    if [ "$2" = broker ] && [ -n "$broker_off" ]; then
-        echo "$broker_off"
+    if [ -n "${off[$2]:-}" ]; then
+        echo "${off[$2]}"
     elif [ -n "${failed[$1 $2]:-}" ]; then
         echo "${failed[$1 $2]}"
     elif [ -z "${samples[$1 $2]:-}" ]; then
@@ -163,7 +170,7 @@ row() {
         "$(ratio "$m" "$w")" ;;
     esac
 }
-rows() { for c in bare bwrap mask broker; do row "$1" "$c"; done; }
+rows() { for c in $all_configs; do row "$1" "$c"; done; }
 
 # --- the workspaces -------------------------------------------------------------
 
@@ -213,17 +220,47 @@ cat >"$broker_pack" <<'EOF'
 -- bench-broker: the default pack with every open routed through the supervisor
 return { name = "bench-broker", include = { "default" }, reads = "broker" }
 EOF
-broker_off=
+declare -A off
 rc=0
 (cd "$ws_true" && "$fsb" run --rules "$broker_pack" --state-dir "$state" --workspace "$ws_true" \
     --session bench -- true) 2>"$root/probe" || rc=$?
 if [ $rc = 125 ]; then
-    broker_off="not yet: $(tail -n 1 "$root/probe" | sed 's/^fsbroker run: //')"
+    off[broker]="not yet: $(tail -n 1 "$root/probe" | sed 's/^fsbroker run: //')"
 elif [ $rc != 0 ]; then
-    broker_off="fails (exit $rc): $(tail -n 1 "$root/probe")"
+    off[broker]="fails (exit $rc): $(tail -n 1 "$root/probe")"
 fi
-configs="bare bwrap mask"
-[ -n "$broker_off" ] || configs="$configs broker"
+all_configs="bare bwrap mask broker"
+
+# The peers, when asked for: each workspace gets an srt settings file that
+# lets it write there (and only there), and a codex permission profile named
+# after it in a CODEX_HOME of this run.
+peers=${BENCH_PEERS:-}
+if [ -n "$peers" ]; then
+    all_configs="$all_configs srt codex"
+    export PATH="$peers/bin:$PATH"	# codex sandbox runs codex-linux-sandbox from PATH
+    export CODEX_HOME=$root/codex-home
+    mkdir -p "$CODEX_HOME"
+    srt_version=$("$peers/bin/srt" --version 2>/dev/null || echo "?")
+    codex_version=$("$peers/bin/codex" --version 2>/dev/null || echo "?")
+    for ws in "$ws_true" "$ws_tar" "$ws_read" "$ws_small" "$ws_big" "$ws_make"; do
+        printf '{"filesystem":{"denyRead":[],"allowWrite":["%s"],"denyWrite":[]},' "$ws" \
+            >"$root/srt-${ws##*/}.json"
+        echo '"network":{"allowedDomains":[],"deniedDomains":[]}}' >>"$root/srt-${ws##*/}.json"
+        printf '[permissions.%s.filesystem]\n"/" = "read"\n"%s" = "write"\n\n' \
+            "${ws##*/}" "$ws" >>"$CODEX_HOME/config.toml"
+    done
+    for c in srt codex; do
+        [ -x "$peers/bin/$c" ] || { off[$c]="cannot run: $peers/bin/$c is missing"; continue; }
+        build_argv "$c" "$ws_true" sh -c 'echo ok >probe.txt'
+        rc=0
+        (cd "$ws_true" && "${argv[@]}") >"$root/probe" 2>&1 || rc=$?
+        [ $rc = 0 ] && [ -f "$ws_true/probe.txt" ] ||
+            off[$c]="cannot run here (exit $rc): $(tail -n 1 "$root/probe" | cut -c1-100)"
+        rm -f "$ws_true/probe.txt"
+    done
+fi
+configs=
+for c in $all_configs; do [ -n "${off[$c]:-}" ] || configs="$configs $c"; done
 
 for ws in "$ws_true" "$ws_tar" "$ws_read" "$ws_small" "$ws_big" "$ws_make"; do
     load_plan "$ws"
@@ -361,7 +398,7 @@ if [ -n "${samples[sed-$ws_small mask]:-}" ] &&
 fi
 printf '\n%-46s %10s %10s %9s\n' "5. one \`sed -i\`, backup on, $r_sed rounds" \
     "10 files" "$big_files" "big÷small"
-for c in bare bwrap mask broker; do
+for c in $all_configs; do
     why=$(unmeasured "sed-$ws_small" "$c")
     [ -n "$why" ] || why=$(unmeasured "sed-$ws_big" "$c")
     if [ -n "$why" ]; then
@@ -396,7 +433,7 @@ printf '\n%-46s %10s %8s\n' "6. open(O_WRONLY|O_TRUNC) of an existing file," "µ
 echo "   $opens opens a run, $r_open rounds"
 base=
 [ -n "$(unmeasured open bare)" ] || base=$(med open bare)
-for c in bare bwrap mask broker; do
+for c in $all_configs; do
     why=$(unmeasured open "$c")
     if [ -n "$why" ]; then
         printf '  %-44s %s\n' "$(label "$c")" "$why"
