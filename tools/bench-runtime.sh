@@ -4,7 +4,8 @@
 # bubblewrap alone with the mount plan `fsbroker run --explain` prints, and
 # under `fsbroker run` (reads = "mask", and reads = "broker" once the run
 # accepts it). In every round each configuration runs once, one after the
-# other, so drift on the machine reaches them alike; medians are printed with
+# other, in an order that rotates round by round, so drift on the machine
+# reaches them alike; medians are printed with
 # their ratios, never judged. Only a workload that cannot run is an error;
 # the Lua build row says "skipped: <reason>" when its sources cannot be had.
 #
@@ -32,11 +33,11 @@ if [ "${BENCH_QUICK:-0}" = 1 ]; then
     tree_files=2000 big_files=20000 opens=1000
 else
     r_true=30 r_tar=3 r_make=3 r_read=7 r_sed=9 r_open=5
-    tree_files=10000 big_files=100000 opens=5000
+    tree_files=10000 big_files=100000 opens=2000
 fi
 
 echo "Linux runtime (fsbroker run): medians over the rounds each row names; in every"
-echo "round the configurations run one after the other."
+echo "round each configuration runs once, in an order that rotates from round to round."
 
 skip_all() {
     echo "  skipped: $1"
@@ -262,6 +263,15 @@ fi
 configs=
 for c in $all_configs; do [ -n "${off[$c]:-}" ] || configs="$configs $c"; done
 
+# The configurations in the order round $1 runs them: the list rotated by
+# one each round, so that none always runs first (after the setup's writes)
+# or always right after the same neighbour.
+round_order() {
+    local -a list=($configs)
+    local k n=${#list[@]}
+    for ((k = 0; k < n; k++)); do echo "${list[(k + $1) % n]}"; done
+}
+
 for ws in "$ws_true" "$ws_tar" "$ws_read" "$ws_small" "$ws_big" "$ws_make"; do
     load_plan "$ws"
 done
@@ -274,7 +284,7 @@ echo "  fsbroker run: the default pack, backups on. Workspaces under $root."
 
 # /bin/true, not the shell's builtin: every configuration starts a program.
 for ((r = 0; r < r_true; r++)); do
-    for c in $configs; do timed true "$c" "$ws_true" /bin/true || true; done
+    for c in $(round_order "$r"); do timed true "$c" "$ws_true" /bin/true || true; done
 done
 header "1. \`true\` (start-up), $r_true rounds"
 rows true
@@ -287,7 +297,7 @@ tar_rounds() {
     local workload=$1 r c out
     shift
     for ((r = 0; r < r_tar; r++)); do
-        for c in $configs; do
+        for c in $(round_order "$r"); do
             out=out-$workload-$r-$c
             mkdir "$ws_tar/$out" && sync
             timed "$workload" "$c" "$ws_tar" tar xf archive.tar -C "$out" "$@" || continue
@@ -353,7 +363,7 @@ if [ -n "$make_skip" ]; then
     echo "  skipped: $make_skip"
 else
     for ((r = 0; r < r_make; r++)); do
-        for c in $configs; do
+        for c in $(round_order "$r"); do
             cp -a "$lua_tree" "$ws_make/lua-$r-$c" && sync
             timed make "$c" "$ws_make" make -s -j2 -C "lua-$r-$c" linux || continue
             [ -x "$ws_make/lua-$r-$c/src/lua" ] || die "make under $c built no lua"
@@ -367,7 +377,7 @@ echo "  (aim: fsbroker run ÷ bare ≤ 1.05)"
 
 find "$ws_read" -type f -exec cat {} + >/dev/null	# warm the page cache
 for ((r = 0; r < r_read; r++)); do
-    for c in $configs; do
+    for c in $(round_order "$r"); do
         timed cat "$c" "$ws_read" find tree -type f -exec cat {} + || true
         timed grep "$c" "$ws_read" grep -r needle tree || true
     done
@@ -382,7 +392,7 @@ echo "  (aim: fsbroker run ÷ bare ≤ 1.05 with reads = mask)"
 
 n=0
 for ((r = 0; r < r_sed; r++)); do
-    for c in $configs; do
+    for c in $(round_order "$r"); do
         for ws in "$ws_small" "$ws_big"; do
             n=$((n + 1))
             printf 'alpha %d\n' "$n" >"$ws/notes.txt"	# new content: a new backup
@@ -416,7 +426,7 @@ echo "   aim: the cost does not grow with the workspace, big÷small ≈ 1)"
 # --- 6. emulated write-open ÷ native open -------------------------------------------
 
 for ((r = 0; r < r_open; r++)); do
-    for c in $configs; do
+    for c in $(round_order "$r"); do
         [ -z "${failed[open $c]:-}" ] || continue
         printf 'round %d %s\n' "$r" "$c" >"$ws_true/open.txt"	# new content: a new backup
         build_argv "$c" "$ws_true" "$open_loop" open.txt "$opens"
