@@ -31,7 +31,10 @@ fi
 # against it. codex sandbox looks its helper codex-linux-sandbox up in PATH:
 # the same binary, which dispatches on its own name.
 ln -sf ../node_modules/.bin/srt "$peers/bin/srt"
-codex=$(ls "$peers"/node_modules/@openai/codex-linux-*/vendor/*/bin/codex 2>/dev/null | head -n 1)
+codex=
+for c in "$peers"/node_modules/@openai/codex-linux-*/vendor/*/bin/codex; do
+    [ -x "$c" ] && codex=$c && break
+done
 if [ -n "$codex" ]; then
     ln -sf "$codex" "$peers/bin/codex"
     ln -sf "$codex" "$peers/bin/codex-linux-sandbox"

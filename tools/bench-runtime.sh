@@ -5,14 +5,15 @@
 # under `fsbroker run` (reads = "mask", and reads = "broker" once the run
 # accepts it). In every round each configuration runs once, one after the
 # other, in an order that rotates round by round, so drift on the machine
-# reaches them alike; medians are printed with
-# their ratios, never judged. Only a workload that cannot run is an error;
-# the Lua build row says "skipped: <reason>" when its sources cannot be had.
+# reaches them alike; medians are printed with their ratios, never judged.
+# A command that fails under a configuration prints why in its row; the Lua
+# build row says "skipped: <reason>" when its sources cannot be had; only a
+# setup that goes wrong stops the benchmark.
 #
 #   BENCH_PEERS=DIR also run every workload under the peers tools/bench-peers.sh
 #                   installed in DIR: @anthropic-ai/sandbox-runtime (srt) and
 #                   @openai/codex (codex sandbox)
-#   BENCH_QUICK=1   a smoke version (~30 s): fewer rounds, 2,000 files in the
+#   BENCH_QUICK=1   a smoke version (~40 s): fewer rounds, 2,000 files in the
 #                   tree instead of 10,000, 20,000 in the big workspace instead
 #                   of 100,000; the rows print their counts
 #
@@ -24,6 +25,10 @@
 # skips backups of ${tmp}/**) with its own --state-dir, removed at the end.
 # The Lua sources are cached under BUILD/bench-cache/ (see fetch_lua).
 set -eu
+# Run from `make bench`, the Lua build would inherit the outer make's flags
+# bare and under bwrap, but not under fsbroker run (whose environment is the
+# pack's list): give all three the same.
+unset MAKEFLAGS MFLAGS MAKELEVEL
 build=$(cd "${1:-build}" && pwd)
 fsb=${FSBROKER:-$build/fsbroker}
 open_loop=$build/bench/open_loop
@@ -119,6 +124,7 @@ timed() {
 declare -A samples
 add() { samples[$1 $2]+=" $3"; }
 med() {
+    # shellcheck disable=SC2086 # the samples are words
     printf '%s\n' ${samples[$1 $2]} | sort -n | awk '{ a[NR] = $1 }
         END { print (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2 }'
 }
@@ -148,14 +154,17 @@ unmeasured() {
 ms() { awk -v u="$1" 'BEGIN { printf "%.2f", u / 1000 }'; }
 # a ÷ b, or "-" when either has no number.
 ratio() {
-    [ -n "$1" ] && [ -n "$2" ] || { echo -; return; }
+    if [ -z "$1" ] || [ -z "$2" ]; then
+        echo -
+        return
+    fi
     awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "-" }'
 }
 header() { printf '\n%-46s %10s %8s %8s\n' "$1" "median ms" "÷ bare" "÷ bwrap"; }
 
 # row WORKLOAD CONFIG: median ms, ÷ bare and (for fsbroker run) ÷ bwrap.
 row() {
-    local why m b= w=
+    local why m b='' w=''
     why=$(unmeasured "$1" "$2")
     if [ -n "$why" ]; then
         printf '  %-44s %s\n' "$(label "$2")" "$why"
@@ -267,7 +276,8 @@ for c in $all_configs; do [ -n "${off[$c]:-}" ] || configs="$configs $c"; done
 # one each round, so that none always runs first (after the setup's writes)
 # or always right after the same neighbour.
 round_order() {
-    local -a list=($configs)
+    local -a list
+    read -r -a list <<<"$configs"
     local k n=${#list[@]}
     for ((k = 0; k < n; k++)); do echo "${list[(k + $1) % n]}"; done
 }
@@ -338,14 +348,14 @@ fetch_lua() {
     mkdir -p "$apt/lists/partial" "$apt/cache/archives/partial" "$cache/download"
     echo "deb-src [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg]" \
         "http://deb.debian.org/debian bookworm main" >"$apt/sources.list"
-    apt-get "${opts[@]}" update >"$cache/fetch.log" 2>&1 &&
-        (cd "$cache/download" && apt-get "${opts[@]}" source --download-only lua5.4) \
-            >>"$cache/fetch.log" 2>&1 || {
-        echo "apt-get could not fetch lua5.4's source: $(grep -m1 '^E:' "$cache/fetch.log" ||
+    if ! apt-get "${opts[@]}" --error-on=any update >"$cache/fetch.log" 2>&1 ||
+        ! (cd "$cache/download" && apt-get "${opts[@]}" source --download-only lua5.4) \
+            >>"$cache/fetch.log" 2>&1; then
+        echo "apt-get could not fetch lua5.4's source: $(grep -m1 -E '^(E|W): ' "$cache/fetch.log" ||
             tail -n 1 "$cache/fetch.log")"
         return 1
-    }
-    dsc=$(ls "$cache/download"/lua5.4_*.dsc 2>/dev/null | head -n 1)
+    fi
+    dsc=$(find "$cache/download" -name 'lua5.4_*.dsc' | head -n 1)
     dpkg-source --skip-patches -x "$dsc" "$cache/unpacked" >>"$cache/fetch.log" 2>&1 || {
         echo "dpkg-source -x failed: $(tail -n 1 "$cache/fetch.log")"
         return 1
@@ -357,6 +367,7 @@ make_skip=
 [ -f "$lua_tree/src/lua.c" ] || make_skip=$(fetch_lua) || true
 [ -n "$make_skip" ] || [ -f "$lua_tree/src/lua.c" ] ||
     make_skip="the Lua sources are not under $lua_tree"
+# shellcheck disable=SC2016 # $V is Lua's Makefile's, literally
 lua_version=$(sed -n 's/^R= \$V\.\([0-9]*\)$/5.4.\1/p' "$lua_tree/Makefile" 2>/dev/null || true)
 header "3. clean \`make -j2\` of Lua ${lua_version:-5.4}, $r_make rounds"
 if [ -n "$make_skip" ]; then
