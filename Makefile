@@ -3,8 +3,11 @@
 #   make                 build build/fsbroker and build/fsbroker-init
 #   make clients         build the client library, build/clients/libfsbclient.a
 #   make test            C unit tests, Lua specs, integration tests
-#   make demo            a scripted session against `fsbroker serve`
-#   make bench           ratios against a bare Unix-socket round trip
+#   make demo            the main job under `fsbroker run`, then `fsbroker serve`
+#   make bench           ratios against a bare Unix-socket round trip, and the
+#                        runtime's costs against bare and bwrap-alone runs
+#   make bench-peers     the runtime's workloads under srt and codex too (npm;
+#                        never in CI)
 #   make deps            install missing Debian packages (root) or name them
 #   WERROR=1             warnings are errors
 #   SANITIZE=address,undefined   build into build/san-address-undefined with the
@@ -68,7 +71,7 @@ BENCH_SRC := $(wildcard bench/*.c)
 BENCH_BIN := $(BENCH_SRC:bench/%.c=$(BUILD)/bench/%)
 
 .PHONY: all deps test test-c test-lua test-integration test-c-sanitize demo bench \
-        install lint clean clients
+        bench-peers install lint clean clients
 
 all: $(BUILD)/fsbroker $(BUILD)/fsbroker-init
 
@@ -176,6 +179,9 @@ demo: deps
 
 bench: all $(BENCH_BIN)
 	$(Q)sh tools/bench.sh $(BUILD)
+
+bench-peers: all $(BENCH_BIN)
+	$(Q)sh tools/bench-peers.sh $(BUILD)
 
 install: all
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(DATADIR)/lua/policy $(DESTDIR)$(DATADIR)/lua/rules

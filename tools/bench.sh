@@ -7,6 +7,8 @@
 #   BENCH_SECONDS     seconds per in-process case (default 0.5)
 #   BENCH_BACKUP_RUNS runs of each 64 MiB backup case (default 7; the 1 MiB
 #                     and 4 KiB grants run 3x and 5x as many)
+#   BENCH_QUICK=1     the Linux runtime part (tools/bench-runtime.sh) as a
+#                     smoke version of about 40 s
 set -eu
 build=${1:-build}
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -60,3 +62,7 @@ echo
 "$build/bench/decide" "$pack" "${BENCH_SECONDS:-0.5}"
 echo
 "$build/bench/backup" "$bin" "${BENCH_BACKUP_RUNS:-7}"
+echo
+# The Linux runtime: `fsbroker run` against bare and bwrap-alone runs of the
+# same commands (BENCH_QUICK=1: a smoke version of it).
+bash "$top/tools/bench-runtime.sh" "$build"
