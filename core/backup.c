@@ -1090,7 +1090,7 @@ static bool same_time(const struct timespec *a, const struct timespec *b)
 
 /* Put the content of r->fd into the store (or find it already there) and
  * say so in res. Returns 0, -EFBIG or -errno. */
-static int take_content(struct fsb_store *s, const struct fsb_backup_req *r, bool no_copy,
+static int take_content(struct fsb_store *s, const struct fsb_backup_req *r,
 			struct fsb_backup_result *res)
 {
 	struct fsb_object obj;
@@ -1114,13 +1114,6 @@ static int take_content(struct fsb_store *s, const struct fsb_backup_req *r, boo
 		res->reused = true;
 		return 0;
 	}
-	/* Changed since: its state before this tool call's first change is in
-	 * that change's line already, which is what a restore reads. */
-	if (no_copy) {
-		res->skipped = "recorded-before";
-		return 0;
-	}
-
 	/* The copy, its fsync included, runs without the caller's lock: the
 	 * other requests append their lines and share a journal sync
 	 * meanwhile. The store's state is looked at again after it. */
@@ -1192,11 +1185,22 @@ int fsb_store_record(struct fsb_store *s, const struct fsb_backup_req *r,
 		return rc;
 
 	first = recorded_find(&s->c, r->resolved, tool_call);
+	/*
+	 * A write grant of a path its tool call recorded in this cycle: what a
+	 * restore needs is in that first line. No copy, no line: only the wait
+	 * for that line to be durable.
+	 */
+	if (first != NULL && r->no_repeat_copy) {
+		res->skipped = "recorded-before";
+		res->durable.cycle = s->c.n;
+		res->durable.end = (uint64_t)first->durable_end;
+		return r->defer_sync ? 0 : journal_wait(s, s->c.n, first->durable_end);
+	}
 	if (r->prior != NULL && S_ISREG(r->prior->st_mode)) {
 		if (r->skip_content) {
 			res->skipped = "skip-rule";
 		} else if (r->fd >= 0) {
-			rc = take_content(s, r, first != NULL && r->no_repeat_copy, res);
+			rc = take_content(s, r, res);
 			if (rc < 0)
 				goto fail;
 		}

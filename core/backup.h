@@ -67,8 +67,8 @@ struct fsb_backup_req {
 					 * (other records go on meanwhile); NULL:
 					 * held throughout */
 	bool no_repeat_copy;		/* a path this tool call already recorded
-					 * in the cycle is not copied again when
-					 * it changed since (a grant: the first
+					 * in the cycle is neither copied nor
+					 * journaled again (a grant: the first
 					 * record holds what a restore reads) */
 };
 

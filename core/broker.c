@@ -210,6 +210,7 @@ void fsb_broker_free(struct fsb_broker *b)
 	if (b->rootfd >= 0)
 		close(b->rootfd);
 	b->rootfd = -1;
+	fsb_work_queue_destroy(&b->work);
 	pthread_mutex_destroy(&b->lock);
 }
 

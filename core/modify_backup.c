@@ -279,6 +279,11 @@ int fsb_backup_file(struct fsb_broker *b, const char *sid, const struct fsb_acce
 	cycle = fsb_store_cycle(s->store);
 	pthread_mutex_unlock(&s->store_lock);
 
+	/* Nothing was taken and nothing written: the grant's own line says it all. */
+	if (rc == 0 && res.skipped != NULL && strcmp(res.skipped, "recorded-before") == 0) {
+		out->skipped = res.skipped;
+		return 0;
+	}
 	rec = fsb_access_audit_record(acc, phase);
 	cJSON_AddNumberToObject(rec, "cycle", cycle);
 	if (res.object[0])

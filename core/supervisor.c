@@ -2,9 +2,9 @@
  * supervisor.c — serve the calls a run's seccomp filter routes to the core
  * (see supervisor.h). One notification, start to answer:
  *
- *   receive   on the loop, one SECCOMP_IOCTL_NOTIF_RECV per wake-up (the
- *             listener is level-triggered; a notification whose process
- *             died meanwhile answers ENOENT, never blocks);
+ *   receive   on one of the run's receiver threads, one poll and one
+ *             SECCOMP_IOCTL_NOTIF_RECV at a time (a notification whose
+ *             process died meanwhile answers ENOENT, never blocks);
  *   read      the path from the target's memory with process_vm_readv, its
  *             cwd or dirfd, its root (cached per process), and for a
  *             create its umask and fsuid/fsgid (supervisor_target.c); then
@@ -15,8 +15,11 @@
  *   answer    with the fd (SECCOMP_IOCTL_NOTIF_ADDFD + ADDFD_FLAG_SEND, one
  *             ioctl that is also the reply) or with the result or an errno.
  *
- * Everything after "receive" runs on the thread pool: opens as shared
- * work, every other call alone (work.h), as host operations are. Which
+ * The receiver that took a call serves it, opens as shared work and every
+ * other call alone (work.h's gate), as host operations are: the target
+ * waits for one thread switch there and one back, and the loop is not
+ * involved. A few receivers serve a run, so one slow call (a large backup,
+ * an approval the host is asked for) does not hold up the others. Which
  * part serves which call: supervisor_call.h.
  */
 #include <errno.h>
@@ -25,6 +28,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <sys/ioctl.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -37,12 +41,6 @@
 #ifndef SECCOMP_ADDFD_FLAG_SEND
 #define SECCOMP_ADDFD_FLAG_SEND (1UL << 1)	/* Linux 5.14; Debian 12's headers have it */
 #endif
-
-struct notif_job {
-	struct fsb_work work;
-	struct fsb_supervisor *sv;
-	struct seccomp_notif req;
-};
 
 /* ---- answering ---------------------------------------------------------- */
 
@@ -119,89 +117,114 @@ static void serve(struct fsb_supervisor *sv, const struct seccomp_notif *req)
 		fsb_sv_serve_names(sv, req);
 }
 
+/* ---- receivers ----------------------------------------------------------- */
+
+/*
+ * The next notification into `req`: 0, or -1 once the run is over (the
+ * listener hung up: every filtered process is gone; or the stop eventfd
+ * was written). Receivers take turns here, so only one of them polls and
+ * receives, and a poll that said "pending" is followed by a RECV that
+ * either gets a call or ENOENT, never blocks.
+ */
+static int receive(struct fsb_supervisor *sv, struct seccomp_notif *req)
+{
+	int rc = -1;
+
+	pthread_mutex_lock(&sv->recv_lock);
+	while (!sv->done) {
+		struct pollfd p[2] = {
+			{ .fd = sv->listener, .events = POLLIN },
+			{ .fd = sv->stopfd, .events = POLLIN },
+		};
+
+		if (poll(p, 2, -1) < 0) {
+			if (errno == EINTR)
+				continue;
+			fsb_log(FSB_LOG_ERROR, "supervisor: poll: %s", strerror(errno));
+			sv->done = true;
+			break;
+		}
+		if (p[1].revents != 0 || !(p[0].revents & POLLIN)) {
+			if (p[1].revents != 0 || (p[0].revents & (POLLHUP | POLLERR | POLLNVAL)))
+				sv->done = true;
+			continue;
+		}
+		memset(req, 0, sizeof(*req));
+		if (ioctl(sv->listener, SECCOMP_IOCTL_NOTIF_RECV, req) == 0) {
+			rc = 0;
+			break;
+		}
+		/* ENOENT: its process died between the poll and now. */
+		if (errno != ENOENT && errno != EINTR) {
+			fsb_log(FSB_LOG_ERROR, "supervisor: receive: %s", strerror(errno));
+			sv->done = true;
+		}
+	}
+	pthread_mutex_unlock(&sv->recv_lock);
+	return rc;
+}
+
+static void *receiver(void *arg)
+{
+	struct fsb_supervisor *sv = arg;
+	struct seccomp_notif req;
+
+	while (receive(sv, &req) == 0) {
+		fsb_work_enter(&sv->b->work, is_open_call(req.data.nr) ? FSB_WORK_SHARED
+								       : FSB_WORK_EXCLUSIVE);
+		serve(sv, &req);
+		fsb_work_leave(&sv->b->work);
+	}
+	/* The last one out tells the loop. */
+	if (__atomic_sub_fetch(&sv->running, 1, __ATOMIC_ACQ_REL) == 0)
+		uv_async_send(&sv->ended);
+	return NULL;
+}
+
 /* ---- lifetime ----------------------------------------------------------- */
 
-static void maybe_end(struct fsb_supervisor *sv)
+static void on_ended_closed(uv_handle_t *h)
 {
-	if (!sv->stopping || !sv->poll_closed || sv->inflight > 0)
-		return;
+	struct fsb_supervisor *sv = h->data;
+
 	if (sv->on_end != NULL)
 		sv->on_end(sv, sv->arg);
-	close(sv->listener);
+	if (sv->listener >= 0)
+		close(sv->listener);
+	close(sv->stopfd);
+	pthread_mutex_destroy(&sv->recv_lock);
 	fsb_sv_roots_free(sv);
 	free(sv);
 }
 
-static void on_poll_closed(uv_handle_t *h)
+/* Every receiver returned: every notification taken is answered. */
+static void on_ended(uv_async_t *h)
 {
 	struct fsb_supervisor *sv = h->data;
 
-	sv->poll_closed = true;
-	maybe_end(sv);
+	for (int i = 0; i < sv->nreceivers; i++)
+		pthread_join(sv->receivers[i], NULL);
+	sv->nreceivers = 0;
+	uv_close((uv_handle_t *)&sv->ended, on_ended_closed);
 }
 
 void fsb_supervisor_stop(struct fsb_supervisor *sv)
 {
+	uint64_t one = 1;
+
 	if (sv->stopping)
 		return;
 	sv->stopping = true;
-	uv_close((uv_handle_t *)&sv->poll, on_poll_closed);
+	/* Readable for good: each receiver sees it once its call is answered. */
+	if (write(sv->stopfd, &one, sizeof(one)) != sizeof(one))
+		fsb_log(FSB_LOG_ERROR, "supervisor: cannot stop the receivers: %s",
+			strerror(errno));
 }
 
 void fsb_supervisor_stop_for(struct fsb_supervisor *sv)
 {
 	sv->on_end = NULL;
 	fsb_supervisor_stop(sv);
-}
-
-static void job_run(struct fsb_work *w)
-{
-	struct notif_job *j = (struct notif_job *)w;
-
-	serve(j->sv, &j->req);
-}
-
-static void job_done(struct fsb_work *w)
-{
-	struct notif_job *j = (struct notif_job *)w;
-	struct fsb_supervisor *sv = j->sv;
-
-	free(j);
-	sv->inflight--;
-	maybe_end(sv);
-}
-
-static void on_listener(uv_poll_t *h, int status, int events)
-{
-	struct fsb_supervisor *sv = h->data;
-	struct notif_job *j;
-
-	struct pollfd p = { .fd = sv->listener, .events = POLLIN };
-
-	(void)events;
-	/* NOTIF_RECV blocks while nothing is pending, and libuv reports a hang
-	 * up as readable: only a notification waiting (POLLIN) is received.
-	 * POLLHUP without it: every filtered process is gone. */
-	if (status < 0 || poll(&p, 1, 0) < 0 || !(p.revents & POLLIN)) {
-		if (status < 0 || (p.revents & (POLLHUP | POLLERR | POLLNVAL)))
-			fsb_supervisor_stop(sv);
-		return;
-	}
-	if ((j = calloc(1, sizeof(*j))) == NULL)
-		return;	/* level-triggered: tried again on the next turn */
-	if (ioctl(sv->listener, SECCOMP_IOCTL_NOTIF_RECV, &j->req) < 0) {
-		free(j);
-		/* ENOENT: its process died between the wake-up and now. */
-		if (errno != ENOENT && errno != EINTR)
-			fsb_supervisor_stop(sv);
-		return;
-	}
-	j->sv = sv;
-	j->work.kind = is_open_call(j->req.data.nr) ? FSB_WORK_SHARED : FSB_WORK_EXCLUSIVE;
-	j->work.run = job_run;
-	j->work.done = job_done;
-	sv->inflight++;
-	fsb_work_submit(&sv->b->work, &j->work);
 }
 
 int fsb_supervisor_start(struct fsb_broker *b, int listener, const struct fsb_scope *scope,
@@ -218,12 +241,34 @@ int fsb_supervisor_start(struct fsb_broker *b, int listener, const struct fsb_sc
 	sv->listener = listener;
 	sv->on_end = on_end;
 	sv->arg = arg;
-	if ((rc = uv_poll_init(b->loop, &sv->poll, listener)) < 0) {
+	if ((sv->stopfd = eventfd(0, EFD_CLOEXEC)) < 0) {
+		rc = -errno;
 		free(sv);
 		return rc;
 	}
-	sv->poll.data = sv;
-	uv_poll_start(&sv->poll, UV_READABLE, on_listener);
+	if ((rc = uv_async_init(b->loop, &sv->ended, on_ended)) < 0) {
+		close(sv->stopfd);
+		free(sv);
+		return rc;
+	}
+	sv->ended.data = sv;
+	pthread_mutex_init(&sv->recv_lock, NULL);
+	for (int i = 0; i < SV_RECEIVERS; i++) {
+		__atomic_add_fetch(&sv->running, 1, __ATOMIC_ACQ_REL);
+		if ((rc = pthread_create(&sv->receivers[i], NULL, receiver, sv)) != 0) {
+			__atomic_sub_fetch(&sv->running, 1, __ATOMIC_ACQ_REL);
+			break;
+		}
+		sv->nreceivers++;
+	}
+	/* Fewer receivers serve as well, only with less overlap; none, not. */
+	if (sv->nreceivers == 0) {
+		sv->on_end = NULL;
+		sv->listener = -1;	/* the caller's again */
+		uv_close((uv_handle_t *)&sv->ended, on_ended_closed);
+		*out = NULL;
+		return -rc;
+	}
 	*out = sv;
 	return 0;
 }

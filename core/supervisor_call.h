@@ -15,6 +15,7 @@
 #define FSB_SUPERVISOR_CALL_H
 
 #include <linux/seccomp.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <sys/stat.h>
 #include <sys/types.h>
@@ -24,13 +25,21 @@
 
 struct sv_root_cache;
 
+/* Threads that receive and serve notifications (supervisor.c). */
+#define SV_RECEIVERS 2
+
 struct fsb_supervisor {
 	struct fsb_broker *b;
 	struct fsb_scope scope;
 	int listener;
-	uv_poll_t poll;
-	bool stopping, poll_closed;
-	unsigned long inflight;	/* notifications being served */
+	int stopfd;		/* an eventfd: readable once the run is over */
+	pthread_t receivers[SV_RECEIVERS];
+	int nreceivers;
+	pthread_mutex_t recv_lock;	/* one receiver polls and receives at a time */
+	bool done;		/* under recv_lock: no receiver takes another call */
+	int running;		/* receivers not yet returned (atomic) */
+	uv_async_t ended;	/* the last receiver returned */
+	bool stopping;		/* on the loop: fsb_supervisor_stop() was called */
 	void (*on_end)(struct fsb_supervisor *sv, void *arg);
 	void *arg;
 	struct sv_root_cache *roots;	/* supervisor_target.c */

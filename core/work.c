@@ -1,6 +1,7 @@
 /*
  * work.c — a readers-writer queue in front of libuv's thread pool (see
- * work.h). Everything here runs on the loop.
+ * work.h). The queue runs on the loop; the gate is taken on the threads
+ * that run the work.
  */
 #include <stddef.h>
 
@@ -8,11 +9,26 @@
 
 static void dispatch(struct fsb_work_queue *q);
 
+void fsb_work_enter(struct fsb_work_queue *q, enum fsb_work_kind kind)
+{
+	if (kind == FSB_WORK_EXCLUSIVE)
+		pthread_rwlock_wrlock(&q->gate);
+	else
+		pthread_rwlock_rdlock(&q->gate);
+}
+
+void fsb_work_leave(struct fsb_work_queue *q)
+{
+	pthread_rwlock_unlock(&q->gate);
+}
+
 static void work_run(uv_work_t *req)
 {
 	struct fsb_work *w = req->data;
 
+	fsb_work_enter(w->queue, w->kind);
 	w->run(w);
+	fsb_work_leave(w->queue);
 }
 
 static void work_done(uv_work_t *req, int status)
@@ -59,10 +75,22 @@ static void dispatch(struct fsb_work_queue *q)
 
 void fsb_work_queue_init(struct fsb_work_queue *q, uv_loop_t *loop)
 {
+	pthread_rwlockattr_t attr;
+
 	q->loop = loop;
 	q->head = q->tail = NULL;
 	q->shared_running = 0;
 	q->exclusive_running = false;
+	/* Writers first: a host operation is not starved by a stream of opens. */
+	pthread_rwlockattr_init(&attr);
+	pthread_rwlockattr_setkind_np(&attr, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
+	pthread_rwlock_init(&q->gate, &attr);
+	pthread_rwlockattr_destroy(&attr);
+}
+
+void fsb_work_queue_destroy(struct fsb_work_queue *q)
+{
+	pthread_rwlock_destroy(&q->gate);
 }
 
 void fsb_work_submit(struct fsb_work_queue *q, struct fsb_work *w)

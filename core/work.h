@@ -8,10 +8,17 @@
  * on the loop, and a job is handed to the pool only when it may run, so no
  * pool thread ever waits on another job: a long copy holds one thread, not
  * all of them.
+ *
+ * Threads of the core's own (the seccomp supervisor's receivers, which
+ * serve a call where they receive it) take the same turns through a gate:
+ * a readers-writer lock that prefers writers, which every job also holds
+ * while it runs. A pool job may wait there for such a thread, never for
+ * another job.
  */
 #ifndef FSB_WORK_H
 #define FSB_WORK_H
 
+#include <pthread.h>
 #include <stdbool.h>
 
 #include <uv.h>
@@ -37,9 +44,12 @@ struct fsb_work_queue {
 	struct fsb_work *head, *tail;	/* waiting, in the order submitted */
 	unsigned shared_running;
 	bool exclusive_running;
+	pthread_rwlock_t gate;		/* held by every job and every fsb_work_enter() */
 };
 
 void fsb_work_queue_init(struct fsb_work_queue *q, uv_loop_t *loop);
+
+void fsb_work_queue_destroy(struct fsb_work_queue *q);
 
 /**
  * Run `w` once the work before it allows: in submission order, shared work
@@ -47,5 +57,14 @@ void fsb_work_queue_init(struct fsb_work_queue *q, uv_loop_t *loop);
  * for it, so it is not starved). On the loop only.
  */
 void fsb_work_submit(struct fsb_work_queue *q, struct fsb_work *w);
+
+/**
+ * On a thread that is neither the loop nor the pool: wait until work of
+ * `kind` may run, as a job of that kind would. Pair with fsb_work_leave().
+ * Never while holding the broker lock (jobs take the gate before it).
+ */
+void fsb_work_enter(struct fsb_work_queue *q, enum fsb_work_kind kind);
+
+void fsb_work_leave(struct fsb_work_queue *q);
 
 #endif

@@ -1653,11 +1653,16 @@ static void test_syncs_per_change_kind(void **state)
 	assert_int_equal(js, 0);
 	assert_string_not_equal(res.object, "");
 
-	/* The lines are all there, in order, and the reader takes them. */
+	/* The lines are all there, in order, and the reader takes them: the
+	 * repeats of tc-1 wrote none. */
 	j = journal(f, 1);
-	assert_int_equal(cJSON_GetArraySize(j), 8);
-	assert_string_equal(str(get(cJSON_GetArrayItem(j, 2), "prior"), "skipped"),
-			    "recorded-before");
+	assert_int_equal(cJSON_GetArraySize(j), 4);
+	for (int i = 0; i < 4; i++) {
+		const cJSON *prior = cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(j, i),
+								     "prior");
+
+		assert_null(cJSON_GetObjectItemCaseSensitive(prior, "skipped"));
+	}
 	cJSON_Delete(j);
 
 	/* Unsynced lines (the last one) are made durable by the seal. */
