@@ -20,10 +20,11 @@ struct fsb_supervisor;
 
 /**
  * Start supervising `listener` (a seccomp user-notification fd, taken over)
- * for `scope`. Notifications are received on the loop and served on the
- * thread pool as shared work (work.h). `on_end` (may be NULL) is called on
- * the loop once the listener hangs up (every filtered process is gone) or
- * fsb_supervisor_stop() was called, and every notification is answered.
+ * for `scope`. Notifications are received and served by the supervisor's
+ * own threads, in turns with the work queue's jobs (work.h). `on_end` (may
+ * be NULL) is called on the loop once the listener hangs up (every filtered
+ * process is gone) or fsb_supervisor_stop() was called, and every
+ * notification taken is answered.
  * 0 or -errno.
  */
 int fsb_supervisor_start(struct fsb_broker *b, int listener, const struct fsb_scope *scope,
