@@ -845,6 +845,21 @@ out:
 
 /* ---- mkdir -------------------------------------------------------------- */
 
+/* "/", or a path whose last name is "." or "..": a directory that exists
+ * but has no name of its own to make (resolve.c refuses such a last name). */
+static bool names_an_existing_dir(const char *path)
+{
+	size_t n = strlen(path);
+
+	while (n > 1 && path[n - 1] == '/')
+		n--;
+	if (n == 1 && path[0] == '/')
+		return true;
+	if (n >= 2 && strncmp(path + n - 2, "/.", 2) == 0)
+		return true;
+	return n >= 3 && strncmp(path + n - 3, "/..", 3) == 0;
+}
+
 static int mkdir_one(struct hostop *h)
 {
 	const struct fsb_hostop_req *r = h->req;
@@ -854,6 +869,9 @@ static int mkdir_one(struct hostop *h)
 
 	if (judge(h, a, FSB_OP_MKDIR, r->path, FSB_RESOLVE_THROUGH_PARENT) < 0)
 		return -1;
+	/* `mkdir .` (tar's "./" member): EEXIST, as the kernel says. */
+	if (a->errnum == EINVAL && names_an_existing_dir(r->path))
+		return fail(h, EEXIST, "%s exists", r->path);
 	if (a->errnum != 0)
 		return fail(h, a->errnum, a->errnum == ENOENT ? "the parent of %s does not exist"
 			    : NULL, r->path);

@@ -92,6 +92,10 @@ int fsb_sv_creds(pid_t pid, struct sv_creds *out);
  * (`dirfd` AT_FDCWD) or to the directory its `dirfd` is open on. */
 int fsb_sv_absolute_path(pid_t pid, int dirfd, const char *rel, char *out, size_t len);
 
+/** The target's own fd when `path` names one (/dev/stdin, /dev/stdout,
+ * /dev/stderr, /dev/fd/N, /proc/self/fd/N, /proc/thread-self/fd/N), or -1. */
+int fsb_sv_own_fd_name(const char *path);
+
 /** The path argument at `addr` relative to `dirfd`, absolute, in `out`.
  * `*slash` (may be NULL) is set when the name ends in '/'. */
 int fsb_sv_target_path(pid_t pid, int dirfd, unsigned long addr, char *out, size_t len,

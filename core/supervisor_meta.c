@@ -14,6 +14,10 @@
  *                                 the core's uid may, and its errno is
  *                                 the answer);
  *   fchmod                        on the target's own fd, judged as chmod;
+ *   chmod, fchmodat of the
+ *   target's own fd by name       (/proc/self/fd/N: glibc's fchmodat with
+ *                                 AT_SYMLINK_NOFOLLOW) the same; any other
+ *                                 name is a host chmod (supervisor_names.c);
  *   mknod, mknodat                a FIFO, a regular file or a socket made
  *                                 after judging a create; devices EPERM;
  *   xattr setters and removers    EOPNOTSUPP, as a file system without
@@ -21,6 +25,10 @@
  *   ioctl(FS_IOC_SETFLAGS,
  *   FS_IOC_FSSETXATTR),
  *   file_setattr                  EPERM: inode flags are not ours to set.
+ *
+ * A name that is the target's own fd (/proc/self/fd/N, /dev/fd/N) reaches
+ * the file that fd holds, as the kernel's magic link does, and is judged by
+ * that file's name.
  *
  * Every change here is on one object: it is judged in the target's view,
  * reached with O_PATH and no symlink followed since (dev/ino checked),
@@ -158,6 +166,21 @@ static int judge_fd(struct obj *o, enum fsb_op op, int tfd)
 }
 
 /*
+ * Judge `o->path` as `op`: the file of the target's own fd when the path
+ * names one and is followed, else the path in the target's view.
+ */
+static int judge_named(struct obj *o, enum fsb_op op, bool nofollow)
+{
+	int tfd = nofollow ? -1 : fsb_sv_own_fd_name(o->path), err;
+
+	if (tfd >= 0)
+		return judge_fd(o, op, tfd);
+	if ((err = obj_root(o)) < 0)
+		return err;
+	return judge_path(o, op, nofollow);
+}
+
+/*
  * Journal the object's state as it is (mode, owner, times, and the content
  * of a regular file the pack backs up) and write the audit line: no line,
  * no change. 0 or -errno.
@@ -175,6 +198,7 @@ static int back_up(struct obj *o)
 		.prior = &o->st,
 		.fd = -1,
 		.skip_content = !a->verdict.backup,
+		.in_place = true,
 		.tool_call = o->sv->scope.tool_call,
 	};
 	int rc;
@@ -324,8 +348,8 @@ static int do_times(struct obj *o)
 				err = fsb_sv_absolute_path(o->pid, dirfd, rel, o->path,
 							   sizeof(o->path));
 			}
-			if (err == 0 && (err = obj_root(o)) == 0)
-				err = judge_path(o, FSB_OP_UTIMES, flags & AT_SYMLINK_NOFOLLOW);
+			if (err == 0)
+				err = judge_named(o, FSB_OP_UTIMES, flags & AT_SYMLINK_NOFOLLOW);
 		}
 	}
 	if (err < 0 || (err = back_up(o)) < 0)
@@ -365,15 +389,15 @@ static int do_chown(struct obj *o)
 
 			snprintf(rel, sizeof(rel), "%s", o->path);
 			err = fsb_sv_absolute_path(o->pid, (int)a[0], rel, o->path, sizeof(o->path));
-			if (err == 0 && (err = obj_root(o)) == 0)
-				err = judge_path(o, FSB_OP_CHOWN, nofollow);
+			if (err == 0)
+				err = judge_named(o, FSB_OP_CHOWN, nofollow);
 		}
 	} else {
 		uid = (uid_t)a[1];
 		gid = (gid_t)a[2];
 		err = fsb_sv_target_path(o->pid, AT_FDCWD, a[0], o->path, sizeof(o->path), NULL);
-		if (err == 0 && (err = obj_root(o)) == 0)
-			err = judge_path(o, FSB_OP_CHOWN, nofollow);
+		if (err == 0)
+			err = judge_named(o, FSB_OP_CHOWN, nofollow);
 	}
 	if (err < 0)
 		return err;
@@ -398,6 +422,29 @@ static int do_fchmod(struct obj *o)
 }
 
 /* ---- mknod -------------------------------------------------------------- */
+
+/*
+ * chmod or fchmodat of a name: served here only when the name is the
+ * target's own fd (1), else left to the host chmod (0). -errno.
+ */
+static int do_chmod_own_fd(struct obj *o)
+{
+	const unsigned long long *a = o->req->data.args;
+	bool at = o->req->data.nr == __NR_fchmodat;
+	mode_t mode = (mode_t)(at ? a[2] : a[1]) & 07777;
+	char self[64];
+	int tfd, err;
+
+	err = fsb_sv_target_path(o->pid, at ? (int)a[0] : AT_FDCWD, at ? a[1] : a[0], o->path,
+				 sizeof(o->path), NULL);
+	if (err < 0 || (tfd = fsb_sv_own_fd_name(o->path)) < 0)
+		return 0;
+	if ((err = judge_fd(o, FSB_OP_CHMOD, tfd)) < 0 || (err = back_up(o)) < 0)
+		return err;
+	/* fchmod(2) refuses an O_PATH fd; its magic link does not. */
+	snprintf(self, sizeof(self), "/proc/self/fd/%d", o->fd);
+	return chmod(self, mode) < 0 ? -errno : 1;
+}
 
 static int do_mknod(struct obj *o)
 {
@@ -492,6 +539,15 @@ bool fsb_sv_serve_meta(struct fsb_supervisor *sv, const struct seccomp_notif *re
 		break;
 	case __NR_fchmod:
 		err = do_fchmod(&o);
+		break;
+	case __NR_chmod:
+	case __NR_fchmodat:
+		if ((err = do_chmod_own_fd(&o)) == 0) {
+			obj_close(&o);
+			return false;	/* a name: a host chmod */
+		}
+		if (err > 0)
+			err = 0;
 		break;
 	case __NR_mknod:
 	case __NR_mknodat:

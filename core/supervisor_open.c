@@ -146,35 +146,6 @@ static int open_read(int rootfd, const struct fsb_resolved *res, int flags)
 }
 
 /*
- * The target's own fd named as a path: /dev/stdin, /dev/stdout,
- * /dev/stderr, /dev/fd/N, /proc/self/fd/N, /proc/thread-self/fd/N. N, or
- * -1 when `path` is none of them.
- */
-static int own_fd_name(const char *path)
-{
-	static const char *const prefixes[] = { "/dev/fd/", "/proc/self/fd/",
-						"/proc/thread-self/fd/" };
-	char *end;
-	long n;
-
-	if (strcmp(path, "/dev/stdin") == 0)
-		return 0;
-	if (strcmp(path, "/dev/stdout") == 0)
-		return 1;
-	if (strcmp(path, "/dev/stderr") == 0)
-		return 2;
-	for (size_t i = 0; i < sizeof(prefixes) / sizeof(prefixes[0]); i++) {
-		size_t len = strlen(prefixes[i]);
-
-		if (strncmp(path, prefixes[i], len) != 0 || path[len] < '0' || path[len] > '9')
-			continue;
-		n = strtol(path + len, &end, 10);
-		return *end == '\0' && n <= INT_MAX ? (int)n : -1;
-	}
-	return -1;
-}
-
-/*
  * Open the target's fd `tfd` again, as the kernel does for /proc/self/fd/N:
  * taken with pidfd_getfd (never wider than what the target holds), judged
  * by what it is. A pipe, socket or terminal (what fsbroker-init left open),
@@ -429,7 +400,7 @@ void fsb_sv_serve_open(struct fsb_supervisor *sv, const struct seccomp_notif *re
 	 * create; a file, ENOTDIR. Nothing is opened either way. */
 	if (fsb_sv_ends_in_slash(rel) && fsb_openflags_writes(c.flags))
 		fd = slash_open_error(c.rootfd, c.path, c.flags);
-	else if ((tfd = own_fd_name(c.path)) >= 0)
+	else if ((tfd = fsb_sv_own_fd_name(c.path)) >= 0)
 		fd = open_own_fd(&c, tfd);
 	else
 		fd = open_for_target(&c);

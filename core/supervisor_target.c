@@ -312,3 +312,32 @@ void fsb_sv_roots_free(struct fsb_supervisor *sv)
 	free(c);
 	sv->roots = NULL;
 }
+
+/*
+ * The target's own fd named as a path: /dev/stdin, /dev/stdout,
+ * /dev/stderr, /dev/fd/N, /proc/self/fd/N, /proc/thread-self/fd/N. N, or
+ * -1 when `path` is none of them.
+ */
+int fsb_sv_own_fd_name(const char *path)
+{
+	static const char *const prefixes[] = { "/dev/fd/", "/proc/self/fd/",
+						"/proc/thread-self/fd/" };
+	char *end;
+	long n;
+
+	if (strcmp(path, "/dev/stdin") == 0)
+		return 0;
+	if (strcmp(path, "/dev/stdout") == 0)
+		return 1;
+	if (strcmp(path, "/dev/stderr") == 0)
+		return 2;
+	for (size_t i = 0; i < sizeof(prefixes) / sizeof(prefixes[0]); i++) {
+		size_t len = strlen(prefixes[i]);
+
+		if (strncmp(path, prefixes[i], len) != 0 || path[len] < '0' || path[len] > '9')
+			continue;
+		n = strtol(path + len, &end, 10);
+		return *end == '\0' && n <= INT_MAX ? (int)n : -1;
+	}
+	return -1;
+}

@@ -435,6 +435,24 @@ static void a_delete_without_delete_mode_follows_the_pack(void **state)
 	assert_int_equal(fsbt_core_stop(c), 0);
 }
 
+/* `mkdir .` was EINVAL (the resolver has no last name to make); the kernel
+ * says EEXIST, and tar, extracting a "./" member, stops at anything else. */
+static void mkdir_of_dot_or_dotdot_is_eexist(void **state)
+{
+	struct fsbt_core *c = *state;
+	cJSON *r;
+
+	r = op(c, "\"operation\":\"mkdir\",\"path\":\"%s/.\"", c->ws);
+	assert_false(fsbt_ok(r));
+	assert_string_equal(fsbt_str(r, "errno"), "EEXIST");
+	cJSON_Delete(r);
+	r = op(c, "\"operation\":\"mkdir\",\"path\":\"%s/sub/..\"", c->ws);
+	assert_false(fsbt_ok(r));
+	/* "sub" does not exist: the kernel walks it first, ENOENT. */
+	assert_string_equal(fsbt_str(r, "errno"), "ENOENT");
+	cJSON_Delete(r);
+}
+
 int main(void)
 {
 #define T(fn) cmocka_unit_test_setup_teardown(fn, fsbt_setup_core, fsbt_teardown_core)
@@ -450,6 +468,7 @@ int main(void)
 		T(host_operation_waits_for_a_write_in_progress),
 		T(each_too_large_file_is_approved_once),
 		T(a_file_named_with_a_trailing_slash_is_not_a_directory),
+		T(mkdir_of_dot_or_dotdot_is_eexist),
 		cmocka_unit_test(a_delete_without_delete_mode_follows_the_pack),
 	};
 
