@@ -726,6 +726,25 @@ static void what_toybox_cannot_run_goes_to_the_system_command(void **state)
 	free(out);
 }
 
+/* grep -s closes stderr and opens /dev/null in its place: the broker's
+ * connection must not be what lands there (open(2) gives the lowest free
+ * descriptor, and so does the brokered open). */
+static void a_closed_stderr_is_reopened_on_the_file_and_modes_are_as_asked(void **state)
+{
+	struct fsbt_core *c = *state;
+	char in[PATH_MAX], *out = NULL;
+	struct stat st;
+
+	fsbt_write_file(in_ws(in, sizeof(in), c, "input"), "hello\n");
+	assert_int_equal(run(&out, "grep", "-hs", "hello", "missing", "input", NULL), 2);
+	assert_string_equal(out, "hello\n");
+	free(out);
+	/* -m mode: as asked, whatever the core's umask. */
+	RUN_OK("mkdir", "-m", "777", "open");
+	assert_int_equal(stat("open", &st), 0);
+	assert_int_equal(st.st_mode & 07777, 0777);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -743,6 +762,7 @@ int main(void)
 		T(a_configured_but_unreachable_broker_fails_closed),
 		T(without_a_broker_the_shims_are_stock_toybox),
 		T(what_toybox_cannot_run_goes_to_the_system_command),
+		T(a_closed_stderr_is_reopened_on_the_file_and_modes_are_as_asked),
 #undef T
 	};
 	static char binary[PATH_MAX];

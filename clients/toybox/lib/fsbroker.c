@@ -114,6 +114,69 @@ void fsbtb_unsupported(void)
 }
 
 /* ------------------------------------------------------------------------ */
+/* Descriptors 0-2 and the lowest free descriptor. */
+
+/*
+ * While the client library works, none of 0, 1, 2 may be free: its
+ * connection would take the free one, and a program that closed stderr to
+ * open /dev/null in its place (grep -s) would find the broker's socket
+ * there. Each free one is held by an O_PATH placeholder during the call.
+ */
+static unsigned stdio_hold(void)
+{
+	unsigned held = 0;
+
+	for (int fd = 0; fd < 3; fd++) {
+		if (fcntl(fd, F_GETFD) < 0 && errno == EBADF) {
+			/* The lowest free descriptor: this one. */
+			int p = open("/dev/null", O_PATH | O_CLOEXEC);
+
+			if (p == fd)
+				held |= 1u << fd;
+			else if (p >= 0)
+				close(p);
+		}
+	}
+	return held;
+}
+
+static void stdio_release(unsigned held)
+{
+	int err = errno;
+
+	for (int fd = 0; fd < 3; fd++)
+		if (held & (1u << fd))
+			close(fd);
+	errno = err;
+}
+
+/* A library call made with 0-2 held. */
+#define GUARDED(call)                                 \
+	__extension__({                               \
+		unsigned held_ = stdio_hold();        \
+		int rc_ = (call);                     \
+		stdio_release(held_);                 \
+		rc_;                                  \
+	})
+
+/* open(2) gives the lowest free descriptor (close(2); open() is how a
+ * program puts a file on stderr): move the core's descriptor there. */
+static int lowest_fd(int fd)
+{
+	for (int low = 0; low < fd; low++) {
+		if (fcntl(low, F_GETFD) < 0 && errno == EBADF) {
+			int cloexec = fcntl(fd, F_GETFD) & FD_CLOEXEC;
+
+			if (dup3(fd, low, cloexec ? O_CLOEXEC : 0) != low)
+				break;
+			close(fd);
+			return low;
+		}
+	}
+	return fd;
+}
+
+/* ------------------------------------------------------------------------ */
 /* Paths. */
 
 static mode_t current_umask(void)
@@ -228,7 +291,7 @@ static int brokered_open(const char *path, int flags, mode_t mode)
 	}
 	if (flags & O_CREAT)
 		mode &= ~current_umask();
-	return fsbc_open(path, flags, mode & 07777);
+	return lowest_fd(GUARDED(fsbc_open(path, flags, mode & 07777)));
 }
 
 static mode_t va_mode(int flags, va_list ap)
@@ -407,7 +470,7 @@ int fsbtb_rename(const char *from, const char *to)
 	if (!fsbc_configured())
 		return rename(from, to);
 	clear_local();
-	if (fsbc_rename(from, to) < 0)
+	if (GUARDED(fsbc_rename(from, to)) < 0)
 		return -1;
 	temp_take(from);
 	return 0;
@@ -431,7 +494,7 @@ static int host_delete(const char *path)
 	clear_local();
 	if (temp_take(path))
 		op.delete_mode = FSBC_DELETE_UNLINK;
-	return fsbc_host_op(&op, NULL);
+	return GUARDED(fsbc_host_op(&op, NULL));
 }
 
 /* unlink(2) of a brokered path: never a directory. */
@@ -503,6 +566,7 @@ int fsbtb_unlinkat(int dirfd, const char *path, int flags)
 int fsbtb_mkdir(const char *path, mode_t mode)
 {
 	struct stat st;
+	mode_t want;
 
 	if (!fsbc_configured())
 		return mkdir(path, mode);
@@ -513,7 +577,15 @@ int fsbtb_mkdir(const char *path, mode_t mode)
 		errno = EEXIST;
 		return -1;
 	}
-	return fsbc_mkdir(path, mode & ~current_umask() & 07777, false);
+	want = mode & ~current_umask() & 07777;
+	if (GUARDED(fsbc_mkdir(path, want, false)) < 0)
+		return -1;
+	/* The core made it with its own umask too: the bits asked for, as
+	 * mkdir(2) would give them (a setgid inherited from the parent stays). */
+	if (stat(path, &st) == 0 && (st.st_mode & 01777) != (want & 01777) &&
+	    GUARDED(fsbc_chmod(path, (st.st_mode & 06000) | (want & 01777))) < 0)
+		return -1;
+	return 0;
 }
 
 int fsbtb_mkdirat(int dirfd, const char *path, mode_t mode)
@@ -532,7 +604,7 @@ int fsbtb_link(const char *from, const char *to)
 	if (!fsbc_configured())
 		return link(from, to);
 	clear_local();
-	return fsbc_link(from, to);
+	return GUARDED(fsbc_link(from, to));
 }
 
 int fsbtb_linkat(int fromfd, const char *from, int tofd, const char *to, int flags)
@@ -553,7 +625,7 @@ int fsbtb_symlink(const char *target, const char *linkpath)
 	if (!fsbc_configured())
 		return symlink(target, linkpath);
 	clear_local();
-	return fsbc_symlink(target, linkpath);
+	return GUARDED(fsbc_symlink(target, linkpath));
 }
 
 int fsbtb_symlinkat(const char *target, int dirfd, const char *linkpath)
@@ -572,7 +644,7 @@ int fsbtb_chmod(const char *path, mode_t mode)
 	if (!fsbc_configured())
 		return chmod(path, mode);
 	clear_local();
-	return fsbc_chmod(path, mode & 07777);
+	return GUARDED(fsbc_chmod(path, mode & 07777));
 }
 
 int fsbtb_fchmodat(int dirfd, const char *path, mode_t mode, int flags)
@@ -613,7 +685,7 @@ int fsbtb_utimensat(int dirfd, const char *path, const struct timespec times[2],
 	if (S_ISLNK(st.st_mode))
 		return utimensat(AT_FDCWD, full, times, flags);
 	clear_local();
-	if (fsbc_touch(full) < 0)
+	if (GUARDED(fsbc_touch(full)) < 0)
 		return -1;
 	if (both_now(times))
 		return 0;
@@ -621,7 +693,7 @@ int fsbtb_utimensat(int dirfd, const char *path, const struct timespec times[2],
 	 * put the ones asked for, and back the omitted ones as they were. */
 	want[0] = times[0].tv_nsec == UTIME_OMIT ? st.st_atim : times[0];
 	want[1] = times[1].tv_nsec == UTIME_OMIT ? st.st_mtim : times[1];
-	if ((fd = fsbc_open(full, O_RDONLY | O_NONBLOCK | O_CLOEXEC, 0)) < 0)
+	if ((fd = GUARDED(fsbc_open(full, O_RDONLY | O_NONBLOCK | O_CLOEXEC, 0))) < 0)
 		return -1;
 	rc = futimens(fd, want);
 	err = errno;
