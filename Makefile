@@ -1,7 +1,10 @@
 # fsbroker — build, test, demo, bench, install.
 #
 #   make                 build build/fsbroker and build/fsbroker-init
-#   make clients         build the client library, build/clients/libfsbclient.a
+#   make clients         build the client library, build/clients/libfsbclient.a,
+#                        and the brokered toybox (make toybox)
+#   make toybox          build/clients/toybox from Debian's toybox source, its
+#                        dispatcher and shims in build/clients/bin
 #   make test            C unit tests, Lua specs, integration tests
 #   make demo            the main job under `fsbroker run`, then `fsbroker serve`
 #   make bench           ratios against a bare Unix-socket round trip, and the
@@ -71,7 +74,7 @@ BENCH_SRC := $(wildcard bench/*.c)
 BENCH_BIN := $(BENCH_SRC:bench/%.c=$(BUILD)/bench/%)
 
 .PHONY: all deps test test-c test-lua test-integration test-c-sanitize demo bench \
-        bench-peers install lint clean clients
+        bench-peers install lint clean clients toybox toybox-tests
 
 all: $(BUILD)/fsbroker $(BUILD)/fsbroker-init
 
@@ -93,7 +96,58 @@ $(CLIENT_LIB): $(CLIENT_OBJ)
 	@echo "  AR      $@"
 	$(Q)rm -f $@ && ar rcs $@ $^
 
-clients: $(CLIENT_LIB)
+clients: $(CLIENT_LIB) toybox
+
+# The brokered toybox (clients/toybox, docs/clients.md): Debian's toybox
+# source, fetched once into build/src (tools/fetch-source.sh), patched and
+# built by toybox's own make, linked with the client library. It is built
+# without sanitizers whatever SANITIZE says (toybox is not ours to
+# sanitize): build/clients/toybox, its dispatcher and one shim per applet.
+TOYBOX_SRC      := build/src/toybox
+TOYBOX_BIN      := build/clients/toybox
+TOYBOX_LIB      := build/clients/libfsbclient.a
+TOYBOX_DISPATCH := build/clients/bin/fsbroker-toybox-dispatch
+TOYBOX_APPLETS  := cat chmod cp dd find grep head ln ls mkdir mv readlink \
+                   realpath rm rmdir sed tail tee touch truncate unlink wc
+TOYBOX_SHIMS    := $(TOYBOX_APPLETS:%=build/clients/bin/%)
+TOYBOX_INPUTS   := clients/toybox/build.sh clients/toybox/toybox-fsbroker.patch \
+                   clients/toybox/toybox.miniconfig clients/toybox/lib/fsbroker.c \
+                   clients/toybox/lib/fsbroker.h
+
+ifeq ($(SANITIZE),)
+toybox: $(TOYBOX_BIN) $(TOYBOX_DISPATCH) $(TOYBOX_SHIMS) build/clients/toybox-check.o
+else
+toybox:
+	$(Q)$(MAKE) --no-print-directory SANITIZE= toybox
+endif
+
+$(TOYBOX_SRC)/.fetched: | tools/fetch-source.sh
+	$(Q)sh tools/fetch-source.sh toybox $(TOYBOX_SRC)
+
+$(TOYBOX_BIN): $(TOYBOX_SRC)/.fetched $(TOYBOX_LIB) $(TOYBOX_INPUTS)
+	@echo "  TOYBOX  $@"
+	$(Q)env -u CFLAGS sh clients/toybox/build.sh $(TOYBOX_SRC) build/clients/toybox-build \
+	    $(TOYBOX_LIB) $@
+
+# The wrappers are compiled again with this project's warnings (toybox's
+# own build uses toybox's): -Wall -Wextra clean, -Werror with WERROR=1.
+build/clients/toybox-check.o: clients/toybox/lib/fsbroker.c clients/toybox/lib/fsbroker.h $(CLIENT_HDR)
+	@mkdir -p $(@D)
+	@echo "  CC      $<"
+	$(Q)$(CC) $(CFLAGS) -Iclients/lib -Iclients/toybox/lib -c -o $@ $<
+
+$(TOYBOX_DISPATCH): clients/toybox/dispatch.c $(TOYBOX_LIB) $(CLIENT_HDR)
+	@mkdir -p $(@D)
+	@echo "  CC      $<"
+	$(Q)$(CC) $(CFLAGS) -Iclients/lib $(LDFLAGS) -o $@ $< $(TOYBOX_LIB)
+
+$(TOYBOX_SHIMS): | $(TOYBOX_DISPATCH)
+	$(Q)ln -sfn fsbroker-toybox-dispatch $@
+
+# toybox's own tests (tests/*.test) of the shimmed applets, run against the
+# brokered toybox under a real core: pass/fail counts per applet.
+toybox-tests: all toybox
+	$(Q)sh clients/toybox/run-toybox-tests.sh $(BUILD)/fsbroker
 
 # `fsbroker delete` is built on the client library.
 $(BUILD)/core/cli_delete.o: CFLAGS += -Iclients/lib
@@ -152,7 +206,7 @@ deps:
 # Every suite prints TAP; tools/tap-sum.sh adds them up into the one line
 # `N passed, N failed, N skipped` and fails when anything failed.
 test: deps
-	$(Q)$(MAKE) --no-print-directory all
+	$(Q)$(MAKE) --no-print-directory all toybox
 	$(Q)$(MAKE) --no-print-directory $(UNIT_BIN) $(INTEG_BIN)
 	$(Q)sh tools/tap-sum.sh \
 	    "C unit" "sh tools/run-cmocka.sh $(UNIT_BIN)" \
@@ -165,7 +219,7 @@ test-c: $(UNIT_BIN)
 test-lua:
 	$(Q)sh tools/tap-sum.sh "Lua specs" "busted --lua=lua5.4 --output=TAP spec"
 
-test-integration: all $(INTEG_BIN)
+test-integration: all toybox $(INTEG_BIN)
 	$(Q)sh tools/tap-sum.sh "integration" "FSBROKER=$(BUILD)/fsbroker sh tools/run-cmocka.sh $(INTEG_BIN)"
 
 $(BUILD)/demo-client: tools/demo_client.c
