@@ -12,6 +12,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <libgen.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -145,6 +146,24 @@ static inline int run_sh(struct fixture *f, const char *extra, const char *scrip
 	}
 	argv[n] = NULL;
 	return fsbt_run(argv, out);
+}
+
+/* Run `cmd` (a command line a summary printed) through sh, with the
+ * fsbroker under test first on PATH. Its output into *out. */
+static inline int run_printed(const char *cmd, char **out)
+{
+	char bin[PATH_MAX], path[PATH_MAX * 2 + 16], saved[PATH_MAX * 2], *dir;
+	const char *old = getenv("PATH");
+	int st;
+
+	snprintf(bin, sizeof(bin), "%s", fsbt_binary());
+	dir = dirname(bin);
+	snprintf(saved, sizeof(saved), "%s", old != NULL ? old : "/usr/bin:/bin");
+	snprintf(path, sizeof(path), "%s:%s", dir, saved);
+	setenv("PATH", path, 1);
+	st = fsbt_run((char *[]){ "/bin/sh", "-c", (char *)cmd, NULL }, out);
+	setenv("PATH", saved, 1);
+	return st;
 }
 
 /* A started `fsbroker run`: its output streams, kept apart. */

@@ -8,25 +8,6 @@
  */
 #include "run_fixture.h"
 
-#include <libgen.h>
-
-/* Run `cmd` (a command line the summary printed) through sh, with the
- * fsbroker under test first on PATH. Its output into *out. */
-static int shell(const char *cmd, char **out)
-{
-	char bin[PATH_MAX], path[PATH_MAX * 2 + 16], *dir;
-	const char *old = getenv("PATH");
-	int st;
-
-	snprintf(bin, sizeof(bin), "%s", fsbt_binary());
-	dir = dirname(bin);
-	snprintf(path, sizeof(path), "%s:%s", dir, old != NULL ? old : "/usr/bin:/bin");
-	setenv("FSBT_SAVED_PATH", old != NULL ? old : "/usr/bin:/bin", 1);
-	setenv("PATH", path, 1);
-	st = fsbt_run((char *[]){ "/bin/sh", "-c", (char *)cmd, NULL }, out);
-	setenv("PATH", getenv("FSBT_SAVED_PATH"), 1);
-	return st;
-}
 
 /* One run writing ~/notes.txt with --summary-fd: its summary. */
 static cJSON *write_notes(struct fixture *f, const char *text, int *exit_status)
@@ -95,7 +76,7 @@ static void approve_then_rerun_lets_the_write_through_once(void **state)
 	cJSON_Delete(s);
 
 	/* 2. The approval, as the summary printed it. */
-	st = shell(approve, &out);
+	st = run_printed(approve, &out);
 	if (st != 0)
 		fail_msg("`%s` exited 0x%x:\n%s", approve, (unsigned)st, out ? out : "");
 	assert_non_null(strstr(out, block));
@@ -105,14 +86,14 @@ static void approve_then_rerun_lets_the_write_through_once(void **state)
 		 block);
 	assert_int_equal(access(approval, F_OK), 0);
 	/* Approving it again says so. */
-	st = shell(approve, &out);
+	st = run_printed(approve, &out);
 	assert_true(WIFEXITED(st) && WEXITSTATUS(st) != 0);
 	assert_non_null(strstr(out, "approved already"));
 	free(out);
 	out = NULL;
 
 	/* 3. The same run again: the write goes through, the approval is used up. */
-	st = shell(rerun, &out);
+	st = run_printed(rerun, &out);
 	if (st != 0)
 		fail_msg("`%s` exited 0x%x:\n%s", rerun, (unsigned)st, out ? out : "");
 	free(out);
@@ -149,7 +130,7 @@ static void a_session_approval_keeps_allowing(void **state)
 	snprintf(approve, sizeof(approve), "%s --scope session",
 		 fsbt_str(the_waiting(s), "approveCommand"));
 	cJSON_Delete(s);
-	st = shell(approve, &out);
+	st = run_printed(approve, &out);
 	if (st != 0)
 		fail_msg("`%s` exited 0x%x:\n%s", approve, (unsigned)st, out ? out : "");
 	free(out);

@@ -101,6 +101,60 @@ static void a_run_attaches_and_the_host_commits(void **state)
 	assert_int_equal(access(sealed, F_OK), 0);
 }
 
+/*
+ * A deferred approval with an attached run: the call the pack asks about
+ * fails, the summary prints the `fsbroker approve` command, and after it the
+ * same run against the same core goes through (the core reads the session's
+ * approvals when the run opens its scope).
+ */
+static void fsbroker_approve_works_for_an_attached_run(void **state)
+{
+	struct fsbt_core *c = *state;
+	char why[512], notes[PATH_MAX + 16];
+	char *const argv[] = { (char *)fsbt_binary(), "run", "--core", c->state, "--tool-call",
+			       "tc-core-ask", "--summary-fd", "5", "--", "sh", "-c",
+			       "echo approved > ~/notes.txt", NULL };
+	const cJSON *waiting;
+	struct runproc p;
+	char *out = NULL, *text;
+	cJSON *s;
+	int st;
+
+	if (unsupported(why, sizeof(why)) != NULL)
+		fsbt_skip("%s", why);
+	snprintf(notes, sizeof(notes), "%s/notes.txt", c->home);
+	fsbt_write_file(notes, "before\n");
+	run_start(argv, false, &p);
+	st = run_finish(&p);
+	assert_true(WIFEXITED(st) && WEXITSTATUS(st) != 0);
+	s = run_summary(&p);
+	waiting = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(s, "waiting"), 0);
+	if (waiting == NULL)
+		fail_msg("nothing waits for approval: %s", p.sbuf);
+	assert_string_equal(fsbt_str(waiting, "path"), notes);
+	/* As printed, run by a shell. */
+	st = run_printed(fsbt_str(waiting, "approveCommand"), &out);
+	if (st != 0)
+		fail_msg("%s exited 0x%x:\n%s", fsbt_str(waiting, "approveCommand"), (unsigned)st,
+			 out ? out : "");
+	free(out);
+	cJSON_Delete(s);
+	run_free(&p);
+	text = fsbt_read_file(notes, NULL);
+	assert_string_equal(text, "before\n");
+	free(text);
+
+	run_start(argv, false, &p);
+	st = run_finish(&p);
+	if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
+		fail_msg("the rerun exited 0x%x; stderr:\n%s\ncore log:\n%s", (unsigned)st,
+			 p.ebuf ? p.ebuf : "", fsbt_core_log(c));
+	run_free(&p);
+	text = fsbt_read_file(notes, NULL);
+	assert_string_equal(text, "approved\n");
+	free(text);
+}
+
 static void no_core_running_exits_125_naming_the_state_dir(void **state)
 {
 	struct fsbt_core *c = *state;
@@ -135,6 +189,8 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(a_run_attaches_and_the_host_commits, core_setup,
 						core_teardown),
+		cmocka_unit_test_setup_teardown(fsbroker_approve_works_for_an_attached_run,
+						core_setup, core_teardown),
 		cmocka_unit_test_setup_teardown(no_core_running_exits_125_naming_the_state_dir,
 						core_setup, core_teardown),
 	};

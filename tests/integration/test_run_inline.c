@@ -198,6 +198,63 @@ static void no_answer_within_the_timeout_refuses(void **state)
 	run_free(&p);
 }
 
+/*
+ * A call the supervisor performs as a host operation (unlink) waits the
+ * same way: the prompt names it, Approve lets it through, and its backup
+ * is in the cycle.
+ */
+static void a_delete_waits_for_the_host_too(void **state)
+{
+	struct fixture *f = *state;
+	char why[512], notes[PATH_MAX + 16], line[256];
+	struct runproc p;
+	cJSON *ev, *reply;
+	int st;
+
+	if (unsupported(why, sizeof(why)) != NULL)
+		fsbt_skip("%s", why);
+	snprintf(notes, sizeof(notes), "%s/notes.txt", f->home);
+	fsbt_write_file(notes, "keep me\n");
+	run_start((char *[]){ (char *)fsbt_binary(), "run", "--workspace", f->ws, "--state-dir",
+			      f->state, "--session", "s", "--tool-call", "tc-inline",
+			      "--approvals", "inline", "--control-fd", "6", "--summary-fd", "5",
+			      "--", "rm", "-f", notes, NULL }, true, &p);
+	ev = read_event(p.ctl);
+	if (ev == NULL) {
+		kill(p.pid, SIGKILL);
+		run_finish(&p);
+		fail_msg("no prompt event; stderr:\n%s", p.ebuf ? p.ebuf : "");
+	}
+	assert_string_equal(fsbt_str(ev, "event"), "prompt");
+	assert_string_equal(fsbt_str(ev, "path"), notes);
+	assert_string_equal(fsbt_str(ev, "op"), "delete");
+	/* Waiting: the file is still there. */
+	assert_int_equal(access(notes, F_OK), 0);
+	snprintf(line, sizeof(line), "{\"id\":8,\"command\":\"Approve\",\"blockId\":\"%s\","
+		 "\"scope\":\"once\"}\n", fsbt_str(ev, "blockId"));
+	send_line(p.ctl, line);
+	reply = read_event(p.ctl);
+	assert_non_null(reply);
+	assert_true(fsbt_ok(reply));
+	cJSON_Delete(reply);
+	cJSON_Delete(ev);
+	st = run_finish(&p);
+	if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
+		fail_msg("wait status 0x%x; stderr:\n%s", (unsigned)st, p.ebuf ? p.ebuf : "");
+	assert_int_equal(access(notes, F_OK), -1);
+	run_free(&p);
+	/* The cycle holds it: a restore brings it back. */
+	st = fsbt_run((char *[]){ (char *)fsbt_binary(), "backup", "restore", "--last",
+				  "--state-dir", f->state, "--session", "s", NULL }, NULL);
+	assert_int_equal(st, 0);
+	{
+		char *text = fsbt_read_file(notes, NULL);
+
+		assert_string_equal(text, "keep me\n");
+		free(text);
+	}
+}
+
 static void inline_needs_a_control_fd(void **state)
 {
 	struct fixture *f = *state;
@@ -219,6 +276,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(deny_refuses_the_waiting_call, setup, teardown),
 		cmocka_unit_test_setup_teardown(no_answer_within_the_timeout_refuses, setup,
 						teardown),
+		cmocka_unit_test_setup_teardown(a_delete_waits_for_the_host_too, setup, teardown),
 		cmocka_unit_test_setup_teardown(inline_needs_a_control_fd, setup, teardown),
 	};
 
