@@ -1302,3 +1302,14 @@ int fsbt_main(const char *group, const struct CMUnitTest *tests, size_t n,
 	}
 	return WEXITSTATUS(status);
 }
+
+void fsbt_copy_program(const char *src, const char *dir, const char *name, char *out,
+		       size_t len)
+{
+	char cmd[PATH_MAX * 3 + 32];
+
+	snprintf(out, len, "%s/%s", dir, name);
+	snprintf(cmd, sizeof(cmd), "cp '%s' '%s' && chmod 0755 '%s'", src, out, out);
+	if (system(cmd) != 0)
+		fail_msg("cannot copy %s to %s", src, out);
+}

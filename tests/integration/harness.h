@@ -192,6 +192,14 @@ char *fsbt_read_file(const char *path, size_t *len);
  */
 int fsbt_run(char *const argv[], char **output);
 
+/**
+ * Copy the program `src` to `dir`/`name` (mode 0755), where a sandbox sees
+ * it: the build tree may sit under /tmp, which `fsbroker run` replaces with
+ * a private one. The copy's path into `out`; fails the test when it cannot.
+ */
+void fsbt_copy_program(const char *src, const char *dir, const char *name, char *out,
+		       size_t len);
+
 /*
  * A snapshot of a tree, taken with lstat and never following a symlink:
  * one entry per path, sorted by path, for comparing a tree before and after

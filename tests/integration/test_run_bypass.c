@@ -114,10 +114,14 @@ static const char *unsupported(char *why, size_t len)
 	return NULL;
 }
 
+/* The attack helpers (tests/integration/progs/). */
+static const char *const helpers[] = { "fsbt_attack", "fsbt_race", "fsbt_excl_storm",
+				       "fsbt_reach" };
+
 static int setup(void **state)
 {
 	struct fixture *f = calloc(1, sizeof(*f));
-	char exe[PATH_MAX], rules[PATH_MAX + 16];
+	char exe[PATH_MAX], built[PATH_MAX + 8], rules[PATH_MAX + 16];
 	ssize_t n;
 
 	assert_non_null(f);
@@ -149,11 +153,21 @@ static int setup(void **state)
 	put(f->ws, "secret.txt", SECRET "\n");
 	put(f->ws, "other.txt", "other\n");
 	put(f->ws, "victim.txt", "victim\n");
-	/* The helpers sit next to this binary, in progs/. */
+	/* The helpers are built next to this binary, in progs/; they run from
+	 * a copy in the fixture, which the sandbox sees wherever the build is. */
 	n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
 	assert_true(n > 0);
 	exe[n] = '\0';
-	snprintf(f->progs, sizeof(f->progs), "%s/progs", dirname(exe));
+	snprintf(built, sizeof(built), "%s/progs", dirname(exe));
+	snprintf(f->progs, sizeof(f->progs), "%s/progs", f->root);
+	assert_int_equal(mkdir(f->progs, 0755), 0);
+	for (size_t i = 0; i < sizeof(helpers) / sizeof(helpers[0]); i++) {
+		char src[PATH_MAX * 2], dst[PATH_MAX * 2];
+
+		snprintf(src, sizeof(src), "%s/%s", built, helpers[i]);
+		if (access(src, X_OK) == 0)
+			fsbt_copy_program(src, f->progs, helpers[i], dst, sizeof(dst));
+	}
 	setenv("HOME", f->home, 1);
 	setenv("TMPDIR", f->tmp, 1);
 	unsetenv("XDG_RUNTIME_DIR");
@@ -197,7 +211,8 @@ static void need_sandbox(struct fixture *f)
 		fsbt_skip("%s", why);
 	snprintf(path, sizeof(path), "%s/fsbt_attack", f->progs);
 	if (access(path, X_OK) < 0)
-		fail_long("%s is not built: make %s", path, path);
+		fail_long("the attack helpers are not built (make build/tests/progs/fsbt_attack "
+			  "and its siblings; make test builds them)");
 }
 
 /* ------------------------------------------------------------------------ */
