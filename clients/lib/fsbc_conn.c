@@ -274,6 +274,18 @@ static int connect_broker(void)
 	if (fd < 0)
 		return fsbc__fail(FSBC_UNREACHABLE, EIO, "broker unavailable: socket: %s",
 				  strerror(errno));
+	/* Never on 0, 1 or 2: a program that closed its stderr and then opens
+	 * a file expects that file there, not our socket (grep -s does). */
+	if (fd <= 2) {
+		int high = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+
+		err = errno;
+		close(fd);
+		if (high < 0)
+			return fsbc__fail(FSBC_UNREACHABLE, EIO, "broker unavailable: fcntl: %s",
+					  strerror(err));
+		fd = high;
+	}
 	/* SO_SNDTIMEO also bounds connect() on a Unix socket whose backlog is
 	 * full; SO_RCVTIMEO is a backstop to the poll() deadline. */
 	if (setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv)) < 0 ||

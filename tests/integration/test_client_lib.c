@@ -641,6 +641,37 @@ static void a_forked_child_uses_a_connection_of_its_own(void **state)
 	assert_true(connections_accepted(c) == before + 1);
 }
 
+/*
+ * A program with its stderr closed (grep -s does that) opens a file: the
+ * file must land on 2, the lowest free descriptor, and the library's own
+ * socket, made by that first call, never on 0, 1 or 2.
+ */
+static void the_socket_never_takes_a_standard_descriptor(void **state)
+{
+	struct fsbt_core *c = *state;
+	char path[PATH_MAX + 16];
+	int status;
+	pid_t pid;
+
+	snprintf(path, sizeof(path), "%s/stderr.txt", c->ws);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		struct stat a, b;
+		int fd;
+
+		fsbc_disconnect();	/* the child's first call connects */
+		close(2);
+		fd = fsbc_open(path, O_WRONLY | O_CREAT, 0644);
+		if (fd != 2 || fstat(2, &a) < 0 || stat(path, &b) < 0)
+			_exit(1);
+		_exit(a.st_ino == b.st_ino && S_ISREG(a.st_mode) ? 0 : 2);
+	}
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status));
+	assert_int_equal(WEXITSTATUS(status), 0);
+}
+
 /* ------------------------------------------------------------------------ */
 /* EXDEV: a rename across two filesystems. */
 
@@ -711,6 +742,8 @@ int main(void)
 						teardown),
 		cmocka_unit_test_setup_teardown(threads_each_get_the_descriptor_of_their_own_file,
 						setup, teardown),
+		cmocka_unit_test_setup_teardown(the_socket_never_takes_a_standard_descriptor, setup,
+						teardown),
 		cmocka_unit_test_setup_teardown(a_forked_child_uses_a_connection_of_its_own, setup,
 						teardown),
 		cmocka_unit_test(a_rename_across_filesystems_answers_exdev),
