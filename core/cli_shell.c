@@ -117,8 +117,10 @@ static int find_client(const char *env, const char *name, char *out, size_t len)
 	char exe[PATH_MAX];
 
 	if (v != NULL && v[0] != '\0') {
-		if (realpath(v, out) == NULL)
+		snprintf(out, len, "%s", v);
+		if (realpath(v, exe) == NULL)
 			return -errno;
+		snprintf(out, len, "%s", exe);
 		return 0;
 	}
 	if (realpath("/proc/self/exe", exe) == NULL)
