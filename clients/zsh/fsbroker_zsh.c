@@ -22,7 +22,8 @@
  *     unlink), and any other name with the pack's delete mode.
  *   - fsbzsh_opendir: a read request for the directory, then fdopendir on
  *     the descriptor the core allowed (glob).
- *   - fsbzsh_chdir: the same read request, then fchdir (cd, pushd).
+ *   - fsbzsh_chdir: the same read request, then fchdir on an O_PATH
+ *     descriptor (cd, pushd): search permission suffices, as for chdir(2).
  *
  * Fail closed: any failure of the exchange is -1 with EIO and nothing done;
  * no wrapper falls back to libc once a broker is configured.
@@ -229,7 +230,8 @@ int fsbzsh_open(const char *path, int flags, ...)
 	mode_t mode = 0;
 	int own;
 
-	if (flags & (O_CREAT | O_TMPFILE)) {
+	/* O_TMPFILE holds O_DIRECTORY's bit: only all of it takes a mode. */
+	if ((flags & O_CREAT) || (flags & O_TMPFILE) == O_TMPFILE) {
 		va_list ap;
 
 		va_start(ap, flags);
@@ -373,7 +375,9 @@ int fsbzsh_chdir(const char *path)
 
 	if (!fsbc_configured())
 		return chdir(path);
-	fd = fsbzsh_open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	/* O_PATH: entering a directory needs search permission on it, not
+	 * read permission, and fchdir checks that, as chdir(2) would. */
+	fd = fsbzsh_open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (fd < 0)
 		return -1;
 	rc = fchdir(fd);
