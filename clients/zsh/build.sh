@@ -13,7 +13,8 @@
 #
 # Steps: copy SRCDIR, apply zsh-fsbroker.patch, add Src/fsbroker_zsh.h,
 # run zsh's configure (static modules, no optional libraries), keep only the
-# modules a shell needs (zsh/main, zsh/zle, zsh/parameter, zsh/rlimits),
+# modules an interactive shell needs (zsh/main, zsh/zle with zsh/compctl and
+# zsh/complete, which zle loads, zsh/zutil, zsh/parameter, zsh/rlimits),
 # run zsh's own make. The wrappers and the client library are linked through
 # LIBS. A second run with the same patch, header and this script only runs
 # make again (a changed WRAPPERS or CLIENTLIB relinks); anything else starts
@@ -46,9 +47,10 @@ if [ "$(cat "$work/.fsbroker-stamp" 2>/dev/null)" != "$stamp" ]; then
     if ! (cd "$work" &&
         LIBS="$wrappers $lib" ./configure --disable-dynamic --enable-etcdir=/etc/zsh \
             --disable-gdbm --disable-pcre --disable-cap --with-tcsetpgrp &&
-        # Only the modules a shell needs, linked in (no completion system, no
-        # zsh/files: its rm and mv builtins would bypass the shims).
-        sed -i -e '/^name=zsh\/\(main\|zle\|parameter\|rlimits\) /!s/link=static/link=no/' \
+        # Only the modules a shell needs, linked in (zle loads compctl, which
+        # needs complete; zutil has zstyle; no zsh/files: its rm and mv
+        # builtins would bypass the shims).
+        sed -i -e '/^name=zsh\/\(main\|zle\|compctl\|complete\|zutil\|parameter\|rlimits\) /!s/link=static/link=no/' \
             config.modules
         ) >"$log" 2>&1; then
         cat "$log" >&2
