@@ -2,9 +2,10 @@
 #
 #   make                 build build/fsbroker and build/fsbroker-init
 #   make clients         build the client library, build/clients/libfsbclient.a,
-#                        and the brokered toybox (make toybox)
+#                        the brokered toybox (make toybox) and zsh (make zsh)
 #   make toybox          build/clients/toybox from Debian's toybox source, its
 #                        dispatcher and shims in build/clients/bin
+#   make zsh             build/clients/zsh from Debian's zsh source
 #   make test            C unit tests, Lua specs, integration tests
 #   make demo            the main job under `fsbroker run`, then `fsbroker serve`
 #   make bench           ratios against a bare Unix-socket round trip, and the
@@ -74,7 +75,7 @@ BENCH_SRC := $(wildcard bench/*.c)
 BENCH_BIN := $(BENCH_SRC:bench/%.c=$(BUILD)/bench/%)
 
 .PHONY: all deps test test-c test-lua test-integration test-c-sanitize demo bench \
-        bench-peers install lint clean clients toybox toybox-tests
+        bench-peers install lint clean clients toybox toybox-tests zsh
 
 all: $(BUILD)/fsbroker $(BUILD)/fsbroker-init
 
@@ -96,7 +97,7 @@ $(CLIENT_LIB): $(CLIENT_OBJ)
 	@echo "  AR      $@"
 	$(Q)rm -f $@ && ar rcs $@ $^
 
-clients: $(CLIENT_LIB) toybox
+clients: $(CLIENT_LIB) toybox zsh
 
 # The brokered toybox (clients/toybox, docs/clients.md): Debian's toybox
 # source, fetched once into build/src (tools/fetch-source.sh), patched and
@@ -148,6 +149,36 @@ $(TOYBOX_SHIMS): | $(TOYBOX_DISPATCH)
 # brokered toybox under a real core: pass/fail counts per applet.
 toybox-tests: all toybox
 	$(Q)sh clients/toybox/run-toybox-tests.sh $(BUILD)/fsbroker
+
+# The brokered zsh (clients/zsh, docs/clients.md): Debian's zsh source,
+# fetched once into build/src, patched, configured and built by zsh's own
+# build (clients/zsh/build.sh); the wrappers (fsbroker_zsh.c) are compiled
+# here with this project's warnings and linked in with the client library.
+# Like toybox it is never built with sanitizers.
+ZSH_SRC      := build/src/zsh
+ZSH_BIN      := build/clients/zsh
+ZSH_WRAPPERS := build/clients/zsh-fsbroker.o
+ZSH_INPUTS   := clients/zsh/build.sh clients/zsh/zsh-fsbroker.patch clients/zsh/fsbroker_zsh.h
+
+ifeq ($(SANITIZE),)
+zsh: $(ZSH_BIN)
+else
+zsh:
+	$(Q)$(MAKE) --no-print-directory SANITIZE= zsh
+endif
+
+$(ZSH_SRC)/.fetched: | tools/fetch-source.sh
+	$(Q)sh tools/fetch-source.sh zsh $(ZSH_SRC)
+
+$(ZSH_WRAPPERS): clients/zsh/fsbroker_zsh.c clients/zsh/fsbroker_zsh.h $(CLIENT_HDR)
+	@mkdir -p $(@D)
+	@echo "  CC      $<"
+	$(Q)$(CC) $(CFLAGS) -Iclients/lib -Iclients/zsh -c -o $@ $<
+
+$(ZSH_BIN): $(ZSH_SRC)/.fetched $(ZSH_WRAPPERS) $(TOYBOX_LIB) $(ZSH_INPUTS)
+	@echo "  ZSH     $@"
+	$(Q)env -u CFLAGS sh clients/zsh/build.sh $(ZSH_SRC) build/clients/zsh-build \
+	    $(ZSH_WRAPPERS) $(TOYBOX_LIB) $@
 
 # `fsbroker delete` is built on the client library.
 $(BUILD)/core/cli_delete.o: CFLAGS += -Iclients/lib
@@ -206,7 +237,7 @@ deps:
 # Every suite prints TAP; tools/tap-sum.sh adds them up into the one line
 # `N passed, N failed, N skipped` and fails when anything failed.
 test: deps
-	$(Q)$(MAKE) --no-print-directory all toybox
+	$(Q)$(MAKE) --no-print-directory all toybox zsh
 	$(Q)$(MAKE) --no-print-directory $(UNIT_BIN) $(INTEG_BIN)
 	$(Q)sh tools/tap-sum.sh \
 	    "C unit" "sh tools/run-cmocka.sh $(UNIT_BIN)" \
@@ -219,7 +250,7 @@ test-c: $(UNIT_BIN)
 test-lua:
 	$(Q)sh tools/tap-sum.sh "Lua specs" "busted --lua=lua5.4 --output=TAP spec"
 
-test-integration: all toybox $(INTEG_BIN)
+test-integration: all toybox zsh $(INTEG_BIN)
 	$(Q)sh tools/tap-sum.sh "integration" "FSBROKER=$(BUILD)/fsbroker sh tools/run-cmocka.sh $(INTEG_BIN)"
 
 $(BUILD)/demo-client: tools/demo_client.c

@@ -5,6 +5,8 @@
 #ifndef FSB_CLI_H
 #define FSB_CLI_H
 
+#include <stddef.h>
+
 int fsb_cli_serve(int argc, char **argv);
 int fsb_cli_run(int argc, char **argv);
 int fsb_cli_approve(int argc, char **argv);
@@ -12,5 +14,11 @@ int fsb_cli_check(int argc, char **argv);
 int fsb_cli_audit(int argc, char **argv);
 int fsb_cli_backup(int argc, char **argv);
 int fsb_cli_delete(int argc, char **argv);
+int fsb_cli_shell(int argc, char **argv);
+
+/* Where the patched zsh and the brokered toybox's shims are (cli_shell.c):
+ * build/clients/zsh and build/clients/bin beside build/fsbroker, or
+ * $FSBROKER_ZSH and $FSBROKER_CLIENTS_BIN. 0, or -1 with a sentence. */
+int fsb_shell_clients(char *zsh, size_t zlen, char *bin, size_t blen, char *err, size_t errlen);
 
 #endif

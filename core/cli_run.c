@@ -42,7 +42,8 @@ static const char usage[] =
 	"                    [--state-dir DIR] [--summary-fd N] [--control-fd N]\n"
 	"                    [--approvals deferred|inline] [--approval-timeout SECONDS]\n"
 	"                    [--without-landlock] [--without-namespaces]\n"
-	"                    [--simulate-missing FEATURE,...] [--explain] -- CMD [ARG]...\n"
+	"                    [--simulate-missing FEATURE,...] [--explain] [--shell zsh]\n"
+	"                    -- CMD [ARG]...\n"
 	"       fsbroker run --core STATE-DIR [--session ID] [--tool-call ID] [--summary-fd N]\n"
 	"                    -- CMD [ARG]...\n"
 	"\n"
@@ -58,8 +59,10 @@ static const char usage[] =
 	"(the core's with --core), the tool call tc-<time>-<pid>. --explain prints the\n"
 	"sandbox's mode and mount plan. On a machine without Landlock or user\n"
 	"namespaces the run refuses unless --without-landlock or --without-namespaces\n"
-	"accepts a weaker mode (docs/runtime-degraded.md). docs/runtime.md has every\n"
-	"flag.\n";
+	"accepts a weaker mode (docs/runtime-degraded.md). --shell zsh runs CMD, its\n"
+	"words joined into one command line, with the patched zsh (zsh -f -c) and the\n"
+	"brokered toybox's shims first on PATH (docs/clients.md). docs/runtime.md has\n"
+	"every flag.\n";
 
 #define DEFAULT_APPROVAL_TIMEOUT 60
 
@@ -72,6 +75,7 @@ struct run_opts {
 	unsigned simulate_missing;	/* enum fsb_feature bits */
 	unsigned accepted;		/* --without-landlock, --without-namespaces */
 	char **cmd;
+	char **shell_cmd;	/* --shell zsh: the shell's vector, CMD at its end */
 };
 
 struct run {
@@ -384,6 +388,40 @@ static int check_fd(const char *flag, const char *arg, int *out)
 	return 0;
 }
 
+/*
+ * --shell zsh: `ZSH -f -c SCRIPT zsh BIN CMD...`, where SCRIPT puts BIN (the
+ * shims) first on PATH, keeps here-documents' temp files in $TMPDIR when
+ * there is one, and evaluates CMD's words joined by spaces, as `sh -c "$*"`.
+ */
+static char **zsh_cmd(char **cmd)
+{
+	static const char script[] =
+		"PATH=\"$1${PATH:+:$PATH}\"; [[ -n $TMPDIR ]] && TMPPREFIX=$TMPDIR/zsh; "
+		"shift; eval \"$*\"";
+	static char zsh[PATH_MAX], bin[PATH_MAX];
+	char err[1024], **v;
+	size_t n = 0;
+
+	if (fsb_shell_clients(zsh, sizeof(zsh), bin, sizeof(bin), err, sizeof(err)) < 0) {
+		fail("--shell zsh: %s", err);
+		return NULL;
+	}
+	while (cmd[n] != NULL)
+		n++;
+	if ((v = calloc(n + 7, sizeof(*v))) == NULL) {
+		fail("out of memory");
+		return NULL;
+	}
+	v[0] = zsh;
+	v[1] = "-f";
+	v[2] = "-c";
+	v[3] = (char *)script;
+	v[4] = "zsh";
+	v[5] = bin;
+	memcpy(v + 6, cmd, n * sizeof(*v));
+	return v;
+}
+
 static int parse_opts(int argc, char **argv, struct run_opts *o, bool *help)
 {
 	static const struct option opts[] = {
@@ -401,9 +439,11 @@ static int parse_opts(int argc, char **argv, struct run_opts *o, bool *help)
 		{ "without-landlock", no_argument, NULL, 'L' },
 		{ "without-namespaces", no_argument, NULL, 'N' },
 		{ "simulate-missing", required_argument, NULL, 'M' },
+		{ "shell", required_argument, NULL, 'Z' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
+	bool shell = false;
 	int c;
 
 	memset(o, 0, sizeof(*o));
@@ -475,6 +515,11 @@ static int parse_opts(int argc, char **argv, struct run_opts *o, bool *help)
 			o->simulate_missing |= mask;
 			break;
 		}
+		case 'Z':
+			if (strcmp(optarg, "zsh") != 0)
+				return fail("--shell takes zsh (the patched zsh), not '%s'", optarg);
+			shell = true;
+			break;
 		case 'h':
 			*help = true;
 			return 0;
@@ -489,6 +534,8 @@ static int parse_opts(int argc, char **argv, struct run_opts *o, bool *help)
 	if (optind >= argc && !o->explain)
 		return fail("no command given: fsbroker run [OPTIONS] -- CMD [ARG]... "
 			    "(see --help)");
+	if (shell && (o->cmd = o->shell_cmd = zsh_cmd(o->cmd)) == NULL)
+		return FSB_EXIT_RUN;
 	if (o->session != NULL && !fsb_id_valid(o->session))
 		return fail("session id '%s' must be 1-128 characters of A-Z a-z 0-9 . _ : - and "
 			    "not start with '.'", o->session);
@@ -902,6 +949,7 @@ out:
 	}
 	fsb_run_summary_free(&sum);
 	fsb_policy_summary_free(&pol);
+	free(o.shell_cmd);
 	if (at.fd >= 0)
 		close(at.fd);
 	if (r == NULL)

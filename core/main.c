@@ -17,6 +17,8 @@ static const char usage[] =
 	"      [--state-dir DIR | --core STATE-DIR] [--summary-fd N] [--explain] -- CMD...\n"
 	"        run CMD sandboxed (embedded core, or the running one with --core), exit\n"
 	"        with CMD's status (125: fsbroker run failed)\n"
+	"  shell [--rules PACK] [--workspace DIR] [--session ID] [--state-dir DIR] [-- ZSH-ARGS...]\n"
+	"        run the patched zsh with an embedded core; seal the cycle when it exits\n"
 	"  approve [--session ID] [--state-dir DIR] [--scope once|session] BLOCK-ID\n"
 	"        approve a call a run left waiting; then rerun the same command\n"
 	"  check --rules PACK [--workspace DIR] [--json] --op OP PATH...\n"
@@ -41,6 +43,8 @@ int main(int argc, char **argv)
 		return fsb_cli_serve(argc - 1, argv + 1);
 	if (strcmp(argv[1], "run") == 0)
 		return fsb_cli_run(argc - 1, argv + 1);
+	if (strcmp(argv[1], "shell") == 0)
+		return fsb_cli_shell(argc - 1, argv + 1);
 	if (strcmp(argv[1], "approve") == 0)
 		return fsb_cli_approve(argc - 1, argv + 1);
 	if (strcmp(argv[1], "check") == 0)
