@@ -296,7 +296,11 @@ static int brokered_open(const char *path, int flags, mode_t mode)
 
 static mode_t va_mode(int flags, va_list ap)
 {
-	return (flags & (O_CREAT | O_TMPFILE)) ? (mode_t)va_arg(ap, int) : 0;
+	/* O_TMPFILE holds O_DIRECTORY's bit: test all of its bits, or a plain
+	 * O_DIRECTORY open would read a mode nobody passed. */
+	if ((flags & O_CREAT) || (flags & O_TMPFILE) == O_TMPFILE)
+		return (mode_t)va_arg(ap, int);
+	return 0;
 }
 
 int fsbtb_open(const char *path, int flags, ...)
