@@ -154,14 +154,20 @@ void fsb_serve_json(struct fsb_conn *conn, char *line, size_t len)
 	j->who.tool_call = req.tool_call != NULL ? req.tool_call : conn->scope.tool_call;
 	j->who.pid = conn->pid;
 	j->who.uid = conn->uid;
-	j->who.view_fd = -1;
+	/* A run's client: its paths name files in its sandbox's view. */
+	j->who.view_fd = conn->view_fd;
 	/* A file named with a trailing '/' is ENOTDIR, as the kernel says. */
 	if (req.op == FSB_HOSTOP_DELETE)
 		j->who.must_be_dir = names_a_directory(req.path);
 	else if (req.op == FSB_HOSTOP_RENAME)
 		j->who.must_be_dir = names_a_directory(req.from) || names_a_directory(req.to);
-	/* No deleteMode: the pack's delete.mode. */
-	if (req.op == FSB_HOSTOP_DELETE && !req.has_delete_mode) {
+	/* No deleteMode: the pack's delete.mode. A run's client deletes
+	 * by unlinking, as the supervisor does for any program in the run:
+	 * the sandbox's trash is the host's, read-only there, and the cycle
+	 * holds what was deleted (a restore brings it back). */
+	if (req.op == FSB_HOSTOP_DELETE && conn->view_fd >= 0) {
+		j->req.delete_trash = false;
+	} else if (req.op == FSB_HOSTOP_DELETE && !req.has_delete_mode) {
 		fsb_broker_lock(b);
 		j->req.delete_trash = fsb_policy_delete_trashes(b->policy);
 		fsb_broker_unlock(b);

@@ -73,6 +73,13 @@ struct text_job {
 	char why[512];			/* the journal's refusal */
 };
 
+/* Where the request's paths are resolved: the client's view (a run's
+ * sandbox), else the core's root. */
+static int root_of(const struct text_job *t)
+{
+	return t->acc.has_view ? t->acc.view_fd : t->conn->srv->broker->rootfd;
+}
+
 /* Called by fsb_grant_open with a read-only fd on the inode it is about to
  * hand out for writing. */
 static int backup_granted_file(int rdfd, const struct stat *st, void *arg)
@@ -90,11 +97,10 @@ static int backup_granted_file(int rdfd, const struct stat *st, void *arg)
 
 static int backup_before_sandbox(struct text_job *t)
 {
-	struct fsb_broker *b = t->conn->srv->broker;
 	struct stat st;
 	int rdfd, rc;
 
-	rdfd = fsb_grant_open_for_backup(b->rootfd, &t->acc.res);
+	rdfd = fsb_grant_open_for_backup(root_of(t), &t->acc.res);
 	if (rdfd < 0)
 		return -rdfd;
 	rc = fstat(rdfd, &st) < 0 ? -errno : backup_granted_file(rdfd, &st, t);
@@ -121,7 +127,7 @@ static void serve(struct text_job *t)
 			break;
 		/* O_TRUNC waits for the audit line: a request refused for want
 		 * of it must leave the file as it was. */
-		t->fd = fsb_grant_open(b->rootfd, &acc->res, req->open_flags & ~O_TRUNC,
+		t->fd = fsb_grant_open(root_of(t), &acc->res, req->open_flags & ~O_TRUNC,
 				       req->open_mode, backup_granted_file, t);
 		if (t->fd >= 0)
 			break;
@@ -150,7 +156,7 @@ static void serve(struct text_job *t)
 	if (t->writes && acc->verdict.decision == FSB_ALLOW && acc->errnum == 0 &&
 	    !acc->res.exists && fsb_backup_note_created(b, conn->scope.session, acc, flags) < 0) {
 		if (t->fd >= 0) {
-			fsb_grant_undo_create(b->rootfd, &acc->res, t->fd);
+			fsb_grant_undo_create(root_of(t), &acc->res, t->fd);
 			close(t->fd);
 			t->fd = -1;
 		}
@@ -169,7 +175,7 @@ static void serve(struct text_job *t)
 	 * take back a file the grant created. */
 	if (fsb_broker_audit(b, conn->scope.session, rec) < 0) {
 		if (t->fd >= 0 && !acc->res.exists)
-			fsb_grant_undo_create(b->rootfd, &acc->res, t->fd);
+			fsb_grant_undo_create(root_of(t), &acc->res, t->fd);
 		if (t->fd >= 0)
 			close(t->fd);
 		t->fd = -1;
@@ -327,6 +333,9 @@ void fsb_serve_text(struct fsb_conn *conn, char *line, size_t len)
 	t->acc.tool_call = t->req.tool_call;
 	t->acc.pid = conn->pid;
 	t->acc.uid = conn->uid;
+	/* A run's client: its paths name files in its sandbox's view. */
+	t->acc.has_view = conn->view_fd >= 0;
+	t->acc.view_fd = conn->view_fd;
 
 	/* A write may copy a large file into the backup store first: off the
 	 * loop, so everyone else is answered meanwhile. */

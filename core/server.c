@@ -13,6 +13,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "log.h"
@@ -61,6 +62,8 @@ static void conn_free(struct fsb_conn *conn)
 
 	if (conn->pidfd >= 0)
 		close(conn->pidfd);
+	if (conn->view_fd >= 0)
+		close(conn->view_fd);
 	free(conn);
 	if (--srv->pending_closes == 0 && srv->listeners == NULL && srv->on_closed != NULL)
 		srv->on_closed(srv);
@@ -166,6 +169,30 @@ static void on_backoff_done(uv_timer_t *t)
 }
 
 /*
+ * The root of a run's client, as its sandbox sees the file system (its own
+ * /tmp, masks, binds): an O_PATH fd on /proc/<pid>/root, or -1 when it
+ * cannot be had (the host's view is used then, as for any client). With a
+ * pidfd the open is checked to be of the process that connected: the pid
+ * is still that process's after the open.
+ */
+static int peer_root(const struct fsb_conn *conn)
+{
+	char path[64];
+	int fd;
+
+	if (conn->pid <= 0)
+		return -1;
+	snprintf(path, sizeof(path), "/proc/%d/root", (int)conn->pid);
+	fd = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (fd >= 0 && conn->pidfd >= 0 &&
+	    syscall(SYS_pidfd_send_signal, conn->pidfd, 0, NULL, 0) < 0) {
+		close(fd);
+		fd = -1;
+	}
+	return fd;
+}
+
+/*
  * Serve the connected socket `fd` (taken over: closed on failure) for the
  * peer `cred`, with the scope of where it came in. 0 or -errno.
  */
@@ -193,6 +220,8 @@ static int conn_start(struct fsb_server *srv, int fd, const struct ucred *cred,
 	clen = sizeof(conn->pidfd);
 	if (getsockopt(fd, SOL_SOCKET, SO_PEERPIDFD, &conn->pidfd, &clen) < 0)
 		conn->pidfd = -1;
+	/* A run's client resolves paths in its sandbox's view. */
+	conn->view_fd = scope_id != 0 ? peer_root(conn) : -1;
 	rc = fsb_chan_start(srv->loop, &conn->chan, fd, fd, true, true, FSB_MAX_LINE,
 			    on_conn_line, on_conn_closed);
 	/* Supervise comes with the seccomp listener in SCM_RIGHTS. */
@@ -201,6 +230,8 @@ static int conn_start(struct fsb_server *srv, int fd, const struct ucred *cred,
 		fsb_warn("cannot watch a connection: %s", uv_strerror(rc));
 		if (conn->pidfd >= 0)
 			close(conn->pidfd);
+		if (conn->view_fd >= 0)
+			close(conn->view_fd);
 		close(fd);
 		free(conn);
 		return rc;

@@ -34,6 +34,8 @@ struct fsb_conn {
 	pid_t pid;
 	uid_t uid;
 	int pidfd;		/* SO_PEERPIDFD where the kernel has it, else -1 */
+	int view_fd;		/* a run's client (scoped socket): its root, where
+				 * its paths are resolved (DESIGN §5); else -1 */
 	unsigned malformed;	/* malformed requests so far */
 	bool admin;		/* came in on the admin socket */
 	unsigned long scope_id;	/* the scoped socket it came in on, or 0 */

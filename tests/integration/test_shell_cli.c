@@ -180,6 +180,50 @@ static void run_shell_zsh_runs_cmd_with_the_patched_zsh_in_the_sandbox(void **st
 	free(out);
 }
 
+/*
+ * The shell's and the shims' requests name files as the sandbox sees them:
+ * a here-document's temp file and a copy into /tmp land in the sandbox's
+ * private /tmp (never the host's), and an rm through the shim unlinks (the
+ * cycle holds the file; the sandbox's trash would be read-only).
+ */
+static void run_shell_zsh_requests_are_resolved_in_the_sandbox(void **state)
+{
+	struct fixture *f = *state;
+	char why[512], host_tmp[PATH_MAX], *out = NULL;
+	int st;
+
+	if (unsupported(why, sizeof(why)) != NULL)
+		fsbt_skip("%s", why);
+	snprintf(host_tmp, sizeof(host_tmp), "/tmp/fsbt-shell-%ld.txt", (long)getpid());
+	unlink(host_tmp);
+	/* ${tmp} is /tmp, which the pack lets change and the sandbox has its own of. */
+	setenv("TMPDIR", "/tmp", 1);
+	st = fsbt_run((char *[]){ (char *)fsbt_binary(), "run", "--workspace", f->ws,
+				  "--state-dir", f->state, "--session", "s", "--shell", "zsh",
+				  "--", "cat <<END > here.txt\nfrom a here-document\nEND\n",
+				  "cp b.txt", host_tmp, "&& cat", host_tmp, "&& rm c.txt", NULL },
+		      &out);
+	setenv("TMPDIR", f->tmp, 1);
+	if (st != 0)
+		fail_msg("fsbroker run --shell zsh exited 0x%x:\n%s", (unsigned)st,
+			 out ? out : "");
+	assert_has(out, "bee\n");
+	free(out);
+	assert_file(f->ws, "here.txt", "from a here-document\n");
+	/* The copy went to the sandbox's /tmp, gone with it. */
+	assert_int_equal(access(host_tmp, F_OK), -1);
+	{
+		char c[PATH_MAX + 16];
+
+		snprintf(c, sizeof(c), "%s/c.txt", f->ws);
+		assert_int_equal(access(c, F_OK), -1);
+	}
+	st = fsbt_run((char *[]){ (char *)fsbt_binary(), "backup", "restore", "--last",
+				  "--state-dir", f->state, "--session", "s", NULL }, NULL);
+	assert_int_equal(st, 0);
+	assert_file(f->ws, "c.txt", "cee\n");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -188,6 +232,7 @@ int main(void)
 		T(zsh_runs_in_the_workspace_with_the_brokers_environment),
 		T(without_the_patched_zsh_the_shell_fails_with_125),
 		T(run_shell_zsh_runs_cmd_with_the_patched_zsh_in_the_sandbox),
+		T(run_shell_zsh_requests_are_resolved_in_the_sandbox),
 #undef T
 	};
 	char zsh[PATH_MAX], bin[PATH_MAX];
