@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <libgen.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -388,6 +389,10 @@ static int check_fd(const char *flag, const char *arg, int *out)
 	return 0;
 }
 
+/* Indexes in zsh_cmd()'s vector of the host paths a sandbox sees elsewhere. */
+#define SHELL_ARG_ZSH 0
+#define SHELL_ARG_BIN 5
+
 /*
  * --shell zsh: `ZSH -f -c SCRIPT zsh BIN CMD...`, where SCRIPT puts BIN (the
  * shims) first on PATH, keeps here-documents' temp files in $TMPDIR when
@@ -412,14 +417,33 @@ static char **zsh_cmd(char **cmd)
 		fail("out of memory");
 		return NULL;
 	}
-	v[0] = zsh;
+	v[SHELL_ARG_ZSH] = zsh;
 	v[1] = "-f";
 	v[2] = "-c";
 	v[3] = (char *)script;
 	v[4] = "zsh";
-	v[5] = bin;
+	v[SHELL_ARG_BIN] = bin;
 	memcpy(v + 6, cmd, n * sizeof(*v));
 	return v;
+}
+
+/*
+ * Under bwrap the patched zsh and the shims' directory are bound at fixed
+ * places (their build tree may lie under the host's /tmp, which the sandbox
+ * replaces): point the shell's vector there.
+ */
+static void shell_in_sandbox(char **v, struct fsb_mount_inputs *in)
+{
+	static char clients[PATH_MAX], bin_inside[PATH_MAX + 32];
+	char bin[PATH_MAX];
+
+	snprintf(bin, sizeof(bin), "%s", v[SHELL_ARG_BIN]);
+	snprintf(bin_inside, sizeof(bin_inside), FSB_MOUNT_CLIENTS "/%s", basename(bin));
+	snprintf(clients, sizeof(clients), "%s", v[SHELL_ARG_BIN]);
+	in->clients_dir = dirname(clients);
+	in->shell_binary = v[SHELL_ARG_ZSH];
+	v[SHELL_ARG_ZSH] = FSB_MOUNT_SHELL;
+	v[SHELL_ARG_BIN] = bin_inside;
 }
 
 static int parse_opts(int argc, char **argv, struct run_opts *o, bool *help)
@@ -846,6 +870,8 @@ int fsb_cli_run(int argc, char **argv)
 
 	in.scoped_socket = scoped;
 	in.init_binary = init;
+	if (o.shell_cmd != NULL && mode.namespaces)
+		shell_in_sandbox(o.shell_cmd, &in);
 	memset(&plan, 0, sizeof(plan));
 	plan_built = true;
 	if (mode.namespaces && fsb_mount_plan_build(r->broker.policy, &in, &plan) < 0) {

@@ -761,6 +761,12 @@ int fsb_mount_plan_build(struct fsb_policy *p, const struct fsb_mount_inputs *in
 	if (err == 0 && in->init_binary != NULL)
 		err = step(&b, "fsbroker-init, run from here (its own dir may be hidden inside)",
 			   "--ro-bind", in->init_binary, FSB_MOUNT_INIT);
+	if (err == 0 && in->shell_binary != NULL)
+		err = step(&b, "the patched zsh of --shell, run from here",
+			   "--ro-bind", in->shell_binary, FSB_MOUNT_SHELL);
+	if (err == 0 && in->clients_dir != NULL)
+		err = step(&b, "the brokered toybox and its shims, first on --shell's PATH",
+			   "--ro-bind", in->clients_dir, FSB_MOUNT_CLIENTS);
 	if (err == 0)
 		err = step(&b, "/run read-only again", "--remount-ro", "/run");
 	if (err == 0)

@@ -20,6 +20,10 @@
 /* Where fsbroker-init is run from inside: its build dir may lie under the
  * host's /tmp, which the sandbox replaces. */
 #define FSB_MOUNT_INIT FSB_MOUNT_SOCKET_DIR "/fsbroker-init"
+/* `fsbroker run --shell zsh`: the patched zsh, and the directory holding
+ * the brokered toybox and its shims (bin/), for the same reason. */
+#define FSB_MOUNT_SHELL FSB_MOUNT_SOCKET_DIR "/zsh"
+#define FSB_MOUNT_CLIENTS FSB_MOUNT_SOCKET_DIR "/clients"
 
 /* Bounds of the reads = "mask" scan: entries looked at (shared by the
  * literal denyRead trees, the workspace and the other glob bases) and
@@ -34,6 +38,8 @@ struct fsb_mount_inputs {
 	const char *state_dir;		/* hidden; may be NULL */
 	const char *scoped_socket;	/* bound at FSB_MOUNT_SOCKET; NULL only for --explain */
 	const char *init_binary;	/* fsbroker-init, bound at FSB_MOUNT_INIT; may be NULL */
+	const char *shell_binary;	/* --shell: bound at FSB_MOUNT_SHELL; may be NULL */
+	const char *clients_dir;	/* --shell: bound at FSB_MOUNT_CLIENTS; may be NULL */
 	const char *runtime_dir;	/* $XDG_RUNTIME_DIR; NULL: /run/user/<uid> */
 	uid_t uid;
 	size_t scan_max_entries;	/* 0: FSB_MOUNT_SCAN_MAX_ENTRIES */
