@@ -148,7 +148,7 @@ $(TOYBOX_SHIMS): | $(TOYBOX_DISPATCH)
 # toybox's own tests (tests/*.test) of the shimmed applets, run against the
 # brokered toybox under a real core: pass/fail counts per applet.
 toybox-tests: all toybox
-	$(Q)sh clients/toybox/run-toybox-tests.sh $(BUILD)/fsbroker
+	$(Q)bash clients/toybox/run-toybox-tests.sh $(BUILD)/fsbroker
 
 # The brokered zsh (clients/zsh, docs/clients.md): Debian's zsh source,
 # fetched once into build/src, patched, configured and built by zsh's own
