@@ -14,8 +14,9 @@
 #                        C02cond, D02glob), a stock build and the brokered
 #                        one: the pass counts must be equal
 #   make demo            the main job under `fsbroker run`, then `fsbroker serve`
-#   make bench           ratios against a bare Unix-socket round trip, and the
-#                        runtime's costs against bare and bwrap-alone runs
+#   make bench           ratios against a bare Unix-socket round trip, the
+#                        runtime's costs against bare and bwrap-alone runs,
+#                        and the brokered clients against stock ones
 #   make bench-peers     the runtime's workloads under srt and codex too (npm;
 #                        never in CI)
 #   make deps            install missing Debian packages (root) or name them
@@ -187,11 +188,18 @@ $(ZSH_BIN): $(ZSH_SRC)/.fetched $(ZSH_WRAPPERS) $(TOYBOX_LIB) $(ZSH_INPUTS)
 	$(Q)env -u CFLAGS sh clients/zsh/build.sh $(ZSH_SRC) build/clients/zsh-build \
 	    $(ZSH_WRAPPERS) $(TOYBOX_LIB) $@
 
-# zsh's own tests (Test/*.ztst) against a stock zsh built from the same
-# source (build/clients/zsh-stock, built by the script on its first run)
-# and the brokered zsh under a real core: a failure when the two pass
-# counts differ (docs/clients.md).
-zsh-tests: all zsh
+# A stock zsh from the same source, configure options and modules as the
+# brokered one, without the patch: the baseline of zsh-tests and of the
+# clients' benchmark (built by the test script, which knows the options).
+ZSH_STOCK := build/clients/zsh-stock
+$(ZSH_STOCK): $(ZSH_SRC)/.fetched clients/zsh/run-zsh-tests.sh
+	@echo "  ZSH     $@ (stock)"
+	$(Q)bash clients/zsh/run-zsh-tests.sh --build-stock
+
+# zsh's own tests (Test/*.ztst) against the stock zsh and the brokered zsh
+# under a real core: a failure when the two pass counts differ
+# (docs/clients.md).
+zsh-tests: all zsh $(ZSH_STOCK)
 	$(Q)bash clients/zsh/run-zsh-tests.sh $(BUILD)/fsbroker
 
 # `fsbroker delete` is built on the client library.
@@ -251,7 +259,7 @@ deps:
 # Every suite prints TAP; tools/tap-sum.sh adds them up into the one line
 # `N passed, N failed, N skipped` and fails when anything failed.
 test: deps
-	$(Q)$(MAKE) --no-print-directory all toybox zsh
+	$(Q)$(MAKE) --no-print-directory all toybox zsh $(ZSH_STOCK)
 	$(Q)$(MAKE) --no-print-directory $(UNIT_BIN) $(INTEG_BIN)
 	$(Q)sh tools/tap-sum.sh \
 	    "C unit" "sh tools/run-cmocka.sh $(UNIT_BIN)" \
@@ -278,7 +286,7 @@ demo: deps
 	$(Q)$(MAKE) --no-print-directory all $(BUILD)/demo-client
 	$(Q)bash tools/demo.sh $(BUILD)
 
-bench: all $(BENCH_BIN)
+bench: all $(BENCH_BIN) toybox zsh $(ZSH_STOCK)
 	$(Q)sh tools/bench.sh $(BUILD)
 
 bench-peers: all $(BENCH_BIN)

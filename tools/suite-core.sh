@@ -19,7 +19,8 @@
 #
 # suite_core_start returns once the core has said `ready` (non-zero, with
 # the core's log on stderr, when it did not within 10 s). suite_core_stop
-# asks it to shut down and waits for it (killing it after 5 s).
+# asks it to shut down and waits for it (killing it after 5 s); it does
+# nothing when no core is running, so an EXIT trap may call it.
 
 suite_core_start() {
     local fsbroker=$1 dir=$2 pack=$3 workspace=$4 session=$5 log=$6 ready
@@ -36,17 +37,20 @@ suite_core_start() {
         [ "${ready#*\"ready\"}" = "$ready" ]; then
         echo "the core did not start:" >&2
         cat "$log" >&2
-        kill "$suite_core_pid" 2>/dev/null
-        wait "$suite_core_pid" 2>/dev/null
+        kill "$suite_core_pid" 2>/dev/null || true
+        wait "$suite_core_pid" 2>/dev/null || true
+        suite_core_pid=
         return 1
     fi
 }
 
 suite_core_stop() {
-    local pid=$suite_core_pid
-    echo '{"id":1,"command":"Shutdown"}' >&"$suite_core_in" 2>/dev/null
+    local pid=${suite_core_pid:-}
+    [ -n "$pid" ] || return 0
+    suite_core_pid=
+    # Each step may fail (the core already gone): fine under `set -e` too.
+    echo '{"id":1,"command":"Shutdown"}' >&"$suite_core_in" 2>/dev/null || true
     for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-    kill "$pid" 2>/dev/null
-    wait "$pid" 2>/dev/null
-    return 0
+    kill "$pid" 2>/dev/null || true
+    wait "$pid" 2>/dev/null || true
 }

@@ -5,6 +5,7 @@
 # both runs and both totals.
 #
 #   clients/zsh/run-zsh-tests.sh [--tap] FSBROKER [TEST...]
+#   clients/zsh/run-zsh-tests.sh --build-stock     (only the stock zsh)
 #
 # FSBROKER is the fsbroker binary (build/fsbroker); TEST names test files
 # without .ztst (default: A01grammar A04redirect B01cd C02cond D02glob).
@@ -44,13 +45,12 @@
 # passes (the same count and the same tests); 1 otherwise. --tap: one TAP
 # test point saying so, the tables as TAP comments.
 set -u
-tap=0
-if [ "${1:-}" = --tap ]; then tap=1; shift; fi
+tap=0 build_only=0
+case "${1:-}" in
+--tap) tap=1; shift ;;
+--build-stock) build_only=1; shift ;;
+esac
 top=$(cd "$(dirname "$0")/../.." && pwd)
-[ $# -ge 1 ] || { echo "usage: $0 [--tap] FSBROKER [TEST...]" >&2; exit 1; }
-fsbroker=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
-shift
-tests=${*:-A01grammar A04redirect B01cd C02cond D02glob}
 src=$top/build/src/zsh
 brokered=$top/build/clients/zsh
 stock=$top/build/clients/zsh-stock
@@ -62,11 +62,6 @@ fail() { # MESSAGE: the suite could not run
     echo "run-zsh-tests: $1" >&2
     exit 1
 }
-[ -x "$fsbroker" ] && [ -x "$brokered" ] && [ -f "$src/.fetched" ] ||
-    fail "build first (make all zsh)"
-for t in $tests; do
-    [ -f "$src/Test/$t.ztst" ] || fail "no test file $src/Test/$t.ztst"
-done
 
 # 1. The stock zsh: clients/zsh/build.sh's configure and modules, no patch.
 build_stock() {
@@ -86,7 +81,18 @@ build_stock() {
     cp "$work/Src/zsh" "$stock"
     echo "$stamp" >"$work/.stamp"
 }
+[ -f "$src/.fetched" ] || fail "no zsh source in $src (make zsh fetches it)"
 build_stock || fail "the stock zsh did not build (log: build/clients/zsh-stock-build/build.log)"
+[ $build_only -eq 1 ] && exit 0
+
+[ $# -ge 1 ] || { echo "usage: $0 [--tap] FSBROKER [TEST...]" >&2; exit 1; }
+fsbroker=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
+shift
+tests=${*:-A01grammar A04redirect B01cd C02cond D02glob}
+[ -x "$fsbroker" ] && [ -x "$brokered" ] || fail "build first (make all zsh)"
+for t in $tests; do
+    [ -f "$src/Test/$t.ztst" ] || fail "no test file $src/Test/$t.ztst"
+done
 
 dir=$(mktemp -d /tmp/fsbzt.XXXXXX)
 trap 'rm -rf "$dir"' EXIT
