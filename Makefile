@@ -6,10 +6,17 @@
 #   make toybox          build/clients/toybox from Debian's toybox source, its
 #                        dispatcher and shims in build/clients/bin
 #   make zsh             build/clients/zsh from Debian's zsh source
-#   make test            C unit tests, Lua specs, integration tests
+#   make test            C unit tests, Lua specs, integration tests, and the
+#                        clients' external suites (toybox-tests, zsh-tests)
+#   make toybox-tests    toybox's own tests of the shimmed applets, stock and
+#                        brokered: the pass counts must be equal
+#   make zsh-tests       zsh's own Test/ files (A01grammar, A04redirect, B01cd,
+#                        C02cond, D02glob), a stock build and the brokered
+#                        one: the pass counts must be equal
 #   make demo            the main job under `fsbroker run`, then `fsbroker serve`
-#   make bench           ratios against a bare Unix-socket round trip, and the
-#                        runtime's costs against bare and bwrap-alone runs
+#   make bench           ratios against a bare Unix-socket round trip, the
+#                        runtime's costs against bare and bwrap-alone runs,
+#                        and the brokered clients against stock ones
 #   make bench-peers     the runtime's workloads under srt and codex too (npm;
 #                        never in CI)
 #   make deps            install missing Debian packages (root) or name them
@@ -75,7 +82,7 @@ BENCH_SRC := $(wildcard bench/*.c)
 BENCH_BIN := $(BENCH_SRC:bench/%.c=$(BUILD)/bench/%)
 
 .PHONY: all deps test test-c test-lua test-integration test-c-sanitize demo bench \
-        bench-peers install lint clean clients toybox toybox-tests zsh
+        bench-peers install lint clean clients toybox toybox-tests zsh zsh-tests
 
 all: $(BUILD)/fsbroker $(BUILD)/fsbroker-init
 
@@ -145,10 +152,11 @@ $(TOYBOX_DISPATCH): clients/toybox/dispatch.c $(TOYBOX_LIB) $(CLIENT_HDR)
 $(TOYBOX_SHIMS): | $(TOYBOX_DISPATCH)
 	$(Q)ln -sfn fsbroker-toybox-dispatch $@
 
-# toybox's own tests (tests/*.test) of the shimmed applets, run against the
-# brokered toybox under a real core: pass/fail counts per applet.
+# toybox's own tests (tests/*.test) of the shimmed applets, run stock (no
+# broker) and brokered under a real core: pass/fail counts per applet, and
+# a failure when the two pass counts differ (docs/clients.md).
 toybox-tests: all toybox
-	$(Q)sh clients/toybox/run-toybox-tests.sh $(BUILD)/fsbroker
+	$(Q)bash clients/toybox/run-toybox-tests.sh $(BUILD)/fsbroker
 
 # The brokered zsh (clients/zsh, docs/clients.md): Debian's zsh source,
 # fetched once into build/src, patched, configured and built by zsh's own
@@ -179,6 +187,20 @@ $(ZSH_BIN): $(ZSH_SRC)/.fetched $(ZSH_WRAPPERS) $(TOYBOX_LIB) $(ZSH_INPUTS)
 	@echo "  ZSH     $@"
 	$(Q)env -u CFLAGS sh clients/zsh/build.sh $(ZSH_SRC) build/clients/zsh-build \
 	    $(ZSH_WRAPPERS) $(TOYBOX_LIB) $@
+
+# A stock zsh from the same source, configure options and modules as the
+# brokered one, without the patch: the baseline of zsh-tests and of the
+# clients' benchmark (built by the test script, which knows the options).
+ZSH_STOCK := build/clients/zsh-stock
+$(ZSH_STOCK): $(ZSH_SRC)/.fetched clients/zsh/run-zsh-tests.sh
+	@echo "  ZSH     $@ (stock)"
+	$(Q)bash clients/zsh/run-zsh-tests.sh --build-stock
+
+# zsh's own tests (Test/*.ztst) against the stock zsh and the brokered zsh
+# under a real core: a failure when the two pass counts differ
+# (docs/clients.md).
+zsh-tests: all zsh $(ZSH_STOCK)
+	$(Q)bash clients/zsh/run-zsh-tests.sh $(BUILD)/fsbroker
 
 # `fsbroker delete` is built on the client library.
 $(BUILD)/core/cli_delete.o: CFLAGS += -Iclients/lib
@@ -237,12 +259,14 @@ deps:
 # Every suite prints TAP; tools/tap-sum.sh adds them up into the one line
 # `N passed, N failed, N skipped` and fails when anything failed.
 test: deps
-	$(Q)$(MAKE) --no-print-directory all toybox zsh
+	$(Q)$(MAKE) --no-print-directory all toybox zsh $(ZSH_STOCK)
 	$(Q)$(MAKE) --no-print-directory $(UNIT_BIN) $(INTEG_BIN)
 	$(Q)sh tools/tap-sum.sh \
 	    "C unit" "sh tools/run-cmocka.sh $(UNIT_BIN)" \
 	    "Lua specs" "busted --lua=lua5.4 --output=TAP spec" \
-	    "integration" "FSBROKER=$(BUILD)/fsbroker sh tools/run-cmocka.sh $(INTEG_BIN)"
+	    "integration" "FSBROKER=$(BUILD)/fsbroker sh tools/run-cmocka.sh $(INTEG_BIN)" \
+	    "toybox's own tests" "bash clients/toybox/run-toybox-tests.sh --tap $(BUILD)/fsbroker" \
+	    "zsh's own tests" "bash clients/zsh/run-zsh-tests.sh --tap $(BUILD)/fsbroker"
 
 test-c: $(UNIT_BIN)
 	$(Q)sh tools/tap-sum.sh "C unit" "sh tools/run-cmocka.sh $(UNIT_BIN)"
@@ -262,7 +286,7 @@ demo: deps
 	$(Q)$(MAKE) --no-print-directory all $(BUILD)/demo-client
 	$(Q)bash tools/demo.sh $(BUILD)
 
-bench: all $(BENCH_BIN)
+bench: all $(BENCH_BIN) toybox zsh $(ZSH_STOCK)
 	$(Q)sh tools/bench.sh $(BUILD)
 
 bench-peers: all $(BENCH_BIN)

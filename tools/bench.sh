@@ -66,3 +66,6 @@ echo
 # The Linux runtime: `fsbroker run` against bare and bwrap-alone runs of the
 # same commands (BENCH_QUICK=1: a smoke version of it).
 bash "$top/tools/bench-runtime.sh" "$build"
+echo
+# The brokered clients (toybox, zsh) against stock ones (tools/bench-clients.sh).
+bash "$top/tools/bench-clients.sh" "$build"

@@ -1,31 +1,45 @@
 #!/bin/bash
 # run-toybox-tests.sh — toybox's own tests (tests/<applet>.test) of the
-# shimmed applets, run through the shims (build/clients/bin) twice: without
-# a broker (stock behaviour) and under a real `fsbroker serve` whose
-# workspace is the directory the tests write in. Prints PASS/FAIL counts per
-# applet for both runs, and the tests that pass stock but fail brokered.
+# shimmed applets, run through the shims (build/clients/bin) twice: stock
+# (no broker configured: the patched binary then behaves as stock toybox)
+# and brokered (under a real `fsbroker serve` whose workspace is the
+# directory the tests write in). Prints PASS/FAIL counts per applet for
+# both runs and both totals.
 #
-#   clients/toybox/run-toybox-tests.sh FSBROKER [APPLET...]
+#   clients/toybox/run-toybox-tests.sh [--tap] FSBROKER [APPLET...]
 #
 # FSBROKER is the fsbroker binary (build/fsbroker). The tests run in the
 # toybox build tree, build/clients/toybox-build (toybox's scripts/test.sh
 # with TEST_HOST=1, so that each command is the one PATH finds: the shim).
-# Logs: build/clients/toybox-tests/{stock,brokered}.log.
+# Logs: build/clients/toybox-tests/{stock,brokered,core}.log.
 #
-# Exit 0 when every test that passes stock also passes brokered, but for
-# the refusals of the default pack listed in toybox-tests.expected.
+# The suite tests toybox, not the policy: the brokered run's pack
+# (written below) is the default pack plus what the suite does on purpose,
+# so that no test fails because of a refusal.
+#
+# Exit 0 when the brokered run passes exactly the tests the stock run
+# passes (the same count and the same names); 1 otherwise. --tap: one TAP
+# test point saying so, the tables as TAP comments.
 set -u
+tap=0
+if [ "${1:-}" = --tap ]; then tap=1; shift; fi
 top=$(cd "$(dirname "$0")/../.." && pwd)
+[ $# -ge 1 ] || { echo "usage: $0 [--tap] FSBROKER [APPLET...]" >&2; exit 1; }
 fsbroker=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
 shift
 applets=${*:-cat chmod cp dd find grep head ln ls mkdir mv readlink realpath rm rmdir sed tail tee touch truncate unlink wc}
 tree=$top/build/clients/toybox-build
 bin=$top/build/clients/bin
 logs=$top/build/clients/toybox-tests
-[ -x "$fsbroker" ] && [ -f "$tree/generated/config.h" ] && [ -x "$bin/fsbroker-toybox-dispatch" ] || {
-    echo "run-toybox-tests: build first (make all toybox)" >&2
+. "$top/tools/suite-core.sh"
+
+fail() { # MESSAGE: the suite could not run
+    [ $tap -eq 1 ] && { echo "1..1"; echo "not ok 1 - toybox's own tests: $1"; }
+    echo "run-toybox-tests: $1" >&2
     exit 1
 }
+[ -x "$fsbroker" ] && [ -f "$tree/generated/config.h" ] && [ -x "$bin/fsbroker-toybox-dispatch" ] ||
+    fail "build first (make all toybox)"
 mkdir -p "$logs"
 
 # Only the applets that have a test file.
@@ -40,66 +54,67 @@ run_suite() { # LOG
 }
 
 # 1. Stock: no broker configured.
-(unset FSBROKER_SOCKET FSBROKER_SESSION_ID; run_suite "$logs/stock.log")
+(unset FSBROKER_SOCKET FSBROKER_SESSION_ID FSBROKER_TOOL_CALL_ID
+ run_suite "$logs/stock.log")
 
-# 2. Brokered: a core whose workspace holds the tests' directory, with the
-# default pack, except that a file over the backup size limit (dd's tests
-# write some) is changed without a backup instead of waiting for approval.
+# 2. Brokered: a core whose workspace holds the tests' directory
+# (generated/testdir). Its pack is the default one plus what the suite does
+# on purpose outside what the default allows:
+#   - `rmdir -p abspath` makes and removes /test/2/3 (outside the workspace:
+#     "default deny"): /test is changeable;
+#   - `ln -f file hlink` replaces a second name of a file (the default
+#     `hardlinks = "ask"` would wait for approval): hard links are allowed;
+#   - dd's tests write files over the backup size limit (the default
+#     `onTooLarge = "ask"`): they are changed without a backup.
 dir=$(mktemp -d /tmp/fsbtt.XXXXXX)
-mkdir -p "$dir/home" "$dir/tmp" "$dir/rules" "$tree/generated/testdir"
-cp "$top"/lua/rules/*.lua "$dir/rules/"
-cat >"$dir/rules/toybox-tests.lua" <<'EOF'
-return { name = "toybox-tests", include = { "default" }, backup = { onTooLarge = "allow" } }
-EOF
-coproc CORE { HOME=$dir/home TMPDIR=$dir/tmp exec "$fsbroker" serve \
-    --socket "$dir/sock/broker.sock" --session toybox-tests \
-    --rules "$dir/rules/toybox-tests.lua" \
-    --workspace "$tree/generated" --state-dir "$dir/state" 2>"$logs/core.log"; }
-core_pid=$CORE_PID
-if ! read -r -t 10 ready <&"${CORE[0]}" || [ "${ready#*\"ready\"}" = "$ready" ]; then
-    echo "run-toybox-tests: the core did not start:" >&2
-    cat "$logs/core.log" >&2
-    kill "$core_pid" 2>/dev/null
-    rm -rf "$dir"
-    exit 1
-fi
-FSBROKER_SOCKET=$dir/sock/broker.sock FSBROKER_SESSION_ID=toybox-tests \
+trap 'rm -rf "$dir"' EXIT
+mkdir -p "$dir/rules" "$tree/generated/testdir"
+cat >"$dir/rules/toybox-tests.lua" <<'PACK'
+return {
+  name = "toybox-tests",
+  include = { "default" },
+  fsProfile = { modify = { "/test/**" } },
+  hardlinks = "allow",
+  backup = { onTooLarge = "allow" },
+}
+PACK
+suite_core_start "$fsbroker" "$dir/core" "$dir/rules/toybox-tests.lua" "$tree/generated" \
+    toybox-tests "$logs/core.log" || fail "the core did not start (log: $logs/core.log)"
+FSBROKER_SOCKET=$SUITE_CORE_SOCKET FSBROKER_SESSION_ID=toybox-tests \
     FSBROKER_TOOL_CALL_ID=toybox-tests run_suite "$logs/brokered.log"
-echo '{"id":1,"command":"Shutdown"}' >&"${CORE[1]}"
-for _ in $(seq 50); do kill -0 "$core_pid" 2>/dev/null || break; sleep 0.1; done
-kill "$core_pid" 2>/dev/null
-wait "$core_pid" 2>/dev/null
-audit_lines=$(cat "$dir"/state/audit/*.jsonl 2>/dev/null | wc -l)
-rm -rf "$dir"
+suite_core_stop
+audit_lines=$(cat "$SUITE_CORE_AUDIT"/*.jsonl 2>/dev/null | wc -l)
 
 # 3. Counts. A result line is "PASS: name" / "FAIL: name" / "SKIP: ...".
+say() { if [ $tap -eq 1 ]; then echo "# $*"; else echo "$*"; fi; }
 count() { grep -cE "^$1: $2( |\$)" "$3"; }
-printf '%-10s %14s %14s\n' applet "stock pass/fail" "brokered p/f"
-regressions=0
+say "$(printf '%-10s %14s %14s' applet "stock pass/fail" "brokered p/f")"
 for a in $tests; do
-    sp=$(count PASS "$a" "$logs/stock.log")
-    sf=$(count FAIL "$a" "$logs/stock.log")
-    bp=$(count PASS "$a" "$logs/brokered.log")
-    bf=$(count FAIL "$a" "$logs/brokered.log")
-    printf '%-10s %9s/%-4s %9s/%-4s\n' "$a" "$sp" "$sf" "$bp" "$bf"
+    say "$(printf '%-10s %9s/%-4s %9s/%-4s' "$a" \
+        "$(count PASS "$a" "$logs/stock.log")" "$(count FAIL "$a" "$logs/stock.log")" \
+        "$(count PASS "$a" "$logs/brokered.log")" "$(count FAIL "$a" "$logs/brokered.log")")"
 done
 sp=$(grep -c '^PASS: ' "$logs/stock.log")
 sf=$(grep -c '^FAIL: ' "$logs/stock.log")
-tp=$(grep -c '^PASS: ' "$logs/brokered.log")
-tf=$(grep -c '^FAIL: ' "$logs/brokered.log")
-grep '^PASS: ' "$logs/stock.log" | sed 's/^PASS: //' | sort -u >"$logs/stock.pass"
-grep '^FAIL: ' "$logs/brokered.log" | sed 's/^FAIL: //' | sort -u >"$logs/brokered.fail"
-comm -12 "$logs/stock.pass" "$logs/brokered.fail" >"$logs/regressions"
-# Refusals of the default pack that the suite meets on purpose.
-grep -v '^#' "$top/clients/toybox/toybox-tests.expected" | sort -u >"$logs/expected"
-comm -23 "$logs/regressions" "$logs/expected" >"$logs/unexpected"
-regressions=$(wc -l <"$logs/regressions")
-unexpected=$(wc -l <"$logs/unexpected")
-echo "audit lines written by the brokered run: $audit_lines"
-if [ "$regressions" -gt 0 ]; then
-    echo "passing stock, failing brokered ($regressions; refused by the pack on purpose: those in toybox-tests.expected):"
-    sed 's/^/  /' "$logs/regressions"
+bp=$(grep -c '^PASS: ' "$logs/brokered.log")
+bf=$(grep -c '^FAIL: ' "$logs/brokered.log")
+grep '^PASS: ' "$logs/stock.log" | sed 's/^PASS: //' | sort >"$logs/stock.pass"
+grep '^PASS: ' "$logs/brokered.log" | sed 's/^PASS: //' | sort >"$logs/brokered.pass"
+# Tests that pass in one run only ("-" stock only, "+" brokered only).
+{ comm -23 "$logs/stock.pass" "$logs/brokered.pass" | sed 's/^/- /'
+  comm -13 "$logs/stock.pass" "$logs/brokered.pass" | sed 's/^/+ /'; } >"$logs/differences"
+say "audit lines written by the brokered run: $audit_lines"
+if [ -s "$logs/differences" ]; then
+    say "passing in one run only (-: stock only, +: brokered only):"
+    while IFS= read -r line; do say "  $line"; done <"$logs/differences"
 fi
-echo "toybox tests stock: $sp passed, $sf failed"
-echo "toybox tests brokered: $tp passed, $tf failed ($regressions only under the broker, $unexpected unexpected)"
-[ "$unexpected" -eq 0 ]
+say "toybox tests stock: $sp passed, $sf failed"
+say "toybox tests brokered: $bp passed, $bf failed"
+ok=0
+[ "$sp" -eq "$bp" ] && [ ! -s "$logs/differences" ] && [ "$sp" -gt 0 ] && ok=1
+if [ $tap -eq 1 ]; then
+    echo "1..1"
+    [ $ok -eq 1 ] && printf 'ok' || printf 'not ok'
+    echo " 1 - toybox's own tests of $(echo $tests | wc -w) applets: stock $sp passed, brokered $bp passed"
+fi
+[ $ok -eq 1 ]

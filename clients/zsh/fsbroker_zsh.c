@@ -41,6 +41,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -60,13 +61,17 @@ static void forget_reason(void)
 	pending_reason[0] = '\0';
 }
 
-/* After a failed brokered call (errno set): keep what the core said. */
+/* After a failed brokered call (errno set): keep what the core said. A
+ * reason that only repeats the errno's text (the core's "DENY ENOENT No
+ * such file or directory" for a missing file) adds nothing to zsh's own
+ * message, which already says it: `. /missing` reads as in stock zsh. */
 static void keep_reason(void)
 {
 	const char *r = fsbc_last_reason();
 	int err = errno;
 
-	if (fsbc_last_failure() != FSBC_OK && r[0] != '\0') {
+	if (fsbc_last_failure() != FSBC_OK && r[0] != '\0' &&
+	    strcasecmp(r, strerror(err)) != 0) {
 		pending_err = err;
 		snprintf(pending_reason, sizeof(pending_reason), " (%s)", r);
 	}
