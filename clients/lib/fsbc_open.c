@@ -53,6 +53,10 @@ static int refused(const char *line)
 	} else {
 		err = EACCES;
 	}
+	/* The reason, unless it only repeats strerror() (`DENY ENOENT No such
+	 * file or directory`): the caller prints that text already. */
+	if (*rest == '\0' || strcmp(rest, strerror(err)) == 0)
+		return fsbc__fail(FSBC_REFUSED, err, NULL);
 	return fsbc__fail(FSBC_REFUSED, err, "%s", rest);
 }
 
