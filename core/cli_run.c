@@ -961,7 +961,7 @@ int fsb_cli_run(int argc, char **argv)
 				o.summary_fd, strerror(-wrc));
 		summary_written = true;
 	} else {
-		fsb_run_summary_print(&sum, stderr);
+		fsb_run_summary_print(&sum, "fsbroker run", stderr);
 	}
 out:
 	/* A program reading --summary-fd gets an object for a failed run too. */

@@ -230,29 +230,6 @@ static void cycle_message(char **args, char *out, size_t len)
 		strcpy(out + len - 4, "...");
 }
 
-static void print_summary(const struct fsb_run_summary *sum, FILE *f)
-{
-	for (size_t i = 0; i < sum->ndenied; i++)
-		fprintf(f, "fsbroker shell: refused: %s of %s (%s)\n", sum->denied[i].op,
-			sum->denied[i].path, sum->denied[i].rule);
-	for (size_t i = 0; i < sum->nwaiting; i++)
-		fprintf(f, "fsbroker shell: waiting for approval: %s of %s (%s), block %s\n",
-			sum->waiting[i].op, sum->waiting[i].path, sum->waiting[i].rule,
-			sum->waiting[i].block_id);
-	if (sum->nchanged > 0)
-		fprintf(f, "fsbroker shell: cycle %u sealed: %zu path%s changed, %zu object%s "
-			"backed up; %zu refused by the pack, %zu waiting for approval\n",
-			sum->cycle, sum->nchanged, sum->nchanged == 1 ? "" : "s", sum->backed_up,
-			sum->backed_up == 1 ? "" : "s", sum->ndenied, sum->nwaiting);
-	else
-		fprintf(f, "fsbroker shell: no file changed; %zu refused by the pack, %zu "
-			"waiting for approval\n", sum->ndenied, sum->nwaiting);
-	if (sum->restore != NULL)
-		fprintf(f, "fsbroker shell: to undo: %s\n", sum->restore);
-	for (size_t i = 0; i < sum->nwaiting; i++)
-		fprintf(f, "fsbroker shell: to approve: %s\n", sum->waiting[i].approve);
-}
-
 int fsb_cli_shell(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -406,7 +383,7 @@ int fsb_cli_shell(int argc, char **argv)
 	sum.exit_status = rc;
 	sum.signal = s->term_signal;
 	fsb_run_summary_collect(&sum, cycle > 0 ? (unsigned)cycle : 0, audit_from);
-	print_summary(&sum, stderr);
+	fsb_run_summary_print(&sum, "fsbroker shell", stderr);
 out:
 	fsb_run_summary_free(&sum);
 	free(zargv);

@@ -54,8 +54,8 @@ struct fsb_run_summary {
  */
 void fsb_run_summary_collect(struct fsb_run_summary *s, unsigned cycle, off_t audit_from);
 
-/** The summary for people, `fsbroker run: ` lines on `f`. */
-void fsb_run_summary_print(const struct fsb_run_summary *s, FILE *f);
+/** The summary for people: lines on `f`, each led by `who` ("fsbroker run"). */
+void fsb_run_summary_print(const struct fsb_run_summary *s, const char *who, FILE *f);
 
 /** The summary as one JSON object (docs/runtime.md has the schema). */
 cJSON *fsb_run_summary_json(const struct fsb_run_summary *s);

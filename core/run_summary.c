@@ -256,30 +256,30 @@ void fsb_run_summary_collect(struct fsb_run_summary *s, unsigned cycle, off_t au
 	s->restore = strdup(cmd);
 }
 
-void fsb_run_summary_print(const struct fsb_run_summary *s, FILE *f)
+void fsb_run_summary_print(const struct fsb_run_summary *s, const char *who, FILE *f)
 {
 	for (size_t i = 0; i < s->ndenied; i++)
-		fprintf(f, "fsbroker run: refused: %s of %s (%s)\n", s->denied[i].op,
-			s->denied[i].path, s->denied[i].rule);
+		fprintf(f, "%s: refused: %s of %s (%s)\n", who, s->denied[i].op, s->denied[i].path,
+			s->denied[i].rule);
 	for (size_t i = 0; i < s->nwaiting; i++)
-		fprintf(f, "fsbroker run: waiting for approval: %s of %s (%s), block %s\n",
+		fprintf(f, "%s: waiting for approval: %s of %s (%s), block %s\n", who,
 			s->waiting[i].op, s->waiting[i].path, s->waiting[i].rule,
 			s->waiting[i].block_id);
 	if (s->nchanged > 0)
-		fprintf(f, "fsbroker run: cycle %u%s: %zu path%s changed, %zu object%s backed up; "
-			"%zu refused by the pack, %zu waiting for approval\n", s->cycle,
-			s->attached ? " (open: the host commits it)" : "", s->nchanged,
+		fprintf(f, "%s: cycle %u %s: %zu path%s changed, %zu object%s backed up; "
+			"%zu refused by the pack, %zu waiting for approval\n", who, s->cycle,
+			s->attached ? "(open: the host commits it)" : "sealed", s->nchanged,
 			s->nchanged == 1 ? "" : "s", s->backed_up, s->backed_up == 1 ? "" : "s",
 			s->ndenied, s->nwaiting);
 	else
-		fprintf(f, "fsbroker run: no file changed; %zu refused by the pack, %zu waiting "
-			"for approval\n", s->ndenied, s->nwaiting);
+		fprintf(f, "%s: no file changed; %zu refused by the pack, %zu waiting for "
+			"approval\n", who, s->ndenied, s->nwaiting);
 	if (s->restore != NULL)
-		fprintf(f, "fsbroker run: to undo: %s\n", s->restore);
+		fprintf(f, "%s: to undo: %s\n", who, s->restore);
 	for (size_t i = 0; i < s->nwaiting; i++)
-		fprintf(f, "fsbroker run: to approve: %s\n", s->waiting[i].approve);
+		fprintf(f, "%s: to approve: %s\n", who, s->waiting[i].approve);
 	if (s->nwaiting > 0 && s->rerun != NULL)
-		fprintf(f, "fsbroker run: then rerun: %s\n", s->rerun);
+		fprintf(f, "%s: then rerun: %s\n", who, s->rerun);
 }
 
 static cJSON *refusals_json(const struct fsb_run_refusal *v, size_t n)
