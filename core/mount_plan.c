@@ -297,6 +297,11 @@ static int walk_children(struct builder *b, const char *dir, unsigned depth)
 
 		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
 			continue;
+		/* An entry left unlooked at: the scan says it stopped. */
+		if (b->out->scanned >= b->budget) {
+			b->out->scan_truncated = true;
+			break;
+		}
 		n = snprintf(child, sizeof(child), "%s%s%s", dir,
 			     strcmp(dir, "/") == 0 ? "" : "/", de->d_name);
 		if (n < 0 || (size_t)n >= sizeof(child)) {
@@ -304,8 +309,6 @@ static int walk_children(struct builder *b, const char *dir, unsigned depth)
 			continue;
 		}
 		err = mask_walk(b, child, depth + 1);
-		if (b->out->scanned >= b->budget)
-			break;
 	}
 	closedir(d);
 	return err;

@@ -282,6 +282,37 @@ static void test_scan_stops_at_its_bound_and_says_so(void **state)
 	fsb_policy_free(p);
 }
 
+/* The bound reached in the middle of the last directory scanned (the
+ * workspace here is the only place looked at): the entries left unlooked
+ * at must be reported too. */
+static void test_scan_stopped_in_its_last_directory_says_so(void **state)
+{
+	struct fixture *f = *state;
+	/* One glob, found only by the workspace's scan: the last place looked. */
+	struct fsb_policy *p = load_text(f, "envonly",
+		"return { name = \"envonly\", denyRead = { \"**/.env\" },\n"
+		"  fsProfile = { read = { \"/**\" }, modify = { \"${workspace}/**\" } } }\n");
+	struct fsb_mount_inputs in = inputs(f);
+	struct fsb_mount_plan pl;
+	size_t all;
+
+	assert_int_equal(fsb_mount_plan_build(p, &in, &pl), 0);
+	assert_false(pl.scan_truncated);
+	all = pl.scanned;
+	fsb_mount_plan_free(&pl);
+	/* Wherever in the walk the bound falls (readdir's order decides
+	 * which entry is last): every bound below the whole says so. */
+	for (size_t bound = 1; bound < all; bound++) {
+		in.scan_max_entries = bound;
+		assert_int_equal(fsb_mount_plan_build(p, &in, &pl), 0);
+		assert_int_equal(pl.scanned, bound);
+		if (!pl.scan_truncated)
+			fail_msg("a scan bound of %zu (of %zu entries) is not reported", bound, all);
+		fsb_mount_plan_free(&pl);
+	}
+	fsb_policy_free(p);
+}
+
 static void test_broker_reads_mask_only_literal_paths(void **state)
 {
 	struct fixture *f = *state;
@@ -440,6 +471,7 @@ int main(void)
 		T(test_default_pack_plan_in_order),
 		T(test_mask_scan_finds_env_files),
 		T(test_scan_stops_at_its_bound_and_says_so),
+		T(test_scan_stopped_in_its_last_directory_says_so),
 		T(test_broker_reads_mask_only_literal_paths),
 		T(test_exception_masks_entry_by_entry),
 		T(test_modify_inside_denyread_dir_is_refused),
