@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <unistd.h>
 
 #include "fsbc_internal.h"
@@ -157,4 +158,34 @@ int fsbc_open(const char *path, int flags, mode_t mode)
 			reply);
 	free(reply);
 	return rc;
+}
+
+int fsbc_mkstemp(char *template, int (*open_fn)(const char *path, int flags, mode_t mode))
+{
+	static const char letters[] =
+		"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
+	size_t n = strlen(template);
+
+	if (open_fn == NULL)
+		open_fn = fsbc_open;
+	if (n < 6 || strcmp(template + n - 6, "XXXXXX") != 0) {
+		errno = EINVAL;
+		return -1;
+	}
+	for (int tries = 0; tries < 100; tries++) {
+		unsigned char rnd[6];
+		int fd;
+
+		if (getrandom(rnd, sizeof(rnd), 0) != (ssize_t)sizeof(rnd))
+			break;
+		for (int i = 0; i < 6; i++)
+			template[n - 6 + i] = letters[rnd[i] % (sizeof(letters) - 1)];
+		fd = open_fn(template, O_RDWR | O_CREAT | O_EXCL, 0600);
+		if (fd >= 0)
+			return fd;
+		if (errno != EEXIST)
+			break;
+	}
+	memcpy(template + n - 6, "XXXXXX", 6);
+	return -1;
 }

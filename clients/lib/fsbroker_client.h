@@ -109,6 +109,15 @@ void fsbc_disconnect(void);
  */
 int fsbc_open(const char *path, int flags, mode_t mode);
 
+/*
+ * mkstemp(3) through the core: `template` ends in "XXXXXX", replaced by
+ * random letters until `open_fn` (fsbc_open when NULL; a client's own
+ * wrapper of it otherwise) creates the name with O_RDWR|O_CREAT|O_EXCL,
+ * mode 0600. The descriptor, or -1 with errno (EINVAL for a bad template;
+ * the template is put back).
+ */
+int fsbc_mkstemp(char *template, int (*open_fn)(const char *path, int flags, mode_t mode));
+
 /* Host operations (docs/protocol.md, "JSON HostFileOperation"). */
 enum fsbc_hostop_kind {
 	FSBC_OP_DELETE,

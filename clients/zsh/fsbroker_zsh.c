@@ -42,7 +42,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -285,35 +284,14 @@ static bool temp_take(const char *path)
 
 int fsbzsh_mkstemp(char *template)
 {
-	static const char letters[] =
-		"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
-	size_t n;
+	int fd;
 
 	if (!fsbc_configured())
 		return mkstemp(template);
-	n = strlen(template);
-	if (n < 6 || strcmp(template + n - 6, "XXXXXX") != 0) {
-		errno = EINVAL;
-		return -1;
-	}
-	for (int tries = 0; tries < 100; tries++) {
-		unsigned char rnd[6];
-		int fd;
-
-		if (getrandom(rnd, sizeof(rnd), 0) != (ssize_t)sizeof(rnd))
-			return -1;
-		for (int i = 0; i < 6; i++)
-			template[n - 6 + i] = letters[rnd[i] % (sizeof(letters) - 1)];
-		fd = ask_open(template, O_RDWR | O_CREAT | O_EXCL, 0600);
-		if (fd >= 0) {
-			temp_remember(template);
-			return fd;
-		}
-		if (errno != EEXIST)
-			break;
-	}
-	memcpy(template + n - 6, "XXXXXX", 6);
-	return -1;
+	fd = fsbc_mkstemp(template, ask_open);
+	if (fd >= 0)
+		temp_remember(template);
+	return fd;
 }
 
 int fsbzsh_unlink(const char *path)
