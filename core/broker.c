@@ -290,13 +290,18 @@ static bool may_wait(const struct fsb_broker *b, const struct fsb_access *d)
 	       b->loop != NULL && !pthread_equal(pthread_self(), b->loop_thread);
 }
 
-/* Inline approvals: ask the host about the block `d` recorded and wait. An
- * approval is judged again by the pack (decide once more), so a deny or a
- * reload meanwhile still wins; a timeout or a deny leaves `d` as it was. */
+/* Inline approvals: ask the host about the block `d` recorded and wait.
+ * An open gives back its share of the work gate meanwhile, so that a call
+ * that must run alone, and every call after that one, does not wait behind
+ * it (work.h); exclusive work keeps the gate. An approval is judged again
+ * by the pack, on the path resolved again (the tree may have changed
+ * meanwhile), so a deny, a reload or a swapped name still wins; a timeout
+ * or a deny leaves `d` as it was. Called with the broker lock held once. */
 static void wait_for_host(struct fsb_broker *b, struct fsb_access *d)
 {
 	const struct fsb_prompt *p = fsb_prompts_find(b->prompts, d->block_id);
 	char block[sizeof(d->block_id)];
+	struct fsb_work_queue *paused;
 	int rc;
 
 	if (p == NULL)
@@ -304,8 +309,21 @@ static void wait_for_host(struct fsb_broker *b, struct fsb_access *d)
 	snprintf(block, sizeof(block), "%s", d->block_id);
 	if (p->waiters == 0)
 		b->on_prompt(b, p, b->on_prompt_arg);
+	paused = fsb_work_pause();
 	rc = fsb_prompts_wait(b->prompts, &b->lock, block, b->approval_timeout_s);
+	if (paused != NULL) {
+		/* The gate is taken before the broker lock, never after. */
+		fsb_broker_unlock(b);
+		fsb_work_resume(paused);
+		fsb_broker_lock(b);
+	}
 	if (rc == 1) {
+		if (d->resolved_early) {
+			d->res.exists = false;
+			d->res.path[0] = '\0';
+			d->resolve_err = fsb_resolve(d->has_view ? d->view_fd : b->rootfd,
+						     d->requested, d->strategy, &d->res);
+		}
 		decide(b, d);
 		return;
 	}

@@ -9,7 +9,11 @@
 
 static void dispatch(struct fsb_work_queue *q);
 
-void fsb_work_enter(struct fsb_work_queue *q, enum fsb_work_kind kind)
+/* The gate this thread holds, if any: what fsb_work_pause() gives back. */
+static __thread struct fsb_work_queue *held_queue;
+static __thread enum fsb_work_kind held_kind;
+
+static void take_gate(struct fsb_work_queue *q, enum fsb_work_kind kind)
 {
 	if (kind == FSB_WORK_EXCLUSIVE)
 		pthread_rwlock_wrlock(&q->gate);
@@ -17,9 +21,33 @@ void fsb_work_enter(struct fsb_work_queue *q, enum fsb_work_kind kind)
 		pthread_rwlock_rdlock(&q->gate);
 }
 
+void fsb_work_enter(struct fsb_work_queue *q, enum fsb_work_kind kind)
+{
+	take_gate(q, kind);
+	held_queue = q;
+	held_kind = kind;
+}
+
 void fsb_work_leave(struct fsb_work_queue *q)
 {
+	held_queue = NULL;
 	pthread_rwlock_unlock(&q->gate);
+}
+
+struct fsb_work_queue *fsb_work_pause(void)
+{
+	struct fsb_work_queue *q = held_queue;
+
+	if (q == NULL || held_kind != FSB_WORK_SHARED)
+		return NULL;
+	pthread_rwlock_unlock(&q->gate);
+	return q;
+}
+
+void fsb_work_resume(struct fsb_work_queue *q)
+{
+	if (q != NULL)
+		take_gate(q, FSB_WORK_SHARED);
 }
 
 static void work_run(uv_work_t *req)

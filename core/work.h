@@ -67,4 +67,22 @@ void fsb_work_enter(struct fsb_work_queue *q, enum fsb_work_kind kind);
 
 void fsb_work_leave(struct fsb_work_queue *q);
 
+/**
+ * Give back the gate this thread holds as shared work, for a wait that
+ * must not hold up the others: an approval the host is asked for. Returns
+ * the queue to hand to fsb_work_resume(), or NULL when the thread holds no
+ * gate or holds it alone: exclusive work has judged entries that nothing
+ * may change before it acts, so it keeps the gate while it waits. Whatever
+ * was judged before the pause may have changed by the resume: judge it
+ * again. Like fsb_work_enter(), fsb_work_resume() is never called with the
+ * broker lock held.
+ *
+ * Only the gate is given back: the queue on the loop still counts a paused
+ * job as running, so work submitted through the queue that must run alone
+ * still waits for it.
+ */
+struct fsb_work_queue *fsb_work_pause(void);
+
+void fsb_work_resume(struct fsb_work_queue *q);
+
 #endif

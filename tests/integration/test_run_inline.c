@@ -255,6 +255,67 @@ static void a_delete_waits_for_the_host_too(void **state)
 	}
 }
 
+/*
+ * While a write waits for the host, the run's other calls go on: here a
+ * rename, which runs alone, completes before the host answers. Before the
+ * waiting open gave back its share of the work gate, the rename (and every
+ * call after it) waited for the answer or the timeout.
+ */
+static void a_waiting_write_does_not_hold_up_a_rename(void **state)
+{
+	struct fixture *f = *state;
+	char why[512], notes[PATH_MAX + 16], go[PATH_MAX + 16], moved[PATH_MAX + 16];
+	char script[3 * PATH_MAX + 256], line[256];
+	struct runproc p;
+	cJSON *ev, *reply;
+	bool renamed = false;
+	int st, i;
+
+	if (unsupported(why, sizeof(why)) != NULL)
+		fsbt_skip("%s", why);
+	snprintf(notes, sizeof(notes), "%s/notes.txt", f->home);
+	snprintf(go, sizeof(go), "%s/go", f->ws);
+	snprintf(moved, sizeof(moved), "%s/moved-while-waiting.txt", f->ws);
+	fsbt_write_file(notes, "before\n");
+	snprintf(script, sizeof(script), "%s/to-move.txt", f->ws);
+	fsbt_write_file(script, "a\n");
+	snprintf(script, sizeof(script),
+		 "echo answered > ~/notes.txt & "
+		 "while [ ! -e %s ]; do sleep 0.05; done; mv %s/to-move.txt %s; wait", go, f->ws, moved);
+	run_start((char *[]){ (char *)fsbt_binary(), "run", "--workspace", f->ws, "--state-dir",
+			      f->state, "--session", "s", "--tool-call", "tc-inline",
+			      "--approvals", "inline", "--control-fd", "6", "--summary-fd", "5",
+			      "--", "sh", "-c", script, NULL }, true, &p);
+	ev = expect_prompt(f, &p);
+	fsbt_write_file(go, "");
+	/* The write is waiting; the rename should not. 20 s only detects a hang. */
+	for (i = 0; i < 400 && !renamed; i++) {
+		renamed = access(moved, F_OK) == 0;
+		if (!renamed)
+			usleep(50 * 1000);
+	}
+	snprintf(line, sizeof(line), "{\"id\":9,\"command\":\"Approve\",\"blockId\":\"%s\","
+		 "\"scope\":\"once\"}\n", fsbt_str(ev, "blockId"));
+	send_line(p.ctl, line);
+	reply = read_event(p.ctl);
+	assert_non_null(reply);
+	assert_true(fsbt_ok(reply));
+	cJSON_Delete(reply);
+	cJSON_Delete(ev);
+	st = run_finish(&p);
+	if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
+		fail_msg("wait status 0x%x; stderr:\n%s", (unsigned)st, p.ebuf ? p.ebuf : "");
+	run_free(&p);
+	assert_true(renamed);
+	{
+		char *text = notes_text(f);
+
+		/* The approved write went through after the rename. */
+		assert_string_equal(text, "answered\n");
+		free(text);
+	}
+}
+
 static void inline_needs_a_control_fd(void **state)
 {
 	struct fixture *f = *state;
@@ -277,6 +338,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(no_answer_within_the_timeout_refuses, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(a_delete_waits_for_the_host_too, setup, teardown),
+		cmocka_unit_test_setup_teardown(a_waiting_write_does_not_hold_up_a_rename, setup,
+						teardown),
 		cmocka_unit_test_setup_teardown(inline_needs_a_control_fd, setup, teardown),
 	};
 
