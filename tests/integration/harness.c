@@ -23,6 +23,8 @@
 
 #include "audit.h"
 #include "harness.h"
+#include "landlock.h"
+#include "seccomp_filter.h"
 
 extern char **environ;
 
@@ -1312,4 +1314,54 @@ void fsbt_copy_program(const char *src, const char *dir, const char *name, char 
 	snprintf(cmd, sizeof(cmd), "cp '%s' '%s' && chmod 0755 '%s'", src, out, out);
 	if (system(cmd) != 0)
 		fail_msg("cannot copy %s to %s", src, out);
+}
+
+void fsbt_put(const char *dir, const char *name, const char *text)
+{
+	char path[PATH_MAX * 2];
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	fsbt_write_file(path, text);
+}
+
+const char *fsbt_sandbox_unsupported(char *why, size_t len)
+{
+	char *argv[] = { "/usr/bin/bwrap", "--unshare-user", "--ro-bind", "/", "/", "/bin/true",
+			 NULL };
+	char *out = NULL;
+
+	if (access(argv[0], X_OK) < 0) {
+		snprintf(why, len, "%s is not installed", argv[0]);
+		return why;
+	}
+	if (fsbt_run(argv, &out) != 0) {
+		snprintf(why, len, "`bwrap --unshare-user true` fails: %s", out ? out : "");
+		why[strcspn(why, "\n")] = '\0';
+		free(out);
+		return why;
+	}
+	free(out);
+	if (fsb_landlock_probe(why, len) < 1 || fsb_seccomp_probe(why, len) < 0)
+		return why;
+	return NULL;
+}
+
+void fsbt_diag(const char *fmt, ...)
+{
+	char *text = NULL;
+	va_list ap;
+	int n;
+
+	va_start(ap, fmt);
+	n = vasprintf(&text, fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		return;
+	for (char *line = text, *next; line != NULL && *line != '\0'; line = next) {
+		next = strchr(line, '\n');
+		if (next != NULL)
+			*next++ = '\0';
+		fprintf(stderr, "# %s\n", line);
+	}
+	free(text);
 }

@@ -182,6 +182,9 @@ bool fsbt_starts(const char *s, const char *prefix);
 /** Write `data` to `path` (created 0644, truncated). Fails the test on error. */
 void fsbt_write_file(const char *path, const char *data);
 
+/** Write `text` to `dir`/`name`, as fsbt_write_file(). */
+void fsbt_put(const char *dir, const char *name, const char *text);
+
 /** The content of `path` (malloc'd, NUL-terminated), or NULL. */
 char *fsbt_read_file(const char *path, size_t *len);
 
@@ -260,6 +263,26 @@ void fsbt_skip_reason(const char *fmt, ...) __attribute__((format(printf, 1, 2))
 	do {                                   \
 		fsbt_skip_reason(__VA_ARGS__); \
 		skip();                        \
+	} while (0)
+
+/**
+ * Why `fsbroker run` cannot build its sandbox on this machine (bubblewrap
+ * missing or refused, no Landlock, no seccomp notification), into `why`;
+ * NULL when it can.
+ */
+const char *fsbt_sandbox_unsupported(char *why, size_t len);
+
+/**
+ * Print a long diagnostic (a program's output) as TAP comments on stderr:
+ * cmocka cuts a failure message at 1024 bytes, and a cut message leaves its
+ * last line unterminated, which hides the TAP line after it.
+ * fsbt_fail_long() prints it and fails the test.
+ */
+void fsbt_diag(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+#define fsbt_fail_long(...)            \
+	do {                           \
+		fsbt_diag(__VA_ARGS__); \
+		fail();                 \
 	} while (0)
 
 /**

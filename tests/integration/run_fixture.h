@@ -25,9 +25,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "landlock.h"
-#include "seccomp_filter.h"
-
 /* The descriptors the runner gives fsbroker run for --summary-fd and
  * --control-fd. */
 #define RUN_SUMMARY_FD 5
@@ -39,37 +36,6 @@ struct fixture {
 	char rules[PATH_MAX + 8];
 	char key[PATH_MAX + 32];
 };
-
-static inline void put(const char *dir, const char *name, const char *text)
-{
-	char path[PATH_MAX * 2];
-
-	snprintf(path, sizeof(path), "%s/%s", dir, name);
-	fsbt_write_file(path, text);
-}
-
-/* Why a sandbox cannot start here, or NULL when it can. */
-static inline const char *unsupported(char *why, size_t len)
-{
-	char *argv[] = { "/usr/bin/bwrap", "--unshare-user", "--ro-bind", "/", "/", "/bin/true",
-			 NULL };
-	char *out = NULL;
-
-	if (access(argv[0], X_OK) < 0) {
-		snprintf(why, len, "%s is not installed", argv[0]);
-		return why;
-	}
-	if (fsbt_run(argv, &out) != 0) {
-		snprintf(why, len, "`bwrap --unshare-user true` fails: %s", out ? out : "");
-		why[strcspn(why, "\n")] = '\0';
-		free(out);
-		return why;
-	}
-	free(out);
-	if (fsb_landlock_probe(why, len) < 1 || fsb_seccomp_probe(why, len) < 0)
-		return why;
-	return NULL;
-}
 
 static inline int setup(void **state)
 {
@@ -94,9 +60,9 @@ static inline int setup(void **state)
 	assert_int_equal(mkdir(f->key, 0700), 0);
 	snprintf(f->key, sizeof(f->key), "%s/.ssh/id_ed25519", f->home);
 	fsbt_write_file(f->key, "PRIVATE KEY\n");
-	put(f->ws, "a.txt", "old a\n");
-	put(f->ws, "b.txt", "bee\n");
-	put(f->ws, "c.txt", "cee\n");
+	fsbt_put(f->ws, "a.txt", "old a\n");
+	fsbt_put(f->ws, "b.txt", "bee\n");
+	fsbt_put(f->ws, "c.txt", "cee\n");
 	/* fsbroker run and what it starts see this home and tmp. */
 	setenv("HOME", f->home, 1);
 	setenv("TMPDIR", f->tmp, 1);

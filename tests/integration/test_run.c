@@ -13,7 +13,7 @@ static void changes_land_and_one_restore_takes_them_back(void **state)
 	char why[512], diff[2048], path[PATH_MAX * 2], *out = NULL, *text;
 	int st;
 
-	if (unsupported(why, sizeof(why)) != NULL)
+	if (fsbt_sandbox_unsupported(why, sizeof(why)) != NULL)
 		fsbt_skip("%s", why);
 	assert_int_equal(fsbt_tree_snap(f->ws, &before), 0);
 	st = run_sh(f, NULL, "echo new > a.txt; rm b.txt; mkdir d; mv c.txt d/", &out);
@@ -53,7 +53,7 @@ static void a_write_the_pack_denies_fails_and_the_file_stays(void **state)
 	char why[512], *out = NULL, *text;
 	int st;
 
-	if (unsupported(why, sizeof(why)) != NULL)
+	if (fsbt_sandbox_unsupported(why, sizeof(why)) != NULL)
 		fsbt_skip("%s", why);
 	st = run_sh(f, NULL, "echo x > ~/.ssh/id_ed25519", &out);
 	assert_true(WIFEXITED(st));
@@ -76,7 +76,7 @@ static void the_exit_status_is_the_commands(void **state)
 	char why[512], *out = NULL;
 	int st;
 
-	if (unsupported(why, sizeof(why)) != NULL)
+	if (fsbt_sandbox_unsupported(why, sizeof(why)) != NULL)
 		fsbt_skip("%s", why);
 	st = run_sh(f, NULL, "exit 7", &out);
 	if (!WIFEXITED(st) || WEXITSTATUS(st) != 7)
@@ -134,7 +134,7 @@ static void sed_in_place_keeps_the_mode_quietly(void **state)
 	struct stat st;
 	int rc;
 
-	if (unsupported(why, sizeof(why)) != NULL)
+	if (fsbt_sandbox_unsupported(why, sizeof(why)) != NULL)
 		fsbt_skip("%s", why);
 	snprintf(path, sizeof(path), "%s/a.txt", f->ws);
 	assert_int_equal(chmod(path, 0640), 0);

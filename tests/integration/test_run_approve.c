@@ -56,7 +56,7 @@ static void approve_then_rerun_lets_the_write_through_once(void **state)
 	cJSON *s;
 	int ex, st;
 
-	if (unsupported(why, sizeof(why)) != NULL)
+	if (fsbt_sandbox_unsupported(why, sizeof(why)) != NULL)
 		fsbt_skip("%s", why);
 	snprintf(notes, sizeof(notes), "%s/notes.txt", f->home);
 	fsbt_write_file(notes, "before\n");
@@ -121,7 +121,7 @@ static void a_session_approval_keeps_allowing(void **state)
 	cJSON *s;
 	int ex, st;
 
-	if (unsupported(why, sizeof(why)) != NULL)
+	if (fsbt_sandbox_unsupported(why, sizeof(why)) != NULL)
 		fsbt_skip("%s", why);
 	snprintf(notes, sizeof(notes), "%s/notes.txt", f->home);
 	fsbt_write_file(notes, "before\n");

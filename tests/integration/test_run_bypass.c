@@ -29,9 +29,6 @@
 #include <termios.h>
 #include <unistd.h>
 
-#include "landlock.h"
-#include "seccomp_filter.h"
-
 /* A run's safety net only: no test asserts how long anything takes. */
 #define RUN_TIMEOUT_MS (900 * 1000)
 
@@ -47,72 +44,8 @@ struct fixture {
 	char run_user[PATH_MAX];	/* a directory in the host's /run/user, made by the test */
 };
 
-/*
- * cmocka cuts a failure message at 1024 bytes, and a cut message leaves
- * its last line unterminated, which hides the TAP line after it: long
- * diagnostics (a program's output) go to stderr here, each line as a TAP
- * comment, and the test then fails on its own.
- */
-static void diag(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-
-static void diag(const char *fmt, ...)
-{
-	char *text = NULL;
-	va_list ap;
-	int n;
-
-	va_start(ap, fmt);
-	n = vasprintf(&text, fmt, ap);
-	va_end(ap);
-	if (n < 0)
-		return;
-	for (char *line = text, *next; line != NULL && *line != '\0'; line = next) {
-		next = strchr(line, '\n');
-		if (next != NULL)
-			*next++ = '\0';
-		fprintf(stderr, "# %s\n", line);
-	}
-	free(text);
-}
-
-#define fail_long(...)            \
-	do {                      \
-		diag(__VA_ARGS__); \
-		fail();            \
-	} while (0)
-
 /* ------------------------------------------------------------------------ */
 /* The fixture. */
-
-static void put(const char *dir, const char *name, const char *text)
-{
-	char path[PATH_MAX * 2];
-
-	snprintf(path, sizeof(path), "%s/%s", dir, name);
-	fsbt_write_file(path, text);
-}
-
-static const char *unsupported(char *why, size_t len)
-{
-	char *argv[] = { "/usr/bin/bwrap", "--unshare-user", "--ro-bind", "/", "/", "/bin/true",
-			 NULL };
-	char *out = NULL;
-
-	if (access(argv[0], X_OK) < 0) {
-		snprintf(why, len, "%s is not installed", argv[0]);
-		return why;
-	}
-	if (fsbt_run(argv, &out) != 0) {
-		snprintf(why, len, "`bwrap --unshare-user true` fails: %s", out ? out : "");
-		why[strcspn(why, "\n")] = '\0';
-		free(out);
-		return why;
-	}
-	free(out);
-	if (fsb_landlock_probe(why, len) < 1 || fsb_seccomp_probe(why, len) < 0)
-		return why;
-	return NULL;
-}
 
 /* The attack helpers (tests/integration/progs/). */
 static const char *const helpers[] = { "fsbt_attack", "fsbt_race", "fsbt_excl_storm",
@@ -146,13 +79,13 @@ static int setup(void **state)
 	assert_int_equal(mkdir(f->key, 0700), 0);
 	snprintf(f->key, sizeof(f->key), "%s/.ssh/id_ed25519", f->home);
 	fsbt_write_file(f->key, "PRIVATE KEY\n");
-	put(f->ws, "locked.txt", LOCKED);
+	fsbt_put(f->ws, "locked.txt", LOCKED);
 	snprintf(exe, sizeof(exe), "%s/locked.d", f->ws);
 	assert_int_equal(mkdir(exe, 0755), 0);
-	put(f->ws, "locked.d/inside", LOCKED);
-	put(f->ws, "secret.txt", SECRET "\n");
-	put(f->ws, "other.txt", "other\n");
-	put(f->ws, "victim.txt", "victim\n");
+	fsbt_put(f->ws, "locked.d/inside", LOCKED);
+	fsbt_put(f->ws, "secret.txt", SECRET "\n");
+	fsbt_put(f->ws, "other.txt", "other\n");
+	fsbt_put(f->ws, "victim.txt", "victim\n");
 	/* The helpers are built next to this binary, in progs/; they run from
 	 * a copy in the fixture, which the sandbox sees wherever the build is. */
 	n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
@@ -207,11 +140,11 @@ static void need_sandbox(struct fixture *f)
 {
 	char why[512], path[PATH_MAX + 32];
 
-	if (unsupported(why, sizeof(why)) != NULL)
+	if (fsbt_sandbox_unsupported(why, sizeof(why)) != NULL)
 		fsbt_skip("%s", why);
 	snprintf(path, sizeof(path), "%s/fsbt_attack", f->progs);
 	if (access(path, X_OK) < 0)
-		fail_long("the attack helpers are not built (make build/tests/progs/fsbt_attack "
+		fsbt_fail_long("the attack helpers are not built (make build/tests/progs/fsbt_attack "
 			  "and its siblings; make test builds them)");
 }
 
@@ -370,7 +303,7 @@ static int attack(struct fixture *f, const char *script, char **out, char **err)
 	free(s);
 	/* A sanitizer build of the core reports on stderr. */
 	if (strstr(*err, "Sanitizer") != NULL || strstr(*err, "runtime error:") != NULL)
-		fail_long("the core reported a memory error:\n%s", *err);
+		fsbt_fail_long("the core reported a memory error:\n%s", *err);
 	return st;
 }
 
@@ -402,7 +335,7 @@ static void expect_answer(const char *out, const char *err, const char *what, co
 	const char *got = answer(out, what);
 
 	if (got == NULL || strcmp(got, want) != 0)
-		fail_long("%s: got %s, want %s\noutput:\n%s\nfsbroker run:\n%s", what,
+		fsbt_fail_long("%s: got %s, want %s\noutput:\n%s\nfsbroker run:\n%s", what,
 			 got ? got : "(no answer)", want, out, err);
 }
 
@@ -411,7 +344,7 @@ static void expect_refused(const char *out, const char *err, const char *what)
 	const char *got = answer(out, what);
 
 	if (got == NULL || strcmp(got, "ok") == 0)
-		fail_long("%s was not refused (%s)\noutput:\n%s\nfsbroker run:\n%s", what,
+		fsbt_fail_long("%s was not refused (%s)\noutput:\n%s\nfsbroker run:\n%s", what,
 			 got ? got : "no answer", out, err);
 }
 
@@ -441,11 +374,11 @@ static void guard_check(struct fixture *f, struct guard *g, const char *out)
 
 	guard_take(f, &now);
 	if (fsbt_tree_diff(&g->locked, &now.locked, what, diff, sizeof(diff)) != 0)
-		fail_long("locked.txt changed:\n%s\noutput:\n%s", diff, out);
+		fsbt_fail_long("locked.txt changed:\n%s\noutput:\n%s", diff, out);
 	if (fsbt_tree_diff(&g->locked_dir, &now.locked_dir, what, diff, sizeof(diff)) != 0)
-		fail_long("locked.d changed:\n%s\noutput:\n%s", diff, out);
+		fsbt_fail_long("locked.d changed:\n%s\noutput:\n%s", diff, out);
 	if (fsbt_tree_diff(&g->key, &now.key, what, diff, sizeof(diff)) != 0)
-		fail_long("~/.ssh/id_ed25519 changed:\n%s\noutput:\n%s", diff, out);
+		fsbt_fail_long("~/.ssh/id_ed25519 changed:\n%s\noutput:\n%s", diff, out);
 	fsbt_tree_free(&g->locked);
 	fsbt_tree_free(&g->locked_dir);
 	fsbt_tree_free(&g->key);
@@ -459,7 +392,7 @@ static void expect_content(const char *path, const char *want)
 	char *text = fsbt_read_file(path, NULL);
 
 	if (text == NULL || strcmp(text, want) != 0)
-		fail_long("%s holds '%s', not '%s'", path, text ? text : "(nothing)", want);
+		fsbt_fail_long("%s holds '%s', not '%s'", path, text ? text : "(nothing)", want);
 	free(text);
 }
 
@@ -468,7 +401,7 @@ static void expect_absent(const char *path)
 	struct stat st;
 
 	if (lstat(path, &st) == 0)
-		fail_long("%s exists; it should not", path);
+		fsbt_fail_long("%s exists; it should not", path);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -520,7 +453,7 @@ static void o_tmpfile_linked_onto_a_protected_name_is_refused(void **state)
 	/* O_TMPFILE itself may be refused; then an ordinary new file's fd
 	 * tries the same publishing calls. None may land. */
 	if (answer(out, "open O_TMPFILE") == NULL)
-		fail_long("the helper did not run:\n%s\n%s", out, err);
+		fsbt_fail_long("the helper did not run:\n%s\n%s", out, err);
 	expect_refused(out, err, "linkat AT_EMPTY_PATH");
 	expect_refused(out, err, "linkat /proc/self/fd AT_SYMLINK_FOLLOW");
 	if (answer(out, "link link-source.txt") != NULL)
@@ -670,7 +603,7 @@ static void tiocsti_cannot_push_input_into_the_terminal(void **state)
 	/* Nothing waits in the terminal's input for the user's shell. */
 	p = (struct pollfd){ .fd = slave, .events = POLLIN };
 	if (poll(&p, 1, 0) > 0)
-		fail_long("input was pushed into the terminal");
+		fsbt_fail_long("input was pushed into the terminal");
 	close(slave);
 	close(master);
 	free(out);
@@ -740,12 +673,12 @@ static void a_symlink_swapped_during_writes_never_reaches_the_protected_file(voi
 	st = attack(f, "$P/fsbt_race symlink 10000 link victim.txt locked.txt", &out, &err);
 	guard_check(f, &g, out);
 	if (st != 0 || strstr(out, " protected=0 ") == NULL)
-		fail_long("the race reached the protected file (status 0x%x):\n%s\n%s",
+		fsbt_fail_long("the race reached the protected file (status 0x%x):\n%s\n%s",
 			 (unsigned)st, out, err);
 	/* Every flip happened, and writes got through to the workspace file:
 	 * the race really ran. */
 	if (strstr(out, " flips=10000 flip_errors=0") == NULL || strstr(out, " granted=0 ") != NULL)
-		fail_long("the race did not run as meant:\n%s\n%s", out, err);
+		fsbt_fail_long("the race did not run as meant:\n%s\n%s", out, err);
 	free(out);
 	free(err);
 }
@@ -762,10 +695,10 @@ static void a_path_buffer_rewritten_after_the_call_never_reaches_the_protected_f
 	st = attack(f, "$P/fsbt_race pathbuf 10000 victim.txt locked.txt", &out, &err);
 	guard_check(f, &g, out);
 	if (st != 0 || strstr(out, " protected=0 ") == NULL)
-		fail_long("the race reached the protected file (status 0x%x):\n%s\n%s",
+		fsbt_fail_long("the race reached the protected file (status 0x%x):\n%s\n%s",
 			 (unsigned)st, out, err);
 	if (strstr(out, "opens=10000 ") == NULL)
-		fail_long("the race did not run as meant:\n%s\n%s", out, err);
+		fsbt_fail_long("the race did not run as meant:\n%s\n%s", out, err);
 	free(out);
 	free(err);
 }
@@ -780,7 +713,7 @@ static void a_write_to_dotdot_from_a_subdirectory_lands_in_the_parent(void **sta
 	need_sandbox(f);
 	st = attack(f, "mkdir sub && cd sub && echo x > ../x", &out, &err);
 	if (st != 0)
-		fail_long("fsbroker run exited 0x%x:\n%s\n%s", (unsigned)st, out, err);
+		fsbt_fail_long("fsbroker run exited 0x%x:\n%s\n%s", (unsigned)st, out, err);
 	snprintf(path, sizeof(path), "%s/x", f->ws);
 	expect_content(path, "x\n");
 	snprintf(path, sizeof(path), "%s/sub/x", f->ws);
@@ -800,7 +733,7 @@ static void a_write_to_dev_stderr_reaches_stderr(void **state)
 	need_sandbox(f);
 	st = attack(f, "echo to-stderr > /dev/stderr && echo to-stdout > /dev/stdout", &out, &err);
 	if (st != 0 || strstr(err, "to-stderr\n") == NULL || strstr(out, "to-stdout\n") == NULL)
-		fail_long("fsbroker run exited 0x%x\nstdout:\n%s\nstderr:\n%s", (unsigned)st, out, err);
+		fsbt_fail_long("fsbroker run exited 0x%x\nstdout:\n%s\nstderr:\n%s", (unsigned)st, out, err);
 	free(out);
 	free(err);
 }
@@ -814,11 +747,11 @@ static void a_signal_storm_never_performs_an_o_excl_create_twice(void **state)
 	need_sandbox(f);
 	st = attack(f, "mkdir storm && $P/fsbt_excl_storm storm 1000", &out, &err);
 	if (st != 0 || strstr(out, "created=1000 mkdirs=1000 eexist=0 eintr=0 other=0") == NULL)
-		fail_long("a call was performed twice or failed (status 0x%x):\n%s\n%s",
+		fsbt_fail_long("a call was performed twice or failed (status 0x%x):\n%s\n%s",
 			 (unsigned)st, out, err);
 	/* The storm really happened. */
 	if (strstr(out, " signals=0") != NULL)
-		fail_long("no signal arrived during the creates:\n%s", out);
+		fsbt_fail_long("no signal arrived during the creates:\n%s", out);
 	free(out);
 	free(err);
 }
@@ -845,7 +778,7 @@ static void the_state_dir_and_admin_socket_are_out_of_reach(void **state)
 	snprintf(what, sizeof(what), "list %s", f->state);
 	got = answer(out, what);
 	if (got == NULL || (strcmp(got, "0 entries:") != 0 && strncmp(got, "E", 1) != 0))
-		fail_long("the sandbox sees the state dir: %s\n%s\n%s", got ? got : "(no answer)",
+		fsbt_fail_long("the sandbox sees the state dir: %s\n%s\n%s", got ? got : "(no answer)",
 			 out, err);
 	snprintf(what, sizeof(what), "open %s/sessions", f->state);
 	expect_refused(out, err, what);
@@ -952,13 +885,13 @@ static void another_runs_socket_is_out_of_reach(void **state)
 		find_run_socket(pattern, other, sock, sizeof(sock));
 		if (sock[0] == '\0') {
 			stop_waiting_run(f, other);
-			fail_long("the other run's socket never appeared (%s)", pattern);
+			fsbt_fail_long("the other run's socket never appeared (%s)", pattern);
 		}
 		/* It is live on the host. */
 		fd = fsbt_connect_path(sock);
 		if (fd < 0) {
 			stop_waiting_run(f, other);
-			fail_long("cannot connect to %s on the host: %s", sock, strerror(-fd));
+			fsbt_fail_long("cannot connect to %s on the host: %s", sock, strerror(-fd));
 		}
 		close(fd);
 		snprintf(script, sizeof(script), "$P/fsbt_reach connect:%s", sock);
@@ -1011,7 +944,7 @@ static void the_hosts_run_user_is_out_of_reach(void **state)
 	close(lfd);
 	got = answer(out, "list /run/user");
 	if (got == NULL || strstr(got, "fsbt-probe") != NULL)
-		fail_long("the sandbox sees the host's /run/user: %s\n%s\n%s",
+		fsbt_fail_long("the sandbox sees the host's /run/user: %s\n%s\n%s",
 			 got ? got : "(no answer)", out, err);
 	snprintf(what, sizeof(what), "open %s", probe);
 	expect_refused(out, err, what);
@@ -1020,7 +953,7 @@ static void the_hosts_run_user_is_out_of_reach(void **state)
 	snprintf(what, sizeof(what), "list %s", xdg);
 	got = answer(out, what);
 	if (got == NULL || strstr(got, "agent.sock") != NULL)
-		fail_long("the sandbox sees $XDG_RUNTIME_DIR: %s\n%s\n%s", got ? got : "(no answer)",
+		fsbt_fail_long("the sandbox sees $XDG_RUNTIME_DIR: %s\n%s\n%s", got ? got : "(no answer)",
 			 out, err);
 	free(out);
 	free(err);

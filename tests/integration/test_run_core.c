@@ -46,7 +46,7 @@ static void a_run_attaches_and_the_host_commits(void **state)
 	int st, cycle;
 	char *text;
 
-	if (unsupported(why, sizeof(why)) != NULL)
+	if (fsbt_sandbox_unsupported(why, sizeof(why)) != NULL)
 		fsbt_skip("%s", why);
 	snprintf(a, sizeof(a), "%s/a.txt", c->ws);
 	snprintf(key, sizeof(key), "%s/.ssh/id_ed25519", c->home);
@@ -120,7 +120,7 @@ static void fsbroker_approve_works_for_an_attached_run(void **state)
 	cJSON *s;
 	int st;
 
-	if (unsupported(why, sizeof(why)) != NULL)
+	if (fsbt_sandbox_unsupported(why, sizeof(why)) != NULL)
 		fsbt_skip("%s", why);
 	snprintf(notes, sizeof(notes), "%s/notes.txt", c->home);
 	fsbt_write_file(notes, "before\n");

@@ -59,7 +59,7 @@ static void a_missing_feature_refuses_and_names_the_flag(void **state)
 	struct fixture *f = *state;
 	char why[512];
 
-	if (unsupported(why, sizeof(why)) != NULL)
+	if (fsbt_sandbox_unsupported(why, sizeof(why)) != NULL)
 		fsbt_skip("%s", why);
 	expect_refusal(f, (const char *[]){ "--simulate-missing=landlock", NULL },
 		       "--without-landlock");
@@ -76,7 +76,7 @@ static void no_seccomp_notification_has_no_weaker_mode(void **state)
 	struct fixture *f = *state;
 	char why[512];
 
-	if (unsupported(why, sizeof(why)) != NULL)
+	if (fsbt_sandbox_unsupported(why, sizeof(why)) != NULL)
 		fsbt_skip("%s", why);
 	expect_refusal(f, (const char *[]){ "--simulate-missing=seccomp-notify",
 					    "--without-landlock", "--without-namespaces", NULL },
@@ -126,7 +126,7 @@ static void without_landlock_every_change_is_still_brokered(void **state)
 	char why[512], *out = NULL;
 	int st;
 
-	if (unsupported(why, sizeof(why)) != NULL)
+	if (fsbt_sandbox_unsupported(why, sizeof(why)) != NULL)
 		fsbt_skip("%s", why);
 	still_brokered(f, (const char *[]){ "--simulate-missing=landlock", "--without-landlock",
 					    NULL });
@@ -144,7 +144,7 @@ static void without_namespaces_every_change_and_read_is_still_brokered(void **st
 	char why[512], *out = NULL;
 	int st;
 
-	if (unsupported(why, sizeof(why)) != NULL)
+	if (fsbt_sandbox_unsupported(why, sizeof(why)) != NULL)
 		fsbt_skip("%s", why);
 	still_brokered(f, (const char *[]){ "--simulate-missing=userns", "--without-namespaces",
 					    NULL });
@@ -167,7 +167,7 @@ static void without_namespaces_nothing_outlives_the_run(void **state)
 	long pid;
 	int st;
 
-	if (unsupported(why, sizeof(why)) != NULL)
+	if (fsbt_sandbox_unsupported(why, sizeof(why)) != NULL)
 		fsbt_skip("%s", why);
 	st = run_with(f, (const char *[]){ "--simulate-missing=userns", "--without-namespaces",
 					   NULL },

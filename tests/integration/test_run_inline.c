@@ -86,7 +86,7 @@ static void approve_lets_the_waiting_call_through(void **state)
 	char *text;
 	int st;
 
-	if (unsupported(why, sizeof(why)) != NULL)
+	if (fsbt_sandbox_unsupported(why, sizeof(why)) != NULL)
 		fsbt_skip("%s", why);
 	snprintf(notes, sizeof(notes), "%s/notes.txt", f->home);
 	fsbt_write_file(notes, "before\n");
@@ -129,7 +129,7 @@ static void deny_refuses_the_waiting_call(void **state)
 	char *text;
 	int st;
 
-	if (unsupported(why, sizeof(why)) != NULL)
+	if (fsbt_sandbox_unsupported(why, sizeof(why)) != NULL)
 		fsbt_skip("%s", why);
 	snprintf(notes, sizeof(notes), "%s/notes.txt", f->home);
 	fsbt_write_file(notes, "before\n");
@@ -174,7 +174,7 @@ static void no_answer_within_the_timeout_refuses(void **state)
 	char *text;
 	int st;
 
-	if (unsupported(why, sizeof(why)) != NULL)
+	if (fsbt_sandbox_unsupported(why, sizeof(why)) != NULL)
 		fsbt_skip("%s", why);
 	snprintf(notes, sizeof(notes), "%s/notes.txt", f->home);
 	fsbt_write_file(notes, "before\n");
@@ -211,7 +211,7 @@ static void a_delete_waits_for_the_host_too(void **state)
 	cJSON *ev, *reply;
 	int st;
 
-	if (unsupported(why, sizeof(why)) != NULL)
+	if (fsbt_sandbox_unsupported(why, sizeof(why)) != NULL)
 		fsbt_skip("%s", why);
 	snprintf(notes, sizeof(notes), "%s/notes.txt", f->home);
 	fsbt_write_file(notes, "keep me\n");
@@ -271,7 +271,7 @@ static void a_waiting_write_does_not_hold_up_a_rename(void **state)
 	bool renamed = false;
 	int st, i;
 
-	if (unsupported(why, sizeof(why)) != NULL)
+	if (fsbt_sandbox_unsupported(why, sizeof(why)) != NULL)
 		fsbt_skip("%s", why);
 	snprintf(notes, sizeof(notes), "%s/notes.txt", f->home);
 	snprintf(go, sizeof(go), "%s/go", f->ws);

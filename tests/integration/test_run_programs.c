@@ -32,9 +32,6 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "landlock.h"
-#include "seccomp_filter.h"
-
 /* A run's safety net only: no test asserts how long anything takes. */
 #define RUN_TIMEOUT_MS (300 * 1000)
 
@@ -47,51 +44,9 @@ struct fixture {
 	char pack[PATH_MAX + 16];
 };
 
-/*
- * cmocka cuts a failure message at 1024 bytes, and a cut message leaves
- * its last line unterminated, which hides the TAP line after it: long
- * diagnostics (a program's output) go to stderr here, each line as a TAP
- * comment, and the test then fails on its own.
- */
-static void diag(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-
-static void diag(const char *fmt, ...)
-{
-	char *text = NULL;
-	va_list ap;
-	int n;
-
-	va_start(ap, fmt);
-	n = vasprintf(&text, fmt, ap);
-	va_end(ap);
-	if (n < 0)
-		return;
-	for (char *line = text, *next; line != NULL && *line != '\0'; line = next) {
-		next = strchr(line, '\n');
-		if (next != NULL)
-			*next++ = '\0';
-		fprintf(stderr, "# %s\n", line);
-	}
-	free(text);
-}
-
-#define fail_long(...)            \
-	do {                      \
-		diag(__VA_ARGS__); \
-		fail();            \
-	} while (0)
-
 /* ------------------------------------------------------------------------ */
 /* The fixture: a workspace with files of each kind, a pack protecting two
  * of them. */
-
-static void put(const char *dir, const char *name, const char *text)
-{
-	char path[PATH_MAX * 2];
-
-	snprintf(path, sizeof(path), "%s/%s", dir, name);
-	fsbt_write_file(path, text);
-}
 
 static void put_mode(const char *dir, const char *name, const char *text, mode_t mode)
 {
@@ -116,29 +71,6 @@ static void make_symlink(const char *dir, const char *name, const char *target)
 
 	snprintf(path, sizeof(path), "%s/%s", dir, name);
 	assert_int_equal(symlink(target, path), 0);
-}
-
-/* Why a sandbox cannot start here, or NULL when it can. */
-static const char *unsupported(char *why, size_t len)
-{
-	char *argv[] = { "/usr/bin/bwrap", "--unshare-user", "--ro-bind", "/", "/", "/bin/true",
-			 NULL };
-	char *out = NULL;
-
-	if (access(argv[0], X_OK) < 0) {
-		snprintf(why, len, "%s is not installed", argv[0]);
-		return why;
-	}
-	if (fsbt_run(argv, &out) != 0) {
-		snprintf(why, len, "`bwrap --unshare-user true` fails: %s", out ? out : "");
-		why[strcspn(why, "\n")] = '\0';
-		free(out);
-		return why;
-	}
-	free(out);
-	if (fsb_landlock_probe(why, len) < 1 || fsb_seccomp_probe(why, len) < 0)
-		return why;
-	return NULL;
 }
 
 /*
@@ -177,19 +109,19 @@ static int setup(void **state)
 		char text[64];
 
 		snprintf(text, sizeof(text), "%s before\n", plain[i]);
-		put(f->ws, plain[i], text);
+		fsbt_put(f->ws, plain[i], text);
 	}
 	put_mode(f->ws, "i.txt", "i.txt before\n", 0640);
 	make_dir(f->ws, "tree");
 	make_dir(f->ws, "tree/sub");
-	put(f->ws, "tree/one", "one\n");
-	put(f->ws, "tree/sub/two", "two\n");
+	fsbt_put(f->ws, "tree/one", "one\n");
+	fsbt_put(f->ws, "tree/sub/two", "two\n");
 	make_symlink(f->ws, "tree/sub/to-one", "../one");
 	make_symlink(f->ws, "link", "a.txt");
-	put(f->ws, "locked.txt", LOCKED);
+	fsbt_put(f->ws, "locked.txt", LOCKED);
 	make_dir(f->ws, "locked.d");
-	put(f->ws, "locked.d/inside", LOCKED);
-	put(f->ws, "secret.txt", SECRET "\n");
+	fsbt_put(f->ws, "locked.d/inside", LOCKED);
+	fsbt_put(f->ws, "secret.txt", SECRET "\n");
 	setenv("HOME", f->home, 1);
 	setenv("TMPDIR", f->tmp, 1);
 	unsetenv("XDG_RUNTIME_DIR");
@@ -332,7 +264,7 @@ static int fsb_run(struct fixture *f, const char *const *cmd, const char *script
 	st = run_split(argv, out, err);
 	/* A sanitizer build of the core reports on stderr. */
 	if (strstr(*err, "Sanitizer") != NULL || strstr(*err, "runtime error:") != NULL)
-		fail_long("the core reported a memory error:\n%s", *err);
+		fsbt_fail_long("the core reported a memory error:\n%s", *err);
 	return st;
 }
 
@@ -635,7 +567,7 @@ static void prove_changes_backed_up_and_restored(struct fixture *f,
 	assert_int_equal(fsbt_tree_snap(f->ws, &before), 0);
 	st = fsb_run(f, g->argv, g->changes, &out, &err);
 	if (WIFEXITED(st) && WEXITSTATUS(st) == 125)
-		fail_long("fsbroker run could not start the command:\n%s", err);
+		fsbt_fail_long("fsbroker run could not start the command:\n%s", err);
 	n = parse_steps(out, steps, 64);
 	if (n == 0 || strcmp(steps[n - 1].name, "end") != 0)
 		note(r, "the changes script did not finish (status 0x%x):\n%s\n%s", (unsigned)st,
@@ -702,7 +634,7 @@ static void prove_group(struct fixture *f, const struct program_group *g)
 	prove_denied(f, g, &r);
 	prove_unreadable(f, g, &r);
 	if (r.len > 0)
-		fail_long("%s", r.text);
+		fsbt_fail_long("%s", r.text);
 }
 
 /* Skips unless a sandbox can start and `program` is installed. */
@@ -710,7 +642,7 @@ static void need(const char *program)
 {
 	char why[512];
 
-	if (unsupported(why, sizeof(why)) != NULL)
+	if (fsbt_sandbox_unsupported(why, sizeof(why)) != NULL)
 		fsbt_skip("%s", why);
 	if (access(program, X_OK) < 0)
 		fsbt_skip("%s is not installed (make deps)", program);
@@ -986,7 +918,7 @@ static void host_sh(const char *dir, const char *script)
 			  &out);
 
 	if (st != 0)
-		fail_long("host command failed (0x%x): %s\n%s", (unsigned)st, script, out ? out : "");
+		fsbt_fail_long("host command failed (0x%x): %s\n%s", (unsigned)st, script, out ? out : "");
 	free(out);
 }
 

@@ -39,7 +39,7 @@ static void summary_fd_gets_one_json_object(void **state)
 	cJSON *s;
 	int st;
 
-	if (unsupported(why, sizeof(why)) != NULL)
+	if (fsbt_sandbox_unsupported(why, sizeof(why)) != NULL)
 		fsbt_skip("%s", why);
 	snprintf(notes, sizeof(notes), "%s/notes.txt", f->home);
 	snprintf(a, sizeof(a), "%s/a.txt", f->ws);
@@ -101,7 +101,7 @@ static void a_killed_command_is_128_plus_its_signal(void **state)
 	cJSON *s;
 	int st;
 
-	if (unsupported(why, sizeof(why)) != NULL)
+	if (fsbt_sandbox_unsupported(why, sizeof(why)) != NULL)
 		fsbt_skip("%s", why);
 	run_start((char *[]){ (char *)fsbt_binary(), "run", "--workspace", f->ws, "--state-dir",
 			      f->state, "--summary-fd", SUMMARY_FD_ARG, "--", "sh", "-c",
@@ -187,7 +187,7 @@ static void the_environment_is_the_packs_env_pass(void **state)
 	struct fixture *f = *state;
 	char why[512], pack[PATH_MAX + 32], want[PATH_MAX + 64], *out;
 
-	if (unsupported(why, sizeof(why)) != NULL)
+	if (fsbt_sandbox_unsupported(why, sizeof(why)) != NULL)
 		fsbt_skip("%s", why);
 	/* The default pack's list plus one name. */
 	snprintf(pack, sizeof(pack), "%s/envpack.lua", f->rules);

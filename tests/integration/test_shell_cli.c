@@ -77,7 +77,7 @@ static void shell_c_is_brokered_and_seals_the_cycle_when_zsh_exits(void **state)
 	char want[PATH_MAX * 2], path[PATH_MAX * 2], *out = NULL;
 	int st;
 
-	put(f->ws, ".envrc", "export A=1\n");
+	fsbt_put(f->ws, ".envrc", "export A=1\n");
 	st = shell(f, NULL,
 		   (char *[]){ "-f", "-c", "echo changed > a.txt; echo x > .envrc", NULL }, &out);
 	if (!WIFEXITED(st) || WEXITSTATUS(st) != 1)
@@ -154,7 +154,7 @@ static void run_shell_zsh_runs_cmd_with_the_patched_zsh_in_the_sandbox(void **st
 	char why[512], bin[PATH_MAX], want[PATH_MAX * 2], *out = NULL;
 	int st;
 
-	if (unsupported(why, sizeof(why)) != NULL)
+	if (fsbt_sandbox_unsupported(why, sizeof(why)) != NULL)
 		fsbt_skip("%s", why);
 	assert_non_null(realpath(getenv("FSBROKER_CLIENTS_BIN"), bin));
 	st = fsbt_run((char *[]){ (char *)fsbt_binary(), "run", "--workspace", f->ws,
@@ -193,7 +193,7 @@ static void run_shell_zsh_requests_are_resolved_in_the_sandbox(void **state)
 	char why[512], host_tmp[PATH_MAX], *out = NULL;
 	int st;
 
-	if (unsupported(why, sizeof(why)) != NULL)
+	if (fsbt_sandbox_unsupported(why, sizeof(why)) != NULL)
 		fsbt_skip("%s", why);
 	snprintf(host_tmp, sizeof(host_tmp), "/tmp/fsbt-shell-%ld.txt", (long)getpid());
 	unlink(host_tmp);
