@@ -11,19 +11,7 @@
  *
  * The shims' directory: $FSBROKER_TOYBOX_BIN, else build/clients/bin.
  */
-#include "harness.h"
-
-#include <errno.h>
-#include <fcntl.h>
-#include <poll.h>
-#include <signal.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <sys/prctl.h>
-#include <sys/stat.h>
-#include <sys/wait.h>
-#include <unistd.h>
+#include "client_fixture.h"
 
 static char bin[PATH_MAX];	/* the shims, absolute */
 static char start_dir[PATH_MAX];
@@ -90,104 +78,8 @@ static int run(char **out, const char *applet, ...)
 		free(out_);                                                       \
 	} while (0)
 
-static char *in_ws(char *buf, size_t size, const struct fsbt_core *c, const char *name)
-{
-	snprintf(buf, size, "%s/%s", c->ws, name);
-	return buf;
-}
-
-static void assert_content(const char *path, const char *want)
-{
-	char *now = fsbt_read_file(path, NULL);
-
-	if (now == NULL)
-		fail_msg("%s: %s", path, strerror(errno));
-	if (strcmp(now, want) != 0)
-		fail_msg("%s holds \"%s\", not \"%s\"", path, now, want);
-	free(now);
-}
-
-static bool exists(const char *path)
-{
-	struct stat st;
-
-	return lstat(path, &st) == 0;
-}
-
 /* ------------------------------------------------------------------------ */
 /* The audit log and the journal. */
-
-/* The lines of `path` parsed, one callback each; stops when it returns
- * true. The matching line (a copy) or NULL. */
-static cJSON *find_line(const char *path, bool (*match)(const cJSON *, const void *),
-			const void *arg)
-{
-	char *text = fsbt_read_file(path, NULL), *line, *save = NULL;
-	cJSON *found = NULL;
-
-	if (text == NULL)
-		return NULL;
-	for (line = strtok_r(text, "\n", &save); line != NULL && found == NULL;
-	     line = strtok_r(NULL, "\n", &save)) {
-		cJSON *j = cJSON_Parse(line);
-
-		if (j != NULL && match(j, arg))
-			found = j;
-		else
-			cJSON_Delete(j);
-	}
-	free(text);
-	return found;
-}
-
-struct want {
-	const char *phase;	/* audit: phase; NULL for any */
-	const char *op;
-	const char *path;	/* audit: path; journal: resolved */
-	const char *decision;	/* audit: NULL for any */
-	int nth;		/* the nth match (0: first) */
-	int seen;
-};
-
-static bool audit_match(const cJSON *j, const void *arg)
-{
-	struct want *w = (struct want *)arg;
-
-	if (w->phase != NULL && strcmp(fsbt_str(j, "phase"), w->phase) != 0)
-		return false;
-	if (strcmp(fsbt_str(j, "op"), w->op) != 0 || strcmp(fsbt_str(j, "path"), w->path) != 0)
-		return false;
-	if (w->decision != NULL && strcmp(fsbt_str(j, "decision"), w->decision) != 0)
-		return false;
-	return w->seen++ == w->nth;
-}
-
-static bool journal_match(const cJSON *j, const void *arg)
-{
-	struct want *w = (struct want *)arg;
-
-	return strcmp(fsbt_str(j, "op"), w->op) == 0 &&
-	       strcmp(fsbt_str(j, "resolved"), w->path) == 0 && w->seen++ == w->nth;
-}
-
-/* The audit line with this phase, op and path (fails the test without). */
-static cJSON *audit_line(const struct fsbt_core *c, const char *phase, const char *op,
-			 const char *path, const char *decision)
-{
-	char file[PATH_MAX * 2];
-	struct want w = { .phase = phase, .op = op, .path = path, .decision = decision };
-	cJSON *j;
-
-	snprintf(file, sizeof(file), "%s/audit/%s.jsonl", c->state, c->session);
-	j = find_line(file, audit_match, &w);
-	if (j == NULL) {
-		char *log = fsbt_read_file(file, NULL);
-
-		fail_msg("no audit line %s %s %s %s in:\n%s", phase ? phase : "*", op, path,
-			 decision ? decision : "", log ? log : "(none)");
-	}
-	return j;
-}
 
 static bool rename_to_match(const cJSON *j, const void *arg)
 {
@@ -202,55 +94,12 @@ static cJSON *rename_audit_line(const struct fsbt_core *c, const char *to)
 {
 	char file[PATH_MAX * 2];
 	cJSON *j;
+	int seen;
 
-	snprintf(file, sizeof(file), "%s/audit/%s.jsonl", c->state, c->session);
-	if ((j = find_line(file, rename_to_match, to)) == NULL)
+	audit_file(c, file, sizeof(file));
+	if ((j = find_line(file, rename_to_match, to, 0, &seen)) == NULL)
 		fail_msg("no audit line of a rename onto %s", to);
 	return j;
-}
-
-/* How many audit lines have this phase, op and path. */
-static int audit_count(const struct fsbt_core *c, const char *phase, const char *op,
-		       const char *path)
-{
-	char file[PATH_MAX * 2];
-	struct want w = { .phase = phase, .op = op, .path = path, .nth = -1 };
-
-	snprintf(file, sizeof(file), "%s/audit/%s.jsonl", c->state, c->session);
-	cJSON_Delete(find_line(file, audit_match, &w));
-	return w.seen;
-}
-
-/* The journal line of cycle 1 with this op and resolved path. */
-static cJSON *journal_line(const struct fsbt_core *c, const char *op, const char *resolved)
-{
-	char file[PATH_MAX * 2];
-	struct want w = { .op = op, .path = resolved };
-	cJSON *j;
-
-	snprintf(file, sizeof(file), "%s/sessions/%s/modify_backup/cycles/1/journal.jsonl",
-		 c->state, c->session);
-	j = find_line(file, journal_match, &w);
-	if (j == NULL) {
-		char *log = fsbt_read_file(file, NULL);
-
-		fail_msg("no journal line %s %s in:\n%s", op, resolved, log ? log : "(none)");
-	}
-	return j;
-}
-
-/* The backed-up content a journal line's prior state names. */
-static void assert_backed_up(const struct fsbt_core *c, const cJSON *line, const char *want)
-{
-	const cJSON *prior = cJSON_GetObjectItem(line, "prior");
-	const char *hex = fsbt_str(prior, "object");
-	char path[PATH_MAX * 2];
-
-	if (strlen(hex) != 64)
-		fail_msg("the journal line has no backup object: %s", cJSON_PrintUnformatted(line));
-	snprintf(path, sizeof(path), "%s/sessions/%s/modify_backup/objects/%.2s/%s", c->state,
-		 c->session, hex, hex);
-	assert_content(path, want);
 }
 
 static void assert_prior_absent(const cJSON *line)
@@ -258,24 +107,6 @@ static void assert_prior_absent(const cJSON *line)
 	const cJSON *prior = cJSON_GetObjectItem(line, "prior");
 
 	assert_true(cJSON_IsFalse(cJSON_GetObjectItem(prior, "exists")));
-}
-
-/* Seal the cycle and restore it with `fsbroker backup restore --last`. */
-static void commit_and_restore(struct fsbt_core *c)
-{
-	cJSON *r = fsbt_control_cmd(c, "CommitModifyBackup", "\"commitMsg\":\"toybox\"");
-	char *out = NULL;
-	int status;
-
-	if (!fsbt_ok(r) || fsbt_num(r, "cycle") < 1)
-		fail_msg("CommitModifyBackup sealed no cycle: %s", cJSON_PrintUnformatted(r));
-	cJSON_Delete(r);
-	status = fsbt_run((char *[]){ (char *)fsbt_binary(), "backup", "restore", "--last",
-				      "--state-dir", c->state, "--session", c->session, NULL },
-			  &out);
-	if (status != 0)
-		fail_msg("restore exited 0x%x:\n%s", (unsigned)status, out ? out : "");
-	free(out);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -395,13 +226,10 @@ static void truncate_is_a_write_request_backed_up(void **state)
 /* The open flags of the nth write grant of `path` in the audit log. */
 static double grant_flags(const struct fsbt_core *c, const char *path, int nth)
 {
-	char file[PATH_MAX * 2];
 	struct want w = { .phase = "ipc-token", .op = "write", .path = path, .nth = nth };
-	cJSON *j;
+	cJSON *j = audit_find(c, &w);
 	double flags;
 
-	snprintf(file, sizeof(file), "%s/audit/%s.jsonl", c->state, c->session);
-	j = find_line(file, audit_match, &w);
 	assert_non_null(j);
 	flags = fsbt_num(j, "openFlags");
 	cJSON_Delete(j);
@@ -588,9 +416,8 @@ static void a_core_killed_during_a_command_fails_it_with_eio(void **state)
 	struct fsbt_core *c = *state;
 	char fifo[PATH_MAX], dst[PATH_MAX], fresh[PATH_MAX], shim[PATH_MAX + 8];
 	char out[4096], *later = NULL;
-	int p[2], wfd = -1, status;
-	ssize_t len = 0, n;
-	pid_t pid;
+	struct captured dd;
+	int status;
 
 	/* dd opens its input first — a FIFO, so dd waits in that open after
 	 * the core allowed the read — and its output after: the core dies in
@@ -599,46 +426,9 @@ static void a_core_killed_during_a_command_fails_it_with_eio(void **state)
 	fsbt_write_file(in_ws(dst, sizeof(dst), c, "file.bin"), "untouched");
 	in_ws(fresh, sizeof(fresh), c, "fresh.bin");
 	snprintf(shim, sizeof(shim), "%s/dd", bin);
-	assert_int_equal(pipe2(p, O_CLOEXEC), 0);
-	pid = fork();
-	assert_true(pid >= 0);
-	if (pid == 0) {
-		prctl(PR_SET_PDEATHSIG, SIGKILL);
-		dup2(p[1], 1);
-		dup2(p[1], 2);
-		execl(shim, shim, "if=in.fifo", "of=file.bin", "status=none", (char *)NULL);
-		_exit(127);
-	}
-	close(p[1]);
-	/* The core allowed the read of the FIFO (its audit line is written
-	 * before the answer): dd is now in the FIFO's open, or on its way,
-	 * and cannot ask for its output before a writer comes. */
-	for (int i = 0; i < 1000 && audit_count(c, "ipc-token", "read", fifo) == 0; i++)
-		fsbt_sleep_ms(10);
-	if (audit_count(c, "ipc-token", "read", fifo) == 0) {
-		kill(pid, SIGKILL);
-		waitpid(pid, NULL, 0);
-		fail_msg("dd never asked to read its input");
-	}
-	assert_int_equal(kill(c->pid, SIGKILL), 0);
-	assert_int_equal(fsbt_core_wait_exit(c, FSBT_TIMEOUT_MS), 0);
-	/* Now let dd go on: a writer for its input. */
-	for (int i = 0; i < 1000 && wfd < 0; i++) {
-		wfd = open(fifo, O_WRONLY | O_NONBLOCK | O_CLOEXEC);
-		if (wfd < 0)
-			fsbt_sleep_ms(10);
-	}
-	assert_true(wfd >= 0);
-	/* dd may have failed already and closed it (EPIPE): either way. */
-	if (write(wfd, "new bytes", 9) < 0)
-		assert_int_equal(errno, EPIPE);
-	close(wfd);
-	while (len < (ssize_t)sizeof(out) - 1 &&
-	       (n = read(p[0], out + len, sizeof(out) - 1 - (size_t)len)) > 0)
-		len += n;
-	out[len < 0 ? 0 : len] = '\0';
-	close(p[0]);
-	assert_int_equal(waitpid(pid, &status, 0), pid);
+	captured_start(&dd, (char *[]){ shim, "if=in.fifo", "of=file.bin", "status=none", NULL });
+	kill_core_while_client_reads_fifo(c, &dd, fifo, "new bytes");
+	status = captured_finish(&dd, out, sizeof(out));
 	if (!WIFEXITED(status) || WEXITSTATUS(status) != 1 ||
 	    strstr(out, "dd: file.bin: Input/output error (broker connection lost") == NULL)
 		fail_msg("dd exited 0x%x and said:\n%s", (unsigned)status, out);

@@ -11,19 +11,9 @@
  * The zsh binary: $FSBROKER_ZSH, else build/clients/zsh; the shims:
  * build/clients/bin.
  */
-#include "harness.h"
+#include "client_fixture.h"
 
 #include <dirent.h>
-#include <errno.h>
-#include <fcntl.h>
-#include <signal.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <sys/prctl.h>
-#include <sys/stat.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 static char zsh[PATH_MAX];
 static char start_dir[PATH_MAX];
@@ -83,180 +73,6 @@ static int run_zsh(char **out, const char *script)
 			fail_msg("zsh -c '%s' exited %d:\n%s", script, rc_, out_ ? out_ : ""); \
 		free(out_);                                                         \
 	} while (0)
-
-static char *in_ws(char *buf, size_t size, const struct fsbt_core *c, const char *name)
-{
-	snprintf(buf, size, "%s/%s", c->ws, name);
-	return buf;
-}
-
-static void assert_content(const char *path, const char *want)
-{
-	char *now = fsbt_read_file(path, NULL);
-
-	if (now == NULL)
-		fail_msg("%s: %s", path, strerror(errno));
-	if (strcmp(now, want) != 0)
-		fail_msg("%s holds \"%s\", not \"%s\"", path, now, want);
-	free(now);
-}
-
-static void assert_has(const char *out, const char *want)
-{
-	if (out == NULL || strstr(out, want) == NULL)
-		fail_msg("expected \"%s\" in:\n%s", want, out ? out : "(nothing)");
-}
-
-static bool exists(const char *path)
-{
-	struct stat st;
-
-	return lstat(path, &st) == 0;
-}
-
-/* ------------------------------------------------------------------------ */
-/* The audit log and the journal. */
-
-struct want {
-	const char *phase;	/* NULL for any */
-	const char *op;
-	const char *path;	/* audit: path; journal: resolved; NULL: any */
-	const char *path_prefix;	/* or a path starting with this */
-	const char *decision;	/* NULL for any */
-	int nth;		/* the nth match (0: first; -1: count them all) */
-	int seen;
-};
-
-static bool path_match(const char *path, const struct want *w)
-{
-	if (w->path != NULL)
-		return strcmp(path, w->path) == 0;
-	return w->path_prefix == NULL || fsbt_starts(path, w->path_prefix);
-}
-
-static bool audit_match(const cJSON *j, const struct want *w)
-{
-	if (w->phase != NULL && strcmp(fsbt_str(j, "phase"), w->phase) != 0)
-		return false;
-	if (strcmp(fsbt_str(j, "op"), w->op) != 0 || !path_match(fsbt_str(j, "path"), w))
-		return false;
-	if (w->decision != NULL && strcmp(fsbt_str(j, "decision"), w->decision) != 0)
-		return false;
-	return true;
-}
-
-static bool journal_match(const cJSON *j, const struct want *w)
-{
-	return strcmp(fsbt_str(j, "op"), w->op) == 0 && path_match(fsbt_str(j, "resolved"), w);
-}
-
-/* The nth line of `file` that matches (a copy), or NULL; counts them all
- * in w->seen. */
-static cJSON *find_line(const char *file, bool (*match)(const cJSON *, const struct want *),
-			struct want *w)
-{
-	char *text = fsbt_read_file(file, NULL), *line, *save = NULL;
-	cJSON *found = NULL;
-
-	w->seen = 0;
-	if (text == NULL)
-		return NULL;
-	for (line = strtok_r(text, "\n", &save); line != NULL;
-	     line = strtok_r(NULL, "\n", &save)) {
-		cJSON *j = cJSON_Parse(line);
-
-		if (j != NULL && match(j, w) && w->seen++ == w->nth && found == NULL) {
-			found = j;
-			continue;
-		}
-		cJSON_Delete(j);
-	}
-	free(text);
-	return found;
-}
-
-static void audit_file(const struct fsbt_core *c, char *file, size_t size)
-{
-	snprintf(file, size, "%s/audit/%s.jsonl", c->state, c->session);
-}
-
-/* The audit line with this phase, op, path and decision (fails without). */
-static cJSON *audit_line(const struct fsbt_core *c, const char *phase, const char *op,
-			 const char *path, const char *decision)
-{
-	char file[PATH_MAX * 2];
-	struct want w = { .phase = phase, .op = op, .path = path, .decision = decision };
-	cJSON *j;
-
-	audit_file(c, file, sizeof(file));
-	if ((j = find_line(file, audit_match, &w)) == NULL) {
-		char *log = fsbt_read_file(file, NULL);
-
-		fail_msg("no audit line %s %s %s %s in:\n%s", phase ? phase : "*", op, path,
-			 decision ? decision : "", log ? log : "(none)");
-	}
-	return j;
-}
-
-static int audit_count(const struct fsbt_core *c, const char *phase, const char *op,
-		       const char *path)
-{
-	char file[PATH_MAX * 2];
-	struct want w = { .phase = phase, .op = op, .path = path, .nth = -1 };
-
-	audit_file(c, file, sizeof(file));
-	cJSON_Delete(find_line(file, audit_match, &w));
-	return w.seen;
-}
-
-/* The first journal line of cycle 1 with this op and resolved path. */
-static cJSON *journal_line(const struct fsbt_core *c, const char *op, const char *resolved)
-{
-	char file[PATH_MAX * 2];
-	struct want w = { .op = op, .path = resolved };
-	cJSON *j;
-
-	snprintf(file, sizeof(file), "%s/sessions/%s/modify_backup/cycles/1/journal.jsonl",
-		 c->state, c->session);
-	if ((j = find_line(file, journal_match, &w)) == NULL) {
-		char *log = fsbt_read_file(file, NULL);
-
-		fail_msg("no journal line %s %s in:\n%s", op, resolved, log ? log : "(none)");
-	}
-	return j;
-}
-
-/* The backed-up content a journal line's prior state names. */
-static void assert_backed_up(const struct fsbt_core *c, const cJSON *line, const char *want)
-{
-	const cJSON *prior = cJSON_GetObjectItem(line, "prior");
-	const char *hex = fsbt_str(prior, "object");
-	char path[PATH_MAX * 2];
-
-	if (strlen(hex) != 64)
-		fail_msg("the journal line has no backup object: %s", cJSON_PrintUnformatted(line));
-	snprintf(path, sizeof(path), "%s/sessions/%s/modify_backup/objects/%.2s/%s", c->state,
-		 c->session, hex, hex);
-	assert_content(path, want);
-}
-
-/* Seal the cycle and restore it with `fsbroker backup restore --last`. */
-static void commit_and_restore(struct fsbt_core *c)
-{
-	cJSON *r = fsbt_control_cmd(c, "CommitModifyBackup", "\"commitMsg\":\"zsh\"");
-	char *out = NULL;
-	int status;
-
-	if (!fsbt_ok(r) || fsbt_num(r, "cycle") < 1)
-		fail_msg("CommitModifyBackup sealed no cycle: %s", cJSON_PrintUnformatted(r));
-	cJSON_Delete(r);
-	status = fsbt_run((char *[]){ (char *)fsbt_binary(), "backup", "restore", "--last",
-				      "--state-dir", c->state, "--session", c->session, NULL },
-			  &out);
-	if (status != 0)
-		fail_msg("restore exited 0x%x:\n%s", (unsigned)status, out ? out : "");
-	free(out);
-}
 
 /* Files in `dir` whose name starts with `prefix`. */
 static int count_entries(const char *dir, const char *prefix)
@@ -351,7 +167,7 @@ static void append_clobber_and_read_write_redirections_go_through_the_core(void 
 static void a_here_document_is_a_temp_file_the_core_creates_and_removes(void **state)
 {
 	struct fsbt_core *c = *state;
-	char prefix[PATH_MAX + 8], file[PATH_MAX * 2], name[PATH_MAX], *out = NULL;
+	char prefix[PATH_MAX + 8], name[PATH_MAX], *out = NULL;
 	struct want w = { .phase = "ipc-token", .op = "create", .path_prefix = prefix,
 			  .decision = "allow" };
 	cJSON *j;
@@ -364,8 +180,7 @@ static void a_here_document_is_a_temp_file_the_core_creates_and_removes(void **s
 	free(out);
 
 	/* Created by the core (O_EXCL), read back, then unlinked by it. */
-	audit_file(c, file, sizeof(file));
-	if ((j = find_line(file, audit_match, &w)) == NULL)
+	if ((j = audit_find(c, &w)) == NULL)
 		fail_msg("no create of a temp file under %s in the audit log", prefix);
 	snprintf(name, sizeof(name), "%s", fsbt_str(j, "path"));
 	cJSON_Delete(j);
@@ -454,52 +269,18 @@ static void a_core_killed_while_zsh_runs_fails_the_next_redirection(void **state
 {
 	struct fsbt_core *c = *state;
 	char fifo[PATH_MAX], file[PATH_MAX], fresh[PATH_MAX], out[4096];
-	int p[2], wfd = -1, status;
-	ssize_t len = 0, n;
-	pid_t pid;
+	struct captured z;
 
 	/* `read < in.fifo` is the shell's own read request; the core allows
 	 * it, then zsh waits in the FIFO's open. The core dies meanwhile. */
 	assert_int_equal(mkfifo(in_ws(fifo, sizeof(fifo), c, "in.fifo"), 0600), 0);
 	fsbt_write_file(in_ws(file, sizeof(file), c, "file.txt"), "untouched");
 	in_ws(fresh, sizeof(fresh), c, "fresh.txt");
-	assert_int_equal(pipe2(p, O_CLOEXEC), 0);
-	pid = fork();
-	assert_true(pid >= 0);
-	if (pid == 0) {
-		prctl(PR_SET_PDEATHSIG, SIGKILL);
-		dup2(p[1], 1);
-		dup2(p[1], 2);
-		execl(zsh, zsh, "-f", "-c",
-		      "read -r x < in.fifo; echo changed > file.txt; print rc=$?; "
-		      "echo new > fresh.txt; print rc=$?", (char *)NULL);
-		_exit(127);
-	}
-	close(p[1]);
-	for (int i = 0; i < 1000 && audit_count(c, "ipc-token", "read", fifo) == 0; i++)
-		fsbt_sleep_ms(10);
-	if (audit_count(c, "ipc-token", "read", fifo) == 0) {
-		kill(pid, SIGKILL);
-		waitpid(pid, NULL, 0);
-		fail_msg("zsh never asked to read the FIFO");
-	}
-	assert_int_equal(kill(c->pid, SIGKILL), 0);
-	assert_int_equal(fsbt_core_wait_exit(c, FSBT_TIMEOUT_MS), 0);
-	for (int i = 0; i < 1000 && wfd < 0; i++) {
-		wfd = open(fifo, O_WRONLY | O_NONBLOCK | O_CLOEXEC);
-		if (wfd < 0)
-			fsbt_sleep_ms(10);
-	}
-	assert_true(wfd >= 0);
-	if (write(wfd, "line\n", 5) < 0)
-		assert_int_equal(errno, EPIPE);
-	close(wfd);
-	while (len < (ssize_t)sizeof(out) - 1 &&
-	       (n = read(p[0], out + len, sizeof(out) - 1 - (size_t)len)) > 0)
-		len += n;
-	out[len < 0 ? 0 : len] = '\0';
-	close(p[0]);
-	assert_int_equal(waitpid(pid, &status, 0), pid);
+	captured_start(&z, (char *[]){ zsh, "-f", "-c",
+				       "read -r x < in.fifo; echo changed > file.txt; print rc=$?; "
+				       "echo new > fresh.txt; print rc=$?", NULL });
+	kill_core_while_client_reads_fifo(c, &z, fifo, "line\n");
+	captured_finish(&z, out, sizeof(out));
 	/* The connection died under the request: EIO, the file untouched;
 	 * the next one finds no core. */
 	assert_has(out, "Input/output error (broker connection lost");
