@@ -8,6 +8,7 @@
 #   make zsh             build/clients/zsh from Debian's zsh source
 #   make test            C unit tests, Lua specs, integration tests, and the
 #                        clients' external suites (toybox-tests, zsh-tests)
+#                        and the npm package's suite (node-test)
 #   make toybox-tests    toybox's own tests of the shimmed applets, stock and
 #                        brokered: the pass counts must be equal
 #   make zsh-tests       zsh's own Test/ files (A01grammar, A04redirect, B01cd,
@@ -82,7 +83,7 @@ BENCH_SRC := $(wildcard bench/*.c)
 BENCH_BIN := $(BENCH_SRC:bench/%.c=$(BUILD)/bench/%)
 
 .PHONY: all deps test test-c test-lua test-integration test-c-sanitize demo bench \
-        bench-peers install lint clean clients toybox toybox-tests zsh zsh-tests
+        bench-peers install lint clean clients toybox toybox-tests zsh zsh-tests node-test
 
 all: $(BUILD)/fsbroker $(BUILD)/fsbroker-init
 
@@ -266,7 +267,12 @@ test: deps
 	    "Lua specs" "busted --lua=lua5.4 --output=TAP spec" \
 	    "integration" "FSBROKER=$(BUILD)/fsbroker sh tools/run-cmocka.sh $(INTEG_BIN)" \
 	    "toybox's own tests" "bash clients/toybox/run-toybox-tests.sh --tap $(BUILD)/fsbroker" \
-	    "zsh's own tests" "bash clients/zsh/run-zsh-tests.sh --tap $(BUILD)/fsbroker"
+	    "zsh's own tests" "bash clients/zsh/run-zsh-tests.sh --tap $(BUILD)/fsbroker" \
+	    "node package" "sh tools/node-test.sh $(BUILD)/fsbroker"
+
+# The npm package (clients/node): npm ci when needed, tsc, node --test.
+node-test: all
+	$(Q)sh tools/tap-sum.sh "node package" "sh tools/node-test.sh $(BUILD)/fsbroker"
 
 test-c: $(UNIT_BIN)
 	$(Q)sh tools/tap-sum.sh "C unit" "sh tools/run-cmocka.sh $(UNIT_BIN)"

@@ -2,8 +2,11 @@
  * cli_serve.c — `fsbroker serve`: the core as a long-running process for an
  * agent host. Clients connect to --socket; the host speaks the control
  * protocol on stdin/stdout; SIGHUP and pack edits reload; SIGTERM, SIGINT,
- * Shutdown or EOF on stdin stop it.
+ * Shutdown or EOF on stdin stop it. With --approvals inline a call of an
+ * attached run that the pack answers `ask` waits for the host's Approve or
+ * Deny after a `prompt` event (prompt_events.c).
  */
+#include <errno.h>
 #include <getopt.h>
 #include <signal.h>
 #include <stdio.h>
@@ -17,12 +20,14 @@
 #include "control.h"
 #include "log.h"
 #include "modify_backup.h"
+#include "prompt_events.h"
 #include "server.h"
 #include "watch.h"
 
 static const char usage[] =
 	"usage: fsbroker serve --socket PATH --session ID [--rules PACK] [--state-dir DIR]\n"
-	"                      [--workspace DIR]\n";
+	"                      [--workspace DIR] [--approvals deferred|inline]\n"
+	"                      [--approval-timeout SECONDS]\n";
 
 struct serve {
 	uv_loop_t loop;
@@ -32,6 +37,7 @@ struct serve {
 	struct fsb_server server;
 	struct fsb_control control;
 	bool control_up;
+	struct fsb_prompt_events prompts;	/* --approvals inline */
 	struct fsb_watch watch;
 	uv_signal_t sigterm, sigint;
 	bool stopping;
@@ -65,6 +71,7 @@ static void stop(struct serve *s)
 		return;
 	s->stopping = true;
 	fsb_info("shutting down");
+	fsb_prompt_events_stop(&s->prompts);
 	fsb_server_close(&s->server);
 	fsb_watch_close(&s->watch);
 	uv_close((uv_handle_t *)&s->sigterm, on_closed);
@@ -84,6 +91,8 @@ static void on_control_shutdown(struct fsb_control *ctl)
 {
 	struct serve *s = ctl->data;
 
+	/* Nobody can answer a prompt any more. */
+	fsb_prompt_events_stop(&s->prompts);
 	if (s->stopping && ctl->chan.handles_open == 0)
 		end_linger(s);
 	stop(s);
@@ -103,6 +112,8 @@ int fsb_cli_serve(int argc, char **argv)
 		{ "rules", required_argument, NULL, 'r' },
 		{ "state-dir", required_argument, NULL, 'd' },
 		{ "workspace", required_argument, NULL, 'w' },
+		{ "approvals", required_argument, NULL, 'a' },
+		{ "approval-timeout", required_argument, NULL, 't' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -112,6 +123,9 @@ int fsb_cli_serve(int argc, char **argv)
 	struct fsb_scope scope;
 	char err[2048], state[PATH_MAX], admin[PATH_MAX + 16];
 	struct serve *s;
+	bool inline_approvals = false;
+	unsigned long approval_timeout = 60;
+	char *end;
 	int c, rc = 1;
 
 	optind = 1;
@@ -131,6 +145,24 @@ int fsb_cli_serve(int argc, char **argv)
 			break;
 		case 'w':
 			workspace = optarg;
+			break;
+		case 'a':
+			if (strcmp(optarg, "inline") != 0 && strcmp(optarg, "deferred") != 0) {
+				fprintf(stderr, "fsbroker serve: --approvals is deferred or inline, "
+					"not '%s'\n", optarg);
+				return 2;
+			}
+			inline_approvals = strcmp(optarg, "inline") == 0;
+			break;
+		case 't':
+			errno = 0;
+			approval_timeout = strtoul(optarg, &end, 10);
+			if (errno || *end || end == optarg || approval_timeout < 1 ||
+			    approval_timeout > 86400) {
+				fprintf(stderr, "fsbroker serve: --approval-timeout takes 1 to "
+					"86400 seconds, not '%s'\n", optarg);
+				return 2;
+			}
 			break;
 		case 'h':
 			fputs(usage, stdout);
@@ -201,6 +233,23 @@ int fsb_cli_serve(int argc, char **argv)
 		fsb_warn("no control channel (stdin/stdout must be pipes, sockets or a "
 			 "terminal: %s); stop the core with SIGTERM", uv_strerror(rc));
 	s->control_up = rc == 0;
+	if (inline_approvals && !s->control_up) {
+		fprintf(stderr, "fsbroker serve: --approvals inline needs the control channel "
+			"on stdin/stdout: nobody could answer a prompt\n");
+		rc = 2;
+		goto out;
+	}
+	if (inline_approvals) {
+		rc = fsb_prompt_events_start(&s->prompts, &s->loop, &s->broker, &s->control,
+					     (unsigned)approval_timeout);
+		if (rc < 0) {
+			fprintf(stderr, "fsbroker serve: inline approvals: %s\n", uv_strerror(rc));
+			s->control_up = false;
+			fsb_control_close(&s->control);
+			rc = 1;
+			goto out;
+		}
+	}
 	fsb_watch_start(&s->watch, &s->loop, &s->broker);
 	uv_signal_init(&s->loop, &s->sigterm);
 	uv_signal_init(&s->loop, &s->sigint);
@@ -220,6 +269,7 @@ int fsb_cli_serve(int argc, char **argv)
 		cJSON_AddStringToObject(ev, "sessionId", session);
 		cJSON_AddStringToObject(ev, "pack", fsb_policy_name(s->broker.policy));
 		cJSON_AddNumberToObject(ev, "pid", getpid());
+		cJSON_AddStringToObject(ev, "approvals", inline_approvals ? "inline" : "deferred");
 		fsb_control_event(&s->control, ev);
 	}
 	uv_run(&s->loop, UV_RUN_DEFAULT);

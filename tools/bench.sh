@@ -69,3 +69,12 @@ bash "$top/tools/bench-runtime.sh" "$build"
 echo
 # The brokered clients (toybox, zsh) against stock ones (tools/bench-clients.sh).
 bash "$top/tools/bench-clients.sh" "$build"
+echo
+# The npm package (clients/node): core.run and fsbroker-mcp's write_file
+# against `fsbroker run --core` by hand and a plain fs.writeFile.
+if command -v node >/dev/null 2>&1; then
+    sh "$top/tools/node-test.sh" --build-only "$bin" >/dev/null &&
+        node "$top/clients/node/bench/overhead.mjs" "$bin" "${BENCH_NODE_CALLS:-50}"
+else
+    echo "node package: skipped (no node on PATH)"
+fi

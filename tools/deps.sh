@@ -11,6 +11,9 @@ for p in $pkgs; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'ok installed' ||
         missing="$missing $p"
 done
+# The npm package's suite (clients/node) needs node and npm. A node already on
+# PATH (not necessarily Debian's) is kept: Debian's must not shadow it.
+command -v node >/dev/null 2>&1 || missing="$missing nodejs npm"
 [ -z "$missing" ] && exit 0
 if [ "$(id -u)" != 0 ]; then
     echo "fsbroker: missing Debian packages:$missing" >&2

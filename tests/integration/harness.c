@@ -291,6 +291,8 @@ int fsbt_core_spawn(struct fsbt_core *c, const char *socket)
 		argv[argc++] = "--rules";
 		argv[argc++] = c->rules;
 	}
+	for (int i = 0; i < 4 && c->serve_args[i] != NULL; i++)
+		argv[argc++] = c->serve_args[i];
 	argv[argc] = NULL;
 
 	if ((env = core_env(c, &env_home, &env_tmp)) == NULL)
@@ -591,6 +593,22 @@ cJSON *fsbt_control(struct fsbt_core *c, const char *line)
 	}
 	fprintf(stderr, "# no control reply to %s within %d s\n", line, FSBT_TIMEOUT_MS / 1000);
 	cJSON_Delete(req);
+	return NULL;
+}
+
+cJSON *fsbt_control_event(struct fsbt_core *c, const char *name, int timeout_ms)
+{
+	uint64_t deadline = fsbt_now_ms() + (uint64_t)timeout_ms;
+	char *line;
+
+	while ((line = ctl_read_line(c, deadline)) != NULL) {
+		cJSON *ev = cJSON_Parse(line);
+
+		free(line);
+		if (ev != NULL && strcmp(fsbt_str(ev, "event"), name) == 0)
+			return ev;
+		cJSON_Delete(ev);
+	}
 	return NULL;
 }
 

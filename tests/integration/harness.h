@@ -58,6 +58,7 @@ struct fsbt_core {
 	char *out_buf;		/* lines read from ctl_out, not yet taken */
 	size_t out_len, out_cap;
 	long next_id;		/* for fsbt_control_cmd() */
+	const char *serve_args[5];	/* more flags for serve, NULL-terminated */
 };
 
 /** The fsbroker binary: $FSBROKER, else build/fsbroker. */
@@ -118,6 +119,12 @@ cJSON *fsbt_controlf(struct fsbt_core *c, const char *fmt, ...)
  */
 cJSON *fsbt_control_cmd(struct fsbt_core *c, const char *command, const char *fields, ...)
 	__attribute__((format(printf, 3, 4)));
+
+/**
+ * The next event pushed on the control channel whose "event" is `name`
+ * (other lines are dropped); NULL after `timeout_ms` or when the core is gone.
+ */
+cJSON *fsbt_control_event(struct fsbt_core *c, const char *name, int timeout_ms);
 
 /** CheckAccess {path, op}; fails the test when no reply comes. */
 cJSON *fsbt_check_access(struct fsbt_core *c, const char *op, const char *path);

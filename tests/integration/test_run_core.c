@@ -3,7 +3,9 @@
  * `fsbroker serve` started here: the run attaches through the admin socket,
  * its command's changes go through that core with its pack, workspace and
  * session, the cycle stays open for the host to commit, and a core that is
- * not running is a failure of the run (125) naming the state dir.
+ * not running is a failure of the run (125) naming the state dir. With
+ * `serve --approvals inline` a call the pack asks about waits while the
+ * host gets a `prompt` event on the control channel, and its answer decides.
  */
 #include "run_fixture.h"
 
@@ -15,6 +17,22 @@ static int core_setup(void **state)
 	setenv("TMPDIR", "/var/tmp", 1);
 	unsetenv("XDG_RUNTIME_DIR");
 	c = fsbt_core_new();
+	fsbt_core_start(c);
+	*state = c;
+	return 0;
+}
+
+static int core_setup_inline(void **state)
+{
+	struct fsbt_core *c;
+
+	setenv("TMPDIR", "/var/tmp", 1);
+	unsetenv("XDG_RUNTIME_DIR");
+	c = fsbt_core_new();
+	c->serve_args[0] = "--approvals";
+	c->serve_args[1] = "inline";
+	c->serve_args[2] = "--approval-timeout";
+	c->serve_args[3] = "60";
 	fsbt_core_start(c);
 	*state = c;
 	return 0;
@@ -155,6 +173,60 @@ static void fsbroker_approve_works_for_an_attached_run(void **state)
 	free(text);
 }
 
+/* An attached run writes ~/notes.txt (the default pack asks) under a core
+ * with inline approvals; the host answers the prompt with `answer`. */
+static void inline_prompt(struct fsbt_core *c, const char *answer, int want_exit,
+			  const char *want_text)
+{
+	char why[512], notes[PATH_MAX + 16];
+	struct runproc p;
+	cJSON *ev, *r;
+	char *text;
+	int st;
+
+	if (unsupported(why, sizeof(why)) != NULL)
+		fsbt_skip("%s", why);
+	snprintf(notes, sizeof(notes), "%s/notes.txt", c->home);
+	fsbt_write_file(notes, "before\n");
+	run_start((char *[]){ (char *)fsbt_binary(), "run", "--core", c->state, "--tool-call",
+			      "tc-inline", "--summary-fd", "5", "--", "sh", "-c",
+			      "echo answered > ~/notes.txt", NULL },
+		  false, &p);
+	ev = fsbt_control_event(c, "prompt", 30000);
+	if (ev == NULL) {
+		kill(p.pid, SIGKILL);
+		run_finish(&p);
+		fail_msg("no prompt event from serve; run stderr:\n%s\ncore log:\n%s",
+			 p.ebuf ? p.ebuf : "", fsbt_core_log(c));
+	}
+	assert_string_equal(fsbt_str(ev, "path"), notes);
+	assert_string_equal(fsbt_str(ev, "op"), "write");
+	assert_string_equal(fsbt_str(ev, "rule"), "ask.modify ~/**");
+	assert_string_equal(fsbt_str(ev, "toolCallId"), "tc-inline");
+	r = fsbt_control_cmd(c, answer, "\"blockId\":\"%s\"", fsbt_str(ev, "blockId"));
+	assert_true(fsbt_ok(r));
+	cJSON_Delete(r);
+	cJSON_Delete(ev);
+	st = run_finish(&p);
+	if (!WIFEXITED(st) || WEXITSTATUS(st) != want_exit)
+		fail_msg("wait status 0x%x; stderr:\n%s", (unsigned)st, p.ebuf ? p.ebuf : "");
+	run_free(&p);
+	text = fsbt_read_file(notes, NULL);
+	assert_string_equal(text, want_text);
+	free(text);
+}
+
+static void serve_inline_approve_lets_the_waiting_call_through(void **state)
+{
+	inline_prompt(*state, "Approve", 0, "answered\n");
+}
+
+static void serve_inline_deny_refuses_the_waiting_call(void **state)
+{
+	/* sh cannot open the file for writing: exit 2. */
+	inline_prompt(*state, "Deny", 2, "before\n");
+}
+
 static void no_core_running_exits_125_naming_the_state_dir(void **state)
 {
 	struct fsbt_core *c = *state;
@@ -193,6 +265,10 @@ int main(void)
 						core_setup, core_teardown),
 		cmocka_unit_test_setup_teardown(no_core_running_exits_125_naming_the_state_dir,
 						core_setup, core_teardown),
+		cmocka_unit_test_setup_teardown(serve_inline_approve_lets_the_waiting_call_through,
+						core_setup_inline, core_teardown),
+		cmocka_unit_test_setup_teardown(serve_inline_deny_refuses_the_waiting_call,
+						core_setup_inline, core_teardown),
 	};
 
 	return fsbt_run_group(tests, NULL, NULL);

@@ -1,0 +1,84 @@
+// overhead.mjs — what the package adds: a tool call through core.run() ÷ the
+// same `fsbroker run --core` started by hand, and write_file through
+// fsbroker-mcp (SDK Client over stdio) ÷ a plain fs.writeFile. Medians.
+// usage: node bench/overhead.mjs [FSBROKER] [N]   (after `npx tsc -p .`)
+import { spawn } from "node:child_process";
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync as wfs } from "node:fs";
+import { writeFile } from "node:fs/promises";
+import { dirname, join, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
+
+import { startCore } from "../dist/src/index.js";
+
+const pkg = resolve(dirname(fileURLToPath(import.meta.url)), "..");
+const repo = resolve(pkg, "..", "..");
+const binary = resolve(process.argv[2] || process.env.FSBROKER || join(repo, "build", "fsbroker"));
+const n = Number(process.argv[3] || 50);
+
+const base = join(repo, "build", "node-bench");
+mkdirSync(base, { recursive: true });
+const dir = mkdtempSync(join(base, "b-"));
+const ws = join(dir, "ws"), home = join(dir, "home"), state = join(dir, "state");
+mkdirSync(ws); mkdirSync(home);
+const env = { ...process.env, HOME: home };
+delete env.XDG_RUNTIME_DIR; delete env.XDG_STATE_HOME;
+
+const median = (xs) => { const s = [...xs].sort((a, b) => a - b); return s[s.length >> 1]; };
+const ms = (t0) => Number(process.hrtime.bigint() - t0) / 1e6;
+
+function byHand(i) {
+  return new Promise((res, rej) => {
+    const c = spawn(binary, ["run", "--core", state, "--tool-call", `hand-${i}`, "--summary-fd", "3", "--", "true"],
+      { stdio: ["ignore", "pipe", "pipe", "pipe"], env });
+    let summary = "";
+    c.stdio[3].on("data", (b) => { summary += b; });
+    c.stdout.resume(); c.stderr.resume();
+    c.on("close", (code) => code === 0 && summary ? res() : rej(new Error(`by hand: ${code}`)));
+  });
+}
+
+try {
+  const core = await startCore({ binary, stateDir: state, workspace: ws, env });
+  const pkgT = [], handT = [];
+  for (let i = 0; i < n; i++) {
+    let t0 = process.hrtime.bigint();
+    await core.run(`pkg-${i}`, ["true"]);
+    pkgT.push(ms(t0));
+    t0 = process.hrtime.bigint();
+    await byHand(i);
+    handT.push(ms(t0));
+  }
+  await core.close();
+
+  const transport = new StdioClientTransport({
+    command: process.execPath,
+    args: [join(pkg, "dist", "src", "mcp-bin.js"), "--workspace", ws, "--state-dir", state, "--fsbroker", binary],
+    env, stderr: "ignore",
+  });
+  const client = new Client({ name: "bench", version: "0" });
+  await client.connect(transport);
+  const content = "x".repeat(4096);
+  const mcpT = [], fsT = [];
+  for (let i = 0; i < n; i++) {
+    const f = join(ws, `f${i % 5}.txt`);
+    wfs(f, "old");
+    let t0 = process.hrtime.bigint();
+    const r = await client.callTool({ name: "write_file", arguments: { path: f, content } });
+    mcpT.push(ms(t0));
+    if (r.isError) throw new Error(JSON.stringify(r.content));
+    t0 = process.hrtime.bigint();
+    await writeFile(f, content);
+    fsT.push(ms(t0));
+  }
+  await client.close();
+
+  const p = median(pkgT), h = median(handT), m = median(mcpT), w = median(fsT);
+  console.log(`node package, ${n} calls each (medians):`);
+  console.log(`  tool call 'true': core.run ${p.toFixed(2)} ms, fsbroker run --core by hand ${h.toFixed(2)} ms: ratio ${(p / h).toFixed(2)}`);
+  console.log(`  write_file 4 KiB: through fsbroker-mcp ${m.toFixed(3)} ms, fs.writeFile ${w.toFixed(3)} ms: ratio ${(m / w).toFixed(1)}`);
+} finally {
+  rmSync(dir, { recursive: true, force: true });
+}

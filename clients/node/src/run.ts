@@ -1,0 +1,182 @@
+/*
+ * run.ts — one tool call: `fsbroker run --core STATE --tool-call ID
+ * --summary-fd 3 -- ARGV`. The command's stdout and stderr stream to the
+ * host (callbacks, or an async iterable of chunks) and are collected; the
+ * summary is read from fd 3 only, so nothing the command prints can pass
+ * for it.
+ */
+import { spawn } from "node:child_process";
+import type { Readable } from "node:stream";
+
+import { FsbrokerError } from "./errors.js";
+import type { RunSummary } from "./protocol.js";
+
+export interface RunOptions {
+  /** Input for the command; default none (stdin is /dev/null). */
+  stdin?: string | Uint8Array;
+  onStdout?: (chunk: Buffer) => void;
+  onStderr?: (chunk: Buffer) => void;
+  /** Bytes of stdout/stderr kept in the result, each; default 16 MiB (the rest is only streamed). */
+  maxBuffer?: number;
+  /** Kill the run (SIGTERM to fsbroker run, which passes it on) after this many ms. */
+  timeoutMs?: number;
+  /** Environment of `fsbroker run` (the pack decides what reaches the command). */
+  env?: NodeJS.ProcessEnv;
+}
+
+export interface RunResult {
+  toolCallId: string;
+  /** The command's exit status (128+N when a signal N killed it). */
+  exitStatus: number;
+  signal: number | null;
+  summary: RunSummary;
+  stdout: Buffer;
+  stderr: Buffer;
+}
+
+export interface OutputChunk {
+  stream: "stdout" | "stderr";
+  data: Buffer;
+}
+
+/** A running tool call: await it (or .result) for the RunResult; iterate it for output. */
+export interface ToolCall extends PromiseLike<RunResult>, AsyncIterable<OutputChunk> {
+  readonly toolCallId: string;
+  readonly result: Promise<RunResult>;
+  readonly pid: number | undefined;
+  kill(signal?: NodeJS.Signals): void;
+}
+
+interface CoreLike {
+  binary: string;
+  stateDir: string;
+}
+
+export function runToolCall(core: CoreLike, toolCallId: string, argv: string[], opts: RunOptions = {}): ToolCall {
+  if (argv.length === 0) throw new FsbrokerError("ERUNSTART", "run: the command is empty");
+  const args = ["run", "--core", core.stateDir, "--tool-call", toolCallId, "--summary-fd", "3", "--", ...argv];
+  const child = spawn(core.binary, args, {
+    stdio: [opts.stdin !== undefined ? "pipe" : "ignore", "pipe", "pipe", "pipe"],
+    env: opts.env ?? process.env,
+  });
+  const maxBuffer = opts.maxBuffer ?? 16 * 1024 * 1024;
+  const kept = { stdout: [] as Buffer[], stderr: [] as Buffer[] };
+  const keptLen = { stdout: 0, stderr: 0 };
+  const summaryChunks: Buffer[] = [];
+
+  /* Output for async iterators: a queue each, fed as chunks arrive. */
+  const iterators = new Set<{ queue: OutputChunk[]; wake: (() => void) | null }>();
+  let ended = false;
+  const push = (c: OutputChunk) => {
+    for (const it of iterators) {
+      it.queue.push(c);
+      it.wake?.();
+    }
+  };
+
+  const collect = (stream: "stdout" | "stderr", r: Readable, cb?: (b: Buffer) => void) => {
+    r.on("data", (b: Buffer) => {
+      if (keptLen[stream] < maxBuffer) {
+        const part = b.subarray(0, maxBuffer - keptLen[stream]);
+        kept[stream].push(part);
+        keptLen[stream] += part.length;
+      }
+      cb?.(b);
+      push({ stream, data: b });
+    });
+  };
+  collect("stdout", child.stdout!, opts.onStdout);
+  collect("stderr", child.stderr!, opts.onStderr);
+  const fd3 = child.stdio[3] as Readable;
+  fd3.on("data", (b: Buffer) => summaryChunks.push(b));
+  fd3.on("error", () => {});
+  if (opts.stdin !== undefined && child.stdin) {
+    child.stdin.on("error", () => {});
+    child.stdin.end(opts.stdin);
+  }
+  let timer: NodeJS.Timeout | undefined;
+  if (opts.timeoutMs !== undefined) timer = setTimeout(() => child.kill("SIGTERM"), opts.timeoutMs);
+
+  const result = new Promise<RunResult>((resolve, reject) => {
+    let spawnError: Error | null = null;
+    child.on("error", (err) => { spawnError = err; });
+    child.on("close", (code, sig) => {
+      if (timer) clearTimeout(timer);
+      ended = true;
+      for (const it of iterators) it.wake?.();
+      const stderr = Buffer.concat(kept.stderr);
+      if (spawnError) {
+        reject(new FsbrokerError("ERUNSTART", `cannot start ${core.binary} run: ${spawnError.message}`));
+        return;
+      }
+      const text = Buffer.concat(summaryChunks).toString("utf8").trim();
+      let summary: RunSummary | null = null;
+      try {
+        summary = text ? (JSON.parse(text.split("\n").pop()!) as RunSummary) : null;
+      } catch {
+        summary = null;
+      }
+      if (summary?.error !== undefined || code === 125 && summary === null) {
+        reject(new FsbrokerError("ERUNSTART",
+          `fsbroker run could not start ${JSON.stringify(argv[0])}: ${summary?.error ?? lastLine(stderr) ?? "no reason given"}`));
+        return;
+      }
+      /* fsbroker-init's own 126 and 127: the command was not found or could not be executed. */
+      const initLine = stderr.toString("utf8").split("\n").find((l) => l.startsWith("fsbroker-init: "));
+      if ((code === 126 || code === 127) && initLine) {
+        reject(new FsbrokerError("ERUNSTART", `the command could not start: ${initLine.slice("fsbroker-init: ".length)}`));
+        return;
+      }
+      if (summary === null) {
+        reject(new FsbrokerError("ERUNSTART",
+          `fsbroker run ended (${sig ? `signal ${sig}` : `status ${code}`}) without writing its summary: ${lastLine(stderr) ?? ""}`));
+        return;
+      }
+      resolve({
+        toolCallId,
+        exitStatus: summary.exitStatus ?? (code ?? 128),
+        signal: summary.signal ?? null,
+        summary,
+        stdout: Buffer.concat(kept.stdout),
+        stderr,
+      });
+    });
+  });
+  /* A caller that only iterates must not see an unhandled rejection. */
+  result.catch(() => {});
+
+  return {
+    toolCallId,
+    result,
+    pid: child.pid,
+    kill: (signal: NodeJS.Signals = "SIGTERM") => { child.kill(signal); },
+    then: (onOk, onErr) => result.then(onOk, onErr),
+    [Symbol.asyncIterator]: () => {
+      const it = { queue: [] as OutputChunk[], wake: null as (() => void) | null };
+      iterators.add(it);
+      return {
+        next: async (): Promise<IteratorResult<OutputChunk>> => {
+          for (;;) {
+            const c = it.queue.shift();
+            if (c) return { value: c, done: false };
+            if (ended) {
+              iterators.delete(it);
+              return { value: undefined, done: true };
+            }
+            await new Promise<void>((w) => { it.wake = w; });
+            it.wake = null;
+          }
+        },
+        return: async (): Promise<IteratorResult<OutputChunk>> => {
+          iterators.delete(it);
+          return { value: undefined, done: true };
+        },
+      };
+    },
+  };
+}
+
+function lastLine(b: Buffer): string | undefined {
+  const lines = b.toString("utf8").split("\n").filter((l) => l.trim() !== "");
+  return lines.length ? lines[lines.length - 1] : undefined;
+}
