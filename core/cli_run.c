@@ -27,6 +27,7 @@
 #include "log.h"
 #include "modify_backup.h"
 #include "mount_plan.h"
+#include "prompt_events.h"
 #include "proto_json.h"
 #include "run.h"
 #include "run_mode.h"
@@ -89,14 +90,11 @@ struct run {
 	uv_signal_t sigs[3];
 	int init_sock;		/* our copy of init's end, kept until CMD is gone */
 	/* The host's control channel (--control-fd), and the prompt events
-	 * threads of the pool queue for it (inline approvals). */
+	 * sent on it (inline approvals). */
 	struct fsb_control ctl;
 	bool ctl_up;
 	int ctl_wfd;		/* our dup of the control fd, for writing */
-	uv_async_t prompt_async;
-	bool async_up;
-	pthread_mutex_t events_lock;
-	cJSON *events;		/* an array, under events_lock */
+	struct fsb_prompt_events prompts;
 	bool exited;
 	bool own_group;		/* no pid namespace: CMD leads its own process group */
 	int64_t exit_status;
@@ -124,59 +122,15 @@ static void on_closed(uv_handle_t *h)
 	(void)h;
 }
 
-/* Nobody answers prompts any more (the host hung up, or CMD is gone):
- * calls waiting are refused, later ones refused at once. */
-static void stop_inline(struct run *r)
-{
-	if (r->attached || r->broker.on_prompt == NULL)
-		return;
-	fsb_broker_lock(&r->broker);
-	r->broker.on_prompt = NULL;
-	fsb_prompts_answer_all(r->broker.prompts, false);
-	fsb_broker_unlock(&r->broker);
-}
-
 static void on_host_gone(struct fsb_control *ctl)
 {
 	struct run *r = ctl->data;
 
-	stop_inline(r);
+	fsb_prompt_events_stop(&r->prompts);
 	if (r->ctl_up) {
 		r->ctl_up = false;
 		fsb_control_close(&r->ctl);
 	}
-}
-
-/* On a thread of the pool, the broker's lock held: queue the event. */
-static void on_prompt(struct fsb_broker *b, const struct fsb_prompt *p, void *arg)
-{
-	struct run *r = arg;
-	cJSON *ev = fsb_prompt_to_json(p);
-
-	cJSON_AddStringToObject(ev, "event", "prompt");
-	cJSON_AddNumberToObject(ev, "timeoutSeconds", b->approval_timeout_s);
-	pthread_mutex_lock(&r->events_lock);
-	cJSON_AddItemToArray(r->events, ev);
-	pthread_mutex_unlock(&r->events_lock);
-	uv_async_send(&r->prompt_async);
-}
-
-/* On the loop: the queued events out to the host. */
-static void on_prompt_async(uv_async_t *h)
-{
-	struct run *r = h->data;
-	cJSON *ev;
-
-	pthread_mutex_lock(&r->events_lock);
-	while ((ev = cJSON_DetachItemFromArray(r->events, 0)) != NULL) {
-		pthread_mutex_unlock(&r->events_lock);
-		if (r->ctl_up)
-			fsb_control_event(&r->ctl, ev);
-		else
-			cJSON_Delete(ev);
-		pthread_mutex_lock(&r->events_lock);
-	}
-	pthread_mutex_unlock(&r->events_lock);
 }
 
 /* CMD is gone (bwrap exited, and with it the sandbox's pid namespace):
@@ -185,11 +139,7 @@ static void on_exit_cb(uv_process_t *p, int64_t status, int term_signal)
 {
 	struct run *r = p->data;
 
-	stop_inline(r);
-	if (r->async_up) {
-		r->async_up = false;
-		uv_close((uv_handle_t *)&r->prompt_async, on_closed);
-	}
+	fsb_prompt_events_stop(&r->prompts);
 	if (r->ctl_up) {
 		r->ctl_up = false;
 		fsb_control_close(&r->ctl);
@@ -603,16 +553,10 @@ static int start_control(struct run *r, const struct run_opts *o, const char *se
 	r->ctl_up = true;
 	if (!o->inline_approvals)
 		return 0;
-	r->events = cJSON_CreateArray();
-	pthread_mutex_init(&r->events_lock, NULL);
-	uv_async_init(&r->loop, &r->prompt_async, on_prompt_async);
-	r->prompt_async.data = r;
-	r->async_up = true;
-	fsb_broker_lock(&r->broker);
-	r->broker.approval_timeout_s = o->approval_timeout;
-	r->broker.on_prompt_arg = r;
-	r->broker.on_prompt = on_prompt;
-	fsb_broker_unlock(&r->broker);
+	rc = fsb_prompt_events_start(&r->prompts, &r->loop, &r->broker, &r->ctl,
+				     o->approval_timeout);
+	if (rc < 0)
+		return fail("--approvals inline: %s", uv_strerror(rc));
 	return 0;
 }
 
@@ -986,19 +930,13 @@ out:
 		close(r->init_sock);
 	r->init_sock = -1;
 	if (!r->exited) {
-		stop_inline(r);
-		if (r->async_up)
-			uv_close((uv_handle_t *)&r->prompt_async, on_closed);
+		fsb_prompt_events_stop(&r->prompts);
 		if (r->ctl_up)
 			fsb_control_close(&r->ctl);
-		r->async_up = r->ctl_up = false;
+		r->ctl_up = false;
 		if (r->server_up)
 			fsb_server_close(&r->server);
 		uv_run(&r->loop, UV_RUN_DEFAULT);
-	}
-	if (r->events != NULL) {
-		cJSON_Delete(r->events);
-		pthread_mutex_destroy(&r->events_lock);
 	}
 	if (r->ctl_wfd > 0)
 		close(r->ctl_wfd);

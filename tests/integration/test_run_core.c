@@ -184,7 +184,7 @@ static void inline_prompt(struct fsbt_core *c, const char *answer, int want_exit
 	char *text;
 	int st;
 
-	if (unsupported(why, sizeof(why)) != NULL)
+	if (fsbt_sandbox_unsupported(why, sizeof(why)) != NULL)
 		fsbt_skip("%s", why);
 	snprintf(notes, sizeof(notes), "%s/notes.txt", c->home);
 	fsbt_write_file(notes, "before\n");
