@@ -3,6 +3,7 @@
  * request object and fills the reply; fsb_control_handle() dispatches.
  */
 #include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,6 +32,27 @@ static void fail(cJSON *reply, const char *fmt, const char *arg)
 	snprintf(msg, sizeof(msg), fmt, arg);
 	cJSON_ReplaceItemInObjectCaseSensitive(reply, "ok", cJSON_CreateFalse());
 	cJSON_AddStringToObject(reply, "error", msg);
+}
+
+/*
+ * The object the core judged: `exists`, and for an existing one its device
+ * and inode as decimal strings (a JSON number loses precision above 2^53).
+ * A host that then opens the file itself compares them with an fstat of
+ * what it opened, so that it never acts on another file than the one
+ * judged (a name swapped in between).
+ */
+static void add_identity(cJSON *reply, const struct fsb_access *acc)
+{
+	char num[24];
+	bool exists = acc->resolve_err == 0 && acc->res.exists;
+
+	cJSON_AddBoolToObject(reply, "exists", exists);
+	if (!exists)
+		return;
+	snprintf(num, sizeof(num), "%ju", (uintmax_t)acc->res.st.st_dev);
+	cJSON_AddStringToObject(reply, "dev", num);
+	snprintf(num, sizeof(num), "%ju", (uintmax_t)acc->res.st.st_ino);
+	cJSON_AddStringToObject(reply, "ino", num);
 }
 
 static void cmd_check_access(struct fsb_broker *b, const char *session,
@@ -69,6 +91,7 @@ static void cmd_check_access(struct fsb_broker *b, const char *session,
 	fsb_json_add_path(reply, "path", path, false);
 	fsb_json_add_path(reply, "normalisedPath",
 			  acc.resolve_err == 0 ? acc.res.path : acc.normalised, false);
+	add_identity(reply, &acc);
 	if (acc.block_id[0])
 		cJSON_AddStringToObject(reply, "blockId", acc.block_id);
 	if (acc.errnum != 0)
@@ -219,6 +242,9 @@ static void cmd_modify_backup(struct fsb_broker *b, const char *sid, const cJSON
 	fsb_broker_decide(b, &acc);
 	cJSON_AddStringToObject(reply, "decision", fsb_decision_name(acc.verdict.decision));
 	cJSON_AddStringToObject(reply, "rule", acc.verdict.rule);
+	if (acc.resolve_err == 0)
+		fsb_json_add_path(reply, "normalisedPath", acc.res.path, false);
+	add_identity(reply, &acc);
 	if (acc.verdict.decision != FSB_ALLOW || acc.errnum != 0) {
 		rec = fsb_access_audit_record(&acc, "host-modify-backup");
 		fsb_broker_audit(b, sid, rec);

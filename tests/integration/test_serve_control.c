@@ -4,6 +4,7 @@
  * Reload, Shutdown, and what EOF on stdin does.
  */
 #include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,6 +27,52 @@ static void check_access_allows_workspace_read(void **state)
 	assert_string_equal(fsbt_str(r, "decision"), "allow");
 	assert_string_equal(fsbt_str(r, "rule"), "fsProfile.read /**");
 	assert_string_equal(fsbt_str(r, "normalisedPath"), p);
+	cJSON_Delete(r);
+}
+
+/* The dev/ino a host compares with what it then opens itself. */
+static void assert_identity(const cJSON *r, const char *path)
+{
+	struct stat st;
+	char want[24];
+
+	assert_int_equal(lstat(path, &st), 0);
+	assert_true(cJSON_IsTrue(cJSON_GetObjectItem(r, "exists")));
+	snprintf(want, sizeof(want), "%ju", (uintmax_t)st.st_dev);
+	assert_string_equal(fsbt_str(r, "dev"), want);
+	snprintf(want, sizeof(want), "%ju", (uintmax_t)st.st_ino);
+	assert_string_equal(fsbt_str(r, "ino"), want);
+}
+
+/*
+ * CheckAccess and ModifyBackup name the object they judged: a host that
+ * reads or writes the file itself afterwards checks that it opened that
+ * very object, not one swapped in under the name since.
+ */
+static void check_access_and_modify_backup_name_the_object_judged(void **state)
+{
+	struct fsbt_core *c = *state;
+	char p[PATH_MAX], fresh[PATH_MAX];
+	cJSON *r;
+
+	snprintf(p, sizeof(p), "%s/judged.txt", c->ws);
+	snprintf(fresh, sizeof(fresh), "%s/not-yet.txt", c->ws);
+	fsbt_write_file(p, "old\n");
+	r = fsbt_check_access(c, "read", p);
+	assert_string_equal(fsbt_str(r, "decision"), "allow");
+	assert_identity(r, p);
+	cJSON_Delete(r);
+
+	r = fsbt_control_cmd(c, "ModifyBackup", "\"path\":\"%s\"", p);
+	assert_true(fsbt_ok(r));
+	assert_string_equal(fsbt_str(r, "normalisedPath"), p);
+	assert_identity(r, p);
+	cJSON_Delete(r);
+
+	r = fsbt_control_cmd(c, "ModifyBackup", "\"path\":\"%s\"", fresh);
+	assert_true(fsbt_ok(r));
+	assert_true(cJSON_IsFalse(cJSON_GetObjectItem(r, "exists")));
+	assert_null(cJSON_GetObjectItem(r, "ino"));
 	cJSON_Delete(r);
 }
 
@@ -164,6 +211,7 @@ int main(void)
 #define T(fn) cmocka_unit_test_setup_teardown(fn, fsbt_setup_core, fsbt_teardown_core)
 	const struct CMUnitTest tests[] = {
 		T(check_access_allows_workspace_read),
+		T(check_access_and_modify_backup_name_the_object_judged),
 		T(check_access_denies_ssh_key_naming_the_rule),
 		T(check_access_asks_for_home_write_with_block),
 		T(unknown_command_is_refused_with_a_sentence),

@@ -13,6 +13,7 @@ export type FsbrokerErrorCode =
   | "ECLI" // an `fsbroker backup` command failed
   | "EPATH" // a path the MCP tools refuse (relative, .., NUL, outside the workspace)
   | "EDENIED" // the pack refused the access
+  | "ERACE" // the file changed between the core's check and the tool's own open: nothing done
   | "ETOOLARGE"; // a write over the configured size limit
 
 export class FsbrokerError extends Error {

@@ -7,6 +7,7 @@
  * backup store. A refused call answers with the rule that refused it.
  */
 import { constants, promises as fsp } from "node:fs";
+import type { FileHandle } from "node:fs/promises";
 import { isAbsolute, relative, sep } from "node:path";
 
 import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
@@ -14,7 +15,7 @@ import { z } from "zod";
 
 import type { Core } from "./core.js";
 import { FsbrokerError } from "./errors.js";
-import type { Op } from "./protocol.js";
+import type { CheckAccessReply, ModifyBackupReply, Op } from "./protocol.js";
 
 export interface McpOptions {
   /** Largest content write_file/edit_file write, in bytes; default 10 MiB. */
@@ -33,6 +34,23 @@ function failure(err: unknown): ToolResult {
   const text = err instanceof FsbrokerError ? `${err.code}: ${err.message}`
     : err instanceof Error ? err.message : String(err);
   return { content: [{ type: "text", text }], isError: true };
+}
+
+/*
+ * The file `fh` is the object the core judged under `real`: the same device
+ * and inode when it existed, else a new file at that very path (the
+ * kernel's name for the descriptor). Otherwise a name was swapped between
+ * the core's check and this open: ERACE, and `what` happened.
+ */
+async function sameObject(fh: FileHandle, judged: { exists?: boolean; dev?: string; ino?: string },
+  real: string, what: string): Promise<void> {
+  if (judged.exists === true) {
+    const st = await fh.stat({ bigint: true });
+    if (String(st.dev) === judged.dev && String(st.ino) === judged.ino) return;
+  } else if (await fsp.readlink(`/proc/self/fd/${fh.fd}`) === real) {
+    return;
+  }
+  throw new FsbrokerError("ERACE", `${real} changed between the core's check and the open: ${what}`);
 }
 
 export class FileTools {
@@ -69,24 +87,31 @@ export class FileTools {
   }
 
   /** CheckAccess; EDENIED with the rule unless the pack allows. */
-  async check(path: string, op: Op, toolCallId: string): Promise<string> {
+  async check(path: string, op: Op, toolCallId: string): Promise<CheckAccessReply> {
     const r = await this.core.request("CheckAccess", { path, op, toolCallId });
+    this.refuseUnlessAllowed(r, path, op);
+    return r;
+  }
+
+  private refuseUnlessAllowed(r: CheckAccessReply, path: string, op: Op): void {
     if (r.decision !== "allow") {
       const why = r.decision === "ask"
         ? `${op} of ${path} needs approval (rule ${r.rule}, block ${r.blockId ?? "?"})`
         : `${op} of ${path} is denied by rule ${r.rule}${r.reason ? `: ${r.reason}` : ""}`;
       throw new FsbrokerError("EDENIED", why, r as unknown as Record<string, unknown>);
     }
-    return r.normalisedPath;
   }
 
   async readFile(path: string): Promise<string> {
     await this.checkPath(path);
     const tc = this.nextToolCall();
-    const real = await this.check(path, "read", tc);
-    /* The file judged is the one read: no symlink is followed at the end. */
-    const fh = await fsp.open(real, constants.O_RDONLY | constants.O_NOFOLLOW);
+    const r = await this.core.request("CheckAccess", { path, op: "read", toolCallId: tc });
+    this.refuseUnlessAllowed(r, path, "read");
+    /* The file judged is the one read: no symlink followed at the end,
+     * and the object opened is the object judged. */
+    const fh = await fsp.open(r.normalisedPath, constants.O_RDONLY | constants.O_NOFOLLOW);
     try {
+      await sameObject(fh, r, r.normalisedPath, "nothing was read");
       return await fh.readFile("utf8");
     } finally {
       await fh.close();
@@ -95,7 +120,7 @@ export class FileTools {
 
   async listDirectory(path: string): Promise<string> {
     await this.checkPath(path);
-    const real = await this.check(path, "read", this.nextToolCall());
+    const real = (await this.check(path, "read", this.nextToolCall())).normalisedPath;
     const entries = await fsp.readdir(real, { withFileTypes: true });
     return entries
       .map((e) => `${e.isDirectory() ? "dir " : e.isSymbolicLink() ? "link" : "file"} ${e.name}`)
@@ -110,14 +135,23 @@ export class FileTools {
     if (size > this.maxWriteBytes)
       throw new FsbrokerError("ETOOLARGE", `the content is ${size} bytes, over the limit of ${this.maxWriteBytes}: nothing was written`);
     const tc = this.nextToolCall();
-    const reply = await this.core.rawRequest("ModifyBackup", { path, toolCallId: tc });
+    const reply = await this.core.rawRequest("ModifyBackup", { path, toolCallId: tc }) as
+      Partial<ModifyBackupReply> & Record<string, unknown>;
     if (reply.ok !== true) {
       const blk = reply.blockId ? `, block ${String(reply.blockId)}` : "";
       throw new FsbrokerError("EDENIED",
         `write of ${path} refused by rule ${String(reply.rule ?? "?")}${blk}: ${String(reply.error ?? "")}`, reply);
     }
-    const fh = await fsp.open(path, constants.O_WRONLY | constants.O_CREAT | constants.O_TRUNC | constants.O_NOFOLLOW, 0o666);
+    /* Written through the object the core judged and backed up: an
+     * existing file is opened without truncating, checked, then cut; a
+     * new one is created exclusively where the core journaled it. */
+    const real = reply.normalisedPath ?? path;
+    const fh = reply.exists === true
+      ? await fsp.open(real, constants.O_WRONLY | constants.O_NOFOLLOW)
+      : await fsp.open(real, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, 0o666);
     try {
+      await sameObject(fh, reply, real, "nothing was written");
+      await fh.truncate(0);
       await fh.writeFile(content, "utf8");
     } finally {
       await fh.close();

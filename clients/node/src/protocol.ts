@@ -22,6 +22,10 @@ export interface CheckAccessReply extends ReplyBase {
   hint?: string;
   path: string;
   normalisedPath: string;
+  /** Whether the object judged exists; then its device and inode (decimal strings). */
+  exists: boolean;
+  dev?: string;
+  ino?: string;
   errno?: string;
   blockId?: string;
 }
@@ -29,6 +33,11 @@ export interface CheckAccessReply extends ReplyBase {
 export interface ModifyBackupReply extends ReplyBase {
   decision: Decision;
   rule: string;
+  /** The real path judged and backed up, and the object's identity as in CheckAccessReply. */
+  normalisedPath?: string;
+  exists?: boolean;
+  dev?: string;
+  ino?: string;
   backedUp?: boolean;
   note?: string;
   blockId?: string;
