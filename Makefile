@@ -249,6 +249,30 @@ $(BUILD)/tests/progs/%: tests/integration/progs/%.c
 
 $(BUILD)/tests/test_run_programs $(BUILD)/tests/test_run_bypass: $(PROGS_BIN)
 
+# Faults and load (docs/SECURITY.md, "Faults and load"): the LD_PRELOAD
+# fault injector the fault tests load into the core (built without the
+# sanitizers, like the programs above), and the mixed load both
+# test_serve_load and bench/load drive (tests/integration/load_mix.c).
+FAULT_SHIM := $(BUILD)/tests/faultinject/fsb_fault.so
+LOAD_MIX   := tests/integration/load_mix.c tests/integration/load_mix.h
+
+$(FAULT_SHIM): tests/faultinject/fsb_fault.c
+	@mkdir -p $(@D)
+	@echo "  CC      $<"
+	$(Q)$(CC) $(PROGS_CFLAGS) -fPIC -shared -o $@ $< -ldl -lpthread
+
+$(BUILD)/tests/test_fault_inject: $(FAULT_SHIM)
+$(BUILD)/tests/test_serve_load: HARNESS_SRC += tests/integration/load_mix.c
+$(BUILD)/tests/test_serve_load: $(LOAD_MIX)
+
+$(BUILD)/bench/load: bench/load.c $(LOAD_MIX) $(HARNESS_SRC) tests/integration/harness.h \
+		$(BUILD)/libfsbcore.a $(CLIENT_LIB)
+	@mkdir -p $(@D)
+	@echo "  CC      $<"
+	$(Q)$(CC) $(CFLAGS) -Itests/integration -Iclients/lib $(LDFLAGS) -o $@ $< \
+	    tests/integration/load_mix.c $(HARNESS_SRC) $(BUILD)/libfsbcore.a $(CLIENT_LIB) \
+	    $(LDLIBS) -lcmocka -lpthread
+
 $(BUILD)/bench/%: bench/%.c $(BUILD)/libfsbcore.a
 	@mkdir -p $(@D)
 	@echo "  CC      $<"

@@ -7,6 +7,8 @@
 #   BENCH_SECONDS     seconds per in-process case (default 0.5)
 #   BENCH_BACKUP_RUNS runs of each 64 MiB backup case (default 7; the 1 MiB
 #                     and 4 KiB grants run 3x and 5x as many)
+#   BENCH_LOAD_CLIENTS, BENCH_LOAD_REQUESTS  the mixed load (bench/load.c):
+#                     clients and requests per client (default 64 x 100000)
 #   BENCH_QUICK=1     the Linux runtime part (tools/bench-runtime.sh) as a
 #                     smoke version of about 40 s
 set -eu
@@ -62,6 +64,11 @@ echo
 "$build/bench/decide" "$pack" "${BENCH_SECONDS:-0.5}"
 echo
 "$build/bench/backup" "$bin" "${BENCH_BACKUP_RUNS:-7}"
+echo
+# The mixed load under reloads with a raising pack (docs/SECURITY.md,
+# "Faults and load"): fails only on a wrong or missing answer or a crash.
+echo "Mixed load: reads allowed/denied/errored, write grants with backups, host renames, a reload every 100 ms"
+FSBROKER="$bin" "$build/bench/load" "${BENCH_LOAD_CLIENTS:-64}" "${BENCH_LOAD_REQUESTS:-100000}"
 echo
 # The Linux runtime: `fsbroker run` against bare and bwrap-alone runs of the
 # same commands (BENCH_QUICK=1: a smoke version of it).

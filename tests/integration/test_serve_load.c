@@ -3,7 +3,10 @@
  * each, 1000 requests each, allowed and denied paths mixed, every reply
  * compared with the exact line expected; then the same while the pack is
  * reloaded by SIGHUP every 50 ms. No reply may be missing or wrong, and no
- * reload may fail.
+ * reload may fail. Last, the mixed load of load_mix.c (bench/load runs it
+ * in full): 64 clients x 500 requests of reads allowed, denied and errored
+ * in decide, write grants with their backups and host renames, with a
+ * reload every 100 ms.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -16,6 +19,7 @@
 #include <unistd.h>
 
 #include "harness.h"
+#include "load_mix.h"
 
 #define CLIENTS 200
 #define PER_CLIENT 1000
@@ -206,12 +210,52 @@ static void many_clients_get_exact_answers_during_reloads(void **state)
 	cJSON_Delete(stats);
 }
 
+/*
+ * Mixed requests under reloads with a pack whose decide raises: an errored
+ * decide is always a deny naming the error, never a grant; every other
+ * answer is the exact one expected, and the core is alive at the end.
+ */
+static void mixed_load_with_a_raising_pack_is_answered_right(void **state)
+{
+	struct fsbt_core *c = *state;
+	struct fsbt_load l = { .clients = 64, .per_client = 500, .reload_ms = 100 };
+	cJSON *stats;
+
+	fsbt_load_pack(c);
+	fsbt_core_start(c);
+	fsbt_load_run(c, &l);
+	printf("# %d clients x %d mixed requests: %lu answered in %.1f s, %lu wrong, %lu "
+	       "failed, %lu errored decides (denied), %lu SIGHUPs, %.0f reloads; RSS %ld KiB "
+	       "before, %ld KiB after\n", l.clients, l.per_client, l.answered, l.seconds,
+	       l.wrong, l.failed, l.pack_errors, l.hups, l.reloads, l.rss_before_kib,
+	       l.rss_after_kib);
+	if (l.wrong != 0 || l.failed != 0)
+		fail_msg("%lu wrong and %lu failed answers; first: %s", l.wrong, l.failed,
+			 l.problem);
+	assert_int_equal(l.answered, (unsigned long)l.clients * (unsigned long)l.per_client);
+	/* Both kinds of raising decide were seen, and the pack was reloaded. */
+	assert_true(l.pack_errors > (unsigned long)l.clients * (unsigned long)l.per_client / 7);
+	assert_true(l.reloads > 0);
+	stats = fsbt_control_cmd(c, "Stats", NULL);
+	assert_int_equal((long)fsbt_num(stats, "reloadFailures"), 0);
+	cJSON_Delete(stats);
+	assert_int_equal(fsbt_core_wait_exit(c, 0), -ETIMEDOUT);
+}
+
+static int setup_layout(void **state)
+{
+	*state = fsbt_core_new();
+	return 0;
+}
+
 int main(void)
 {
 #define T(fn) cmocka_unit_test_setup_teardown(fn, fsbt_setup_core, fsbt_teardown_core)
 	const struct CMUnitTest tests[] = {
 		T(many_clients_get_exact_answers),
 		T(many_clients_get_exact_answers_during_reloads),
+		cmocka_unit_test_setup_teardown(mixed_load_with_a_raising_pack_is_answered_right,
+						setup_layout, fsbt_teardown_core),
 	};
 
 	return fsbt_run_group(tests, NULL, NULL);
