@@ -60,8 +60,6 @@ static void conn_free(struct fsb_conn *conn)
 {
 	struct fsb_server *srv = conn->srv;
 
-	if (conn->pidfd >= 0)
-		close(conn->pidfd);
 	if (conn->view_fd >= 0)
 		close(conn->view_fd);
 	free(conn);
@@ -171,24 +169,31 @@ static void on_backoff_done(uv_timer_t *t)
 /*
  * The root of a run's client, as its sandbox sees the file system (its own
  * /tmp, masks, binds): an O_PATH fd on /proc/<pid>/root, or -1 when it
- * cannot be had (the host's view is used then, as for any client). With a
- * pidfd the open is checked to be of the process that connected: the pid
- * is still that process's after the open.
+ * cannot be had (the host's view is used then, as for any client). With
+ * the peer's pidfd (SO_PEERPIDFD, Linux 6.5) the open is checked to be of
+ * the process that connected: that process is still alive after the open,
+ * so the pid was not reused in between. Nothing else needs the pidfd: the
+ * connection holds no fd but its socket and this root.
  */
-static int peer_root(const struct fsb_conn *conn)
+static int peer_root(int sock, pid_t pid)
 {
 	char path[64];
-	int fd;
+	socklen_t len;
+	int fd, pidfd;
 
-	if (conn->pid <= 0)
+	if (pid <= 0)
 		return -1;
-	snprintf(path, sizeof(path), "/proc/%d/root", (int)conn->pid);
+	len = sizeof(pidfd);
+	if (getsockopt(sock, SOL_SOCKET, SO_PEERPIDFD, &pidfd, &len) < 0)
+		pidfd = -1;
+	snprintf(path, sizeof(path), "/proc/%d/root", (int)pid);
 	fd = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
-	if (fd >= 0 && conn->pidfd >= 0 &&
-	    syscall(SYS_pidfd_send_signal, conn->pidfd, 0, NULL, 0) < 0) {
+	if (fd >= 0 && pidfd >= 0 && syscall(SYS_pidfd_send_signal, pidfd, 0, NULL, 0) < 0) {
 		close(fd);
 		fd = -1;
 	}
+	if (pidfd >= 0)
+		close(pidfd);
 	return fd;
 }
 
@@ -200,7 +205,6 @@ static int conn_start(struct fsb_server *srv, int fd, const struct ucred *cred,
 		      const struct fsb_scope *scope, bool admin, unsigned long scope_id)
 {
 	struct fsb_conn *conn;
-	socklen_t clen;
 	int rc;
 
 	conn = calloc(1, sizeof(*conn));
@@ -214,22 +218,14 @@ static int conn_start(struct fsb_server *srv, int fd, const struct ucred *cred,
 	conn->pid = cred->pid;
 	conn->uid = cred->uid;
 	conn->srv = srv;
-	/* Pin the peer: a pidfd cannot be confused with a later process that
-	 * reuses the pid. Kernels before 6.5 have none; the pid is then
-	 * advisory, for the audit log only. */
-	clen = sizeof(conn->pidfd);
-	if (getsockopt(fd, SOL_SOCKET, SO_PEERPIDFD, &conn->pidfd, &clen) < 0)
-		conn->pidfd = -1;
 	/* A run's client resolves paths in its sandbox's view. */
-	conn->view_fd = scope_id != 0 ? peer_root(conn) : -1;
+	conn->view_fd = scope_id != 0 ? peer_root(fd, cred->pid) : -1;
 	rc = fsb_chan_start(srv->loop, &conn->chan, fd, fd, true, true, FSB_MAX_LINE,
 			    on_conn_line, on_conn_closed);
 	/* Supervise comes with the seccomp listener in SCM_RIGHTS. */
 	conn->chan.takes_fds = admin;
 	if (rc < 0) {
 		fsb_warn("cannot watch a connection: %s", uv_strerror(rc));
-		if (conn->pidfd >= 0)
-			close(conn->pidfd);
 		if (conn->view_fd >= 0)
 			close(conn->view_fd);
 		close(fd);

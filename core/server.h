@@ -33,7 +33,6 @@ struct fsb_conn {
 	struct fsb_scope scope;
 	pid_t pid;
 	uid_t uid;
-	int pidfd;		/* SO_PEERPIDFD where the kernel has it, else -1 */
 	int view_fd;		/* a run's client (scoped socket): its root, where
 				 * its paths are resolved (DESIGN §5); else -1 */
 	unsigned malformed;	/* malformed requests so far */
