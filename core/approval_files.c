@@ -372,6 +372,7 @@ static int load_one(struct fsb_broker *b, const char *session, const struct fsb_
 	if (fsb_policy_approve(b->policy, r->op, r->path, r->exists, r->dev, r->ino, r->scope,
 			       r->session) < 0)
 		return -EINVAL;
+	fsb_broker_verdicts_changed(b);
 	memset(&grown[b->napproval_files], 0, sizeof(*grown));
 	grown[b->napproval_files++].rec = *r;
 	rec = cJSON_CreateObject();

@@ -181,6 +181,11 @@ int fsb_broker_init(struct fsb_broker *b, uv_loop_t *loop,
 	if ((rc = load_policy(b, &b->policy, err, errlen)) < 0)
 		return rc;
 	protect_pack_files(b);
+	if (fsb_read_cache_init(&b->read_cache, FSB_READ_CACHE_ENTRIES,
+				 FSB_READ_CACHE_BYTES) < 0) {
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
 	return 0;
 }
 
@@ -202,6 +207,7 @@ void fsb_broker_free(struct fsb_broker *b)
 	fsb_approvals_free(b);
 	fsb_policy_free(b->policy);
 	b->policy = NULL;
+	fsb_read_cache_free(&b->read_cache);
 	fsb_protected_free(&b->protected);
 	if (b->prompts != NULL)
 		fsb_prompts_free(b->prompts);
@@ -212,6 +218,13 @@ void fsb_broker_free(struct fsb_broker *b)
 	b->rootfd = -1;
 	fsb_work_queue_destroy(&b->work);
 	pthread_mutex_destroy(&b->lock);
+}
+
+void fsb_broker_verdicts_changed(struct fsb_broker *b)
+{
+	fsb_broker_lock(b);
+	fsb_read_cache_invalidate(&b->read_cache);
+	fsb_broker_unlock(b);
 }
 
 void fsb_broker_lock(struct fsb_broker *b)
@@ -253,6 +266,8 @@ int fsb_broker_reload(struct fsb_broker *b, const char *trigger, char *err, size
 		 * can go at once. */
 		fsb_policy_free(b->policy);
 		b->policy = fresh;
+		/* Not one verdict of the old pack is answered again. */
+		fsb_read_cache_invalidate(&b->read_cache);
 		protect_pack_files(b);
 		b->stats.reloads++;
 		fsb_info("reloaded pack %s (%s)", fsb_policy_name(fresh), trigger);
@@ -355,11 +370,42 @@ void fsb_broker_decide(struct fsb_broker *b, struct fsb_access *d)
 	fsb_broker_unlock(b);
 }
 
+/*
+ * Whether the pack's verdict on `d` may come from, and go to, the
+ * read-decision cache: a read whose path resolved, judged by a pack without
+ * decide hooks. Its verdict is then a function of the two names and the
+ * pack alone (engine.lua: no hard-link rule for reads; approvals only turn
+ * an ask into an allow, and those are never stored, see below).
+ */
+static bool read_cacheable(const struct fsb_broker *b, const struct fsb_access *d,
+			   struct fsb_read_key *k)
+{
+	if (d->op != FSB_OP_READ || d->resolve_err != 0 || fsb_policy_has_hooks(b->policy))
+		return false;
+	k->session = d->session != NULL ? d->session : "";
+	k->tool_call = d->tool_call != NULL ? d->tool_call : "";
+	k->requested = d->requested;
+	k->resolved = d->res.path;
+	return true;
+}
+
+/* What may be stored: an allow or a deny the rules gave. Never an ask (an
+ * approval changes it, and it must record its block), an allow an approval
+ * gave (a "once" one is used up), or a failure of the engine. */
+static bool verdict_storable(const struct fsb_verdict *v)
+{
+	return v->decision != FSB_ASK && strncmp(v->rule, "approved:", 9) != 0 &&
+	       strcmp(v->rule, "policy error") != 0 && strcmp(v->rule, "engine error") != 0 &&
+	       strncmp(v->rule, "decide error", 12) != 0;
+}
+
 static void decide(struct fsb_broker *b, struct fsb_access *d)
 {
 	const struct fsb_protected_entry *prot;
 	const struct fsb_prompt *prompt;
 	struct fsb_policy_req req;
+	struct fsb_read_key key;
+	bool cacheable;
 	int rc;
 
 	memset(&d->verdict, 0, sizeof(d->verdict));
@@ -407,7 +453,12 @@ static void decide(struct fsb_broker *b, struct fsb_access *d)
 
 	/* 4. The pack. It judges the real path and the requested one; the
 	 * stricter verdict wins. When resolution failed it judges what was
-	 * asked, so a denied path answers EACCES whether or not it exists. */
+	 * asked, so a denied path answers EACCES whether or not it exists.
+	 * A read it judged before, since the last reload or approval, is
+	 * answered as it was then. */
+	cacheable = read_cacheable(b, d, &key);
+	if (cacheable && fsb_read_cache_get(&b->read_cache, &key, &d->verdict, &d->errnum))
+		return;
 	memset(&req, 0, sizeof(req));
 	req.op = d->op;
 	req.path = d->resolve_err == 0 ? d->res.path : d->normalised;
@@ -447,6 +498,8 @@ static void decide(struct fsb_broker *b, struct fsb_access *d)
 	default:
 		d->errnum = strcmp(d->verdict.rule, "path too long") == 0 ? ENAMETOOLONG : EACCES;
 	}
+	if (cacheable && verdict_storable(&d->verdict))
+		fsb_read_cache_put(&b->read_cache, &key, &d->verdict, d->errnum);
 }
 
 cJSON *fsb_access_audit_record(const struct fsb_access *d, const char *phase)

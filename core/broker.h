@@ -21,6 +21,7 @@
 #include "policy.h"
 #include "prompts.h"
 #include "protected.h"
+#include "read_cache.h"
 #include "resolve.h"
 #include "work.h"
 
@@ -101,6 +102,9 @@ struct fsb_broker {
 	uv_loop_t *loop;
 	struct fsb_broker_config cfg;
 	struct fsb_policy *policy;
+	/* Read verdicts of `policy` (read_cache.h), under lock; invalidated by
+	 * every reload and every approval given. */
+	struct fsb_read_cache read_cache;
 	struct fsb_protected protected;
 	struct fsb_prompts *prompts;
 	struct fsb_skip_approval *skips;	/* under lock */
@@ -179,6 +183,12 @@ void fsb_broker_free(struct fsb_broker *b);
  * and `err` says why (file and line or field). Audited either way.
  */
 int fsb_broker_reload(struct fsb_broker *b, const char *trigger, char *err, size_t errlen);
+
+/**
+ * The pack's answers may have changed (an approval given, a session's
+ * state): no read verdict cached until now is used again. Takes the lock.
+ */
+void fsb_broker_verdicts_changed(struct fsb_broker *b);
 
 /** Take and release the broker's lock (see struct fsb_broker). */
 void fsb_broker_lock(struct fsb_broker *b);

@@ -633,7 +633,8 @@ int fsb_cli_run(int argc, char **argv)
 	char bwrap[PATH_MAX], init[PATH_MAX], message[1024];
 	char env_sock[PATH_MAX + 32], env_sid[160], env_tc[160];
 	char env_home[PATH_MAX + 8], env_tmp[PATH_MAX + 8];
-	char *envs[5] = { env_sock, env_sid, env_tc };
+	char env_reads[] = "FSBROKER_READS=sandbox";
+	char *envs[6] = { env_sock, env_sid, env_tc };
 	size_t nenvs = 3;
 	struct fsb_run_summary sum;
 	struct fsb_policy_summary pol;
@@ -827,6 +828,13 @@ int fsb_cli_run(int argc, char **argv)
 		 mode.namespaces ? FSB_MOUNT_SOCKET : scoped);
 	snprintf(env_sid, sizeof(env_sid), "FSBROKER_SESSION_ID=%s", session);
 	snprintf(env_tc, sizeof(env_tc), "FSBROKER_TOOL_CALL_ID=%s", tool_call);
+	/* reads = "mask" under bubblewrap: the masks hide every denyRead path
+	 * from every program of the run, so the clients open reads without
+	 * asking (docs/clients.md, "Reads inside fsbroker run"). Without the
+	 * namespaces there are no masks, and with reads = "broker" the
+	 * supervisor judges each open: there the clients keep asking. */
+	if (mode.namespaces && !mode.reads_broker)
+		envs[nenvs++] = env_reads;
 	/* Attached, the sandbox is the core's view: its ~ and ${tmp} are the
 	 * core's, and so are HOME and TMPDIR where the pack passes them. */
 	for (size_t i = 0; r->attached && i < pol.nenv_pass; i++) {

@@ -162,6 +162,9 @@ static int shell_env(const char *sock, const char *session, const char *tool_cal
 	rc |= setenv("FSBROKER_SESSION_ID", session, 1);
 	rc |= setenv("FSBROKER_TOOL_CALL_ID", tool_call, 1);
 	rc |= setenv("FSBROKER_CLIENTS_BIN", bin, 1);
+	/* No sandbox here: each read request is the only denyRead check, so a
+	 * FSBROKER_READS inherited from a run must not turn it off. */
+	rc |= unsetenv("FSBROKER_READS");
 	rc |= setenv("PATH", newpath, 1);
 	free(newpath);
 	if (getenv("TMPPREFIX") == NULL) {

@@ -18,6 +18,7 @@ struct fsb_policy {
 	struct fsb_lua *lua;
 	struct fsb_backup_settings backup;
 	bool delete_unlink;	/* delete.mode = "unlink" */
+	bool has_hooks;		/* the pack has decide hooks */
 	int engine_ref;		/* the engine object */
 	int evaluate_ref;	/* engine.evaluate */
 	char *name;
@@ -114,8 +115,8 @@ uint64_t fsb_clamp_quota_mb(double mb)
 	return (uint64_t)mb << 20;
 }
 
-/* Runs protected: engine:summary().backup into p->backup, and its
- * delete_mode. stack: ctx */
+/* Runs protected: engine:summary().backup into p->backup, its delete_mode
+ * and whether it has decide hooks. stack: ctx */
 static int l_read_settings(lua_State *L)
 {
 	struct fsb_policy *p = lua_touserdata(L, 1);
@@ -131,6 +132,10 @@ static int l_read_settings(lua_State *L)
 	lua_getfield(L, -1, "delete_mode");
 	on = lua_tostring(L, -1);
 	p->delete_unlink = on != NULL && strcmp(on, "unlink") == 0;
+	lua_pop(L, 1);
+	/* Unknown counts as hooks: no verdict is cached then. */
+	lua_getfield(L, -1, "has_hooks");
+	p->has_hooks = lua_type(L, -1) != LUA_TBOOLEAN || lua_toboolean(L, -1);
 	lua_pop(L, 1);
 	lua_getfield(L, -1, "backup");
 	if (lua_type(L, -1) != LUA_TTABLE)
@@ -150,6 +155,11 @@ static int l_read_settings(lua_State *L)
 	else if (on != NULL && strcmp(on, "deny") == 0)
 		p->backup.on_too_large = FSB_ON_TOO_LARGE_DENY;
 	return 0;
+}
+
+bool fsb_policy_has_hooks(const struct fsb_policy *p)
+{
+	return p->has_hooks;
 }
 
 bool fsb_policy_delete_trashes(const struct fsb_policy *p)
@@ -212,6 +222,7 @@ int fsb_policy_load(const struct fsb_policy_opts *opts, struct fsb_policy **out,
 	p->backup.max_bytes = fsb_clamp_backup_mb(10);
 	p->backup.on_too_large = FSB_ON_TOO_LARGE_ASK;
 	p->backup.quota_bytes = fsb_clamp_quota_mb(5120);
+	p->has_hooks = true;	/* until the summary says otherwise */
 	lua_pushcfunction(L, l_read_settings);
 	lua_pushlightuserdata(L, p);
 	if (fsb_lua_pcall(p->lua, 1, 0, FSB_LUA_BUDGET_CALL, err, errlen) < 0)

@@ -103,6 +103,10 @@ uint64_t fsb_clamp_quota_mb(double mb);
 /** The pack's backup settings, read once when it loaded. */
 const struct fsb_backup_settings *fsb_policy_backup(const struct fsb_policy *p);
 
+/** Whether the pack has decide hooks (a verdict may then depend on more
+ * than the request's paths: the read-decision cache stays off). */
+bool fsb_policy_has_hooks(const struct fsb_policy *p);
+
 /** The pack's `delete.mode`: true for "trash" (the default), false for "unlink". */
 bool fsb_policy_delete_trashes(const struct fsb_policy *p);
 

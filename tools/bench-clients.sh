@@ -167,3 +167,48 @@ loop="for i in \$(seq $echoes); do echo x > z/f; done"
 row "2. zsh: echo x > f, $echoes times" "$zsh_stock" -f -c "$loop" -- "$zsh_brokered" -f -c "$loop"
 echo "  (stock toybox: the same binary with no broker configured; stock zsh: $zsh_stock_label."
 echo "   requests: audit lines the core wrote per brokered run, backups included)"
+
+# The same rows inside `fsbroker run` (the default pack, reads = "mask"):
+# the run sets FSBROKER_READS=sandbox, so the clients open reads without a
+# request. One run per row; inside it the two configurations alternate as
+# above, timed in the sandbox (the run's start-up and mask scan are not in
+# the rows). Stock: the same commands without the broker's variables (the
+# shims then run toybox's own code; zsh-stock's redirections are caught by
+# the supervisor like any program's). requests: the lines the run's core
+# wrote per brokered run, its own start and end records left out.
+inner='cd "$1"; rounds=$2; shift 2; s=(); while [ "$1" != -- ]; do s+=("$1"); shift; done; shift
+t() { local t0=$EPOCHREALTIME; "$@" >/dev/null 2>&1 || { echo "fail $? $*"; exit 1; }; local t1=$EPOCHREALTIME; echo $(( ${t1/./} - ${t0/./} )); }
+st() { t env -u FSBROKER_SOCKET -u FSBROKER_SESSION_ID -u FSBROKER_TOOL_CALL_ID -u FSBROKER_READS "$@"; }
+st "${s[@]}" >/dev/null; t "$@" >/dev/null
+for r in $(seq "$rounds"); do
+  if [ $((r % 2)) -eq 1 ]; then a=$(st "${s[@]}"); b=$(t "$@"); else b=$(t "$@"); a=$(st "${s[@]}"); fi
+  echo "$a $b"
+done'
+run_audit() { cat "$root/run-state/audit/bench-run.jsonl" 2>/dev/null | grep -c '"phase":"ipc-token' || true; }
+run_row() {
+    local label=$1 out before req sm bm
+    shift
+    before=$(run_audit)
+    if ! out=$("$fsb" run --state-dir "$root/run-state" --workspace "$ws" --session bench-run \
+            -- bash -c "$inner" bench "$ws" "$rounds" "$@" 2>"$root/err"); then
+        printf '  %-36s fails: %s\n' "$label" "$(grep -v '^fsbroker run:' "$root/err" | head -n 1)$(echo "$out" | grep fail | head -n 1)"
+        return
+    fi
+    req=$(( ($(run_audit) - before) / (rounds + 1) ))
+    sm=$(echo "$out" | awk '{ print $1 }' | median)
+    bm=$(echo "$out" | awk '{ print $2 }' | median)
+    printf '  %-36s %11s %11s %7s %9s %12s\n' "$label" "$(ms "$sm")" "$(ms "$bm")" \
+        "$(awk -v a="$bm" -v b="$sm" 'BEGIN { printf "%.2f", a / (b > 0 ? b : 1) }')" "$req" \
+        "$(awk -v a="$bm" -v b="$sm" -v n="$req" 'BEGIN { if (n > 0) printf "%.0f", (a - b) / n; else print "-" }')"
+}
+echo "Inside fsbroker run (reads = mask; timed in the sandbox, the run's start-up left out):"
+if ! "$fsb" run --state-dir "$root/run-state" --workspace "$root/core" --session bench-probe \
+        -- true >/dev/null 2>"$root/err"; then
+    echo "  skipped: fsbroker run cannot start here: $(head -n 1 "$root/err")"
+    exit 0
+fi
+run_row "1a. find T -type f, in the run" "$bin/find" T -type f -- "$bin/find" T -type f
+run_row "1b. grep -r x T, in the run" "$bin/grep" -r x T -- "$bin/grep" -r x T
+run_row "2. zsh: echo x > f, in the run" "$zsh_stock" -f -c "$loop" -- "$zsh_brokered" -f -c "$loop"
+echo "  (stock zsh's redirections are write-opens the supervisor emulates; the brokered"
+echo "   zsh asks the core on its socket instead)"

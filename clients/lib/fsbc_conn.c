@@ -156,6 +156,7 @@ static int timeout_from_env(void)
 static int conf_load(const struct fsbc_config *cfg, struct fsbc_conf *c)
 {
 	static const struct fsbc_config none;
+	const char *reads;
 
 	if (cfg == NULL)
 		cfg = &none;
@@ -168,6 +169,10 @@ static int conf_load(const struct fsbc_config *cfg, struct fsbc_conf *c)
 		return -1;
 	}
 	c->timeout_ms = cfg->timeout_ms > 0 ? cfg->timeout_ms : timeout_from_env();
+	/* Only `fsbroker run` sets it, when its sandbox is what keeps denyRead
+	 * paths from being read (docs/clients.md, "Reads inside fsbroker run"). */
+	reads = getenv("FSBROKER_READS");
+	c->reads_local = reads != NULL && strcmp(reads, "sandbox") == 0;
 	return 0;
 }
 
@@ -205,6 +210,18 @@ bool fsbc_configured(void)
 	fsbc__lock();
 	c = fsbc__conf();
 	yes = c != NULL && c->socket != NULL;
+	fsbc__unlock();
+	return yes;
+}
+
+bool fsbc_reads_local(void)
+{
+	const struct fsbc_conf *c;
+	bool yes;
+
+	fsbc__lock();
+	c = fsbc__conf();
+	yes = c != NULL && c->socket != NULL && c->reads_local;
 	fsbc__unlock();
 	return yes;
 }

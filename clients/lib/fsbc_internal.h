@@ -23,6 +23,8 @@ struct fsbc_conf {
 	char *tool_call;
 	char *trace;
 	int timeout_ms;
+	/* FSBROKER_READS=sandbox: reads are opened without a request. */
+	bool reads_local;
 };
 
 /* ---- fsbc_conn.c -------------------------------------------------------- */

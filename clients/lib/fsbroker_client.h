@@ -86,6 +86,18 @@ int fsbc_configure(const struct fsbc_config *cfg);
  * environment). Says nothing about whether it answers. */
 bool fsbc_configured(void);
 
+/**
+ * True when a broker is configured and FSBROKER_READS is "sandbox": the
+ * command runs under `fsbroker run` with reads = "mask", whose sandbox
+ * hides the paths denyRead names. fsbc_open() then opens a read itself, as
+ * open(2) would, without a request; writes are asked for as always.
+ */
+bool fsbc_reads_local(void);
+
+/** Whether open(2) with `flags` may change something: write access,
+ * O_CREAT or O_TRUNC. Such an open always goes to the core. */
+bool fsbc_open_writes(int flags);
+
 /** Close the connection, if one is open; the next call connects anew. */
 void fsbc_disconnect(void);
 

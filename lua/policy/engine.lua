@@ -543,6 +543,9 @@ function Engine:summary()
 		},
 		delete_mode = s.delete_mode,
 		hardlinks = s.hardlinks,
+		-- Whether any decide hook runs: then a verdict may depend on more
+		-- than the paths (the core's read-decision cache stays off).
+		has_hooks = #st.hooks > 0,
 		bases = {
 			read = bases(lists["fsProfile.read"]),
 			modify = bases(lists["fsProfile.modify"]),

@@ -34,6 +34,7 @@ static void use_core(const struct fsbt_core *c)
 	setenv("FSBROKER_TOOL_CALL_ID", FSBT_TOOL_CALL, 1);
 	setenv("FSBROKER_TRACE_ID", "trace-lib", 1);
 	unsetenv("FSBROKER_TIMEOUT_MS");
+	unsetenv("FSBROKER_READS");
 	assert_int_equal(fsbc_configure(NULL), 0);
 }
 
@@ -182,6 +183,59 @@ static void read_open_reads_the_file_the_core_allowed(void **state)
 	/* Read-only: the library's own open never writes. */
 	assert_int_equal(write(fd, "x", 1), -1);
 	close(fd);
+}
+
+/* Lines of the audit log holding `needle`. */
+static int audit_count(const struct fsbt_core *c, const char *needle)
+{
+	char *text = audit_text(c), *p;
+	int n = 0;
+
+	for (p = text; p != NULL && (p = strstr(p, needle)) != NULL; p++)
+		n++;
+	free(text);
+	return n;
+}
+
+/* FSBROKER_READS=sandbox (set by `fsbroker run` with reads = "mask"): a read
+ * opens without a request, as the kernel would; a write still asks. */
+static void reads_go_unasked_when_the_sandbox_masks_them(void **state)
+{
+	struct fsbt_core *c = *state;
+	char path[PATH_MAX + 16], buf[64];
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/readme", c->ws);
+	fsbt_write_file(path, "hello\n");
+	setenv("FSBROKER_READS", "sandbox", 1);
+	assert_int_equal(fsbc_configure(NULL), 0);
+	assert_true(fsbc_reads_local());
+	fd = fsbc_open(path, O_RDONLY | O_CLOEXEC, 0);
+	assert_true(fd >= 0);
+	assert_int_equal(read(fd, buf, sizeof(buf)), 6);
+	close(fd);
+	/* The kernel's answers, the library's failure kind. */
+	snprintf(path, sizeof(path), "%s/missing", c->ws);
+	assert_int_equal(fsbc_open(path, O_RDONLY, 0), -1);
+	assert_int_equal(errno, ENOENT);
+	assert_int_equal(fsbc_last_failure(), FSBC_LOCAL);
+	assert_int_equal(audit_count(c, "\"op\":\"read\""), 0);
+	/* A write intent is asked for as always. */
+	snprintf(path, sizeof(path), "%s/readme", c->ws);
+	fd = fsbc_open(path, O_WRONLY, 0);
+	assert_true(fd >= 0);
+	close(fd);
+	assert_true(audit_count(c, "\"op\":\"write\"") >= 1);
+
+	/* Any other value: every read is asked for. */
+	setenv("FSBROKER_READS", "broker", 1);
+	assert_int_equal(fsbc_configure(NULL), 0);
+	assert_false(fsbc_reads_local());
+	fd = fsbc_open(path, O_RDONLY, 0);
+	assert_true(fd >= 0);
+	close(fd);
+	assert_int_equal(audit_count(c, "\"op\":\"read\""), 1);
+	unsetenv("FSBROKER_READS");
 }
 
 static void a_denied_write_fails_with_eacces_and_keeps_the_rule(void **state)
@@ -723,6 +777,8 @@ int main(void)
 			write_open_returns_the_core_fd_after_backing_up_the_old_content, setup,
 			teardown),
 		cmocka_unit_test_setup_teardown(create_open_makes_the_file_with_the_mode, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(reads_go_unasked_when_the_sandbox_masks_them, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(read_open_reads_the_file_the_core_allowed, setup,
 						teardown),

@@ -225,6 +225,76 @@ static void run_shell_zsh_requests_are_resolved_in_the_sandbox(void **state)
 	assert_file(f->ws, "c.txt", "cee\n");
 }
 
+/* Lines of the session's audit log holding both fragments. */
+static int audit_count(const struct fixture *f, const char *a, const char *b)
+{
+	char path[PATH_MAX * 2], *text, *line, *save = NULL;
+	int n = 0;
+
+	snprintf(path, sizeof(path), "%s/audit/s.jsonl", f->state);
+	if ((text = fsbt_read_file(path, NULL)) == NULL)
+		return 0;
+	for (line = strtok_r(text, "\n", &save); line != NULL; line = strtok_r(NULL, "\n", &save))
+		n += strstr(line, a) != NULL && strstr(line, b) != NULL;
+	free(text);
+	return n;
+}
+
+/*
+ * Under `fsbroker run` (reads = "mask") the clients read without asking:
+ * the sandbox's masks, not a request, keep the denyRead file from being
+ * read. A grep -r through the shim writes no read line, and still finds
+ * nothing in the .env. Under `fsbroker shell`, where the request is the
+ * only check, an inherited FSBROKER_READS changes nothing.
+ */
+static void run_shell_zsh_reads_unasked_and_denyread_stays_unreadable(void **state)
+{
+	struct fixture *f = *state;
+	char why[512], *out = NULL;
+	int st;
+
+	if (unsupported(why, sizeof(why)) != NULL)
+		fsbt_skip("%s", why);
+	{
+		char d[PATH_MAX + 8];
+
+		snprintf(d, sizeof(d), "%s/d", f->ws);
+		assert_int_equal(mkdir(d, 0755), 0);
+		put(d, "a.txt", "needle one\n");
+		put(d, "b.txt", "needle two\n");
+		put(d, ".env", "needle-secret=1\n");
+	}
+	st = fsbt_run((char *[]){ (char *)fsbt_binary(), "run", "--workspace", f->ws,
+				  "--state-dir", f->state, "--session", "s", "--shell", "zsh",
+				  "--", "grep -r needle d; cat d/.env; echo reads=$FSBROKER_READS", NULL },
+		      &out);
+	if (!WIFEXITED(st))
+		fail_msg("fsbroker run --shell zsh ended 0x%x:\n%s", (unsigned)st, out ? out : "");
+	assert_has(out, "d/a.txt:needle one");
+	assert_has(out, "d/b.txt:needle two");
+	assert_has(out, "reads=sandbox");
+	if (strstr(out, "needle-secret") != NULL)
+		fail_msg("the denyRead file was read:\n%s", out);
+	free(out);
+	assert_int_equal(audit_count(f, "\"phase\":\"ipc-token\"", "\"op\":\"read\""), 0);
+
+	/* fsbroker shell: each read is asked for, whatever the environment says. */
+	out = NULL;
+	setenv("FSBROKER_READS", "sandbox", 1);
+	st = shell(f, NULL, (char *[]){ "-f", "-c", "grep -r needle d; echo reads=$FSBROKER_READS",
+					NULL }, &out);
+	unsetenv("FSBROKER_READS");
+	if (!WIFEXITED(st))
+		fail_msg("fsbroker shell ended 0x%x:\n%s", (unsigned)st, out ? out : "");
+	assert_has(out, "d/a.txt:needle one");
+	assert_has(out, "reads=\n");
+	assert_has(out, "denyRead **/.env");
+	if (strstr(out, "needle-secret") != NULL)
+		fail_msg("the denyRead file was read under fsbroker shell:\n%s", out);
+	free(out);
+	assert_true(audit_count(f, "\"phase\":\"ipc-token\"", "\"op\":\"read\"") >= 3);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -234,6 +304,7 @@ int main(void)
 		T(without_the_patched_zsh_the_shell_fails_with_125),
 		T(run_shell_zsh_runs_cmd_with_the_patched_zsh_in_the_sandbox),
 		T(run_shell_zsh_requests_are_resolved_in_the_sandbox),
+		T(run_shell_zsh_reads_unasked_and_denyread_stays_unreadable),
 #undef T
 	};
 	char zsh[PATH_MAX], bin[PATH_MAX];

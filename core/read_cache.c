@@ -1,0 +1,231 @@
+/*
+ * read_cache.c — the read-decision cache (see read_cache.h): a chained hash
+ * table over one allocation per entry (its key and its verdict's strings
+ * inline), and a doubly linked list in the order of use, so that a lookup,
+ * an insertion and an eviction are each O(1). Entries of an older
+ * generation are left where they are and count as misses; they are
+ * replaced when their key comes again, or dropped when they reach the tail.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "read_cache.h"
+
+struct fsb_read_cache_entry {
+	struct fsb_read_cache_entry *chain;		/* same bucket */
+	struct fsb_read_cache_entry *newer, *older;	/* the use order */
+	uint64_t hash, generation;
+	enum fsb_decision decision;
+	int errnum;
+	size_t keylen, size;
+	/* data: the key (four NUL-terminated strings), then rule, reason and
+	 * hint, each NUL-terminated. */
+	const char *rule, *reason, *hint;
+	char data[];
+};
+
+/* FNV-1a over the four key strings, each with its NUL, so that
+ * ("ab", "c") and ("a", "bc") differ. */
+static uint64_t key_hash(const struct fsb_read_key *k, size_t *len)
+{
+	const char *parts[4] = { k->session, k->tool_call, k->requested, k->resolved };
+	uint64_t h = 0xcbf29ce484222325ULL;
+	size_t n = 0;
+
+	for (int i = 0; i < 4; i++) {
+		const unsigned char *p = (const unsigned char *)parts[i];
+
+		do {
+			h ^= *p;
+			h *= 0x100000001b3ULL;
+			n++;
+		} while (*p++ != '\0');
+	}
+	*len = n;
+	return h;
+}
+
+static bool key_equal(const struct fsb_read_cache_entry *e, const struct fsb_read_key *k)
+{
+	const char *parts[4] = { k->session, k->tool_call, k->requested, k->resolved };
+	const char *p = e->data;
+
+	for (int i = 0; i < 4; i++) {
+		size_t n = strlen(parts[i]) + 1;
+
+		if (memcmp(p, parts[i], n) != 0)
+			return false;
+		p += n;
+	}
+	return true;
+}
+
+int fsb_read_cache_init(struct fsb_read_cache *c, size_t capacity, size_t max_bytes)
+{
+	memset(c, 0, sizeof(*c));
+	c->capacity = max_bytes > 0 ? capacity : 0;
+	c->max_bytes = max_bytes;
+	if (c->capacity == 0)
+		return 0;
+	/* About two buckets per entry keeps the chains short. */
+	c->nbuckets = 16;
+	while (c->nbuckets < capacity * 2)
+		c->nbuckets *= 2;
+	c->buckets = calloc(c->nbuckets, sizeof(*c->buckets));
+	if (c->buckets == NULL) {
+		c->capacity = 0;
+		c->nbuckets = 0;
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+static void unlink_use(struct fsb_read_cache *c, struct fsb_read_cache_entry *e)
+{
+	if (e->newer != NULL)
+		e->newer->older = e->older;
+	else
+		c->newest = e->older;
+	if (e->older != NULL)
+		e->older->newer = e->newer;
+	else
+		c->oldest = e->newer;
+	e->newer = e->older = NULL;
+}
+
+static void push_newest(struct fsb_read_cache *c, struct fsb_read_cache_entry *e)
+{
+	e->newer = NULL;
+	e->older = c->newest;
+	if (c->newest != NULL)
+		c->newest->newer = e;
+	c->newest = e;
+	if (c->oldest == NULL)
+		c->oldest = e;
+}
+
+/* Take `e` out of the table and free it. */
+static void drop(struct fsb_read_cache *c, struct fsb_read_cache_entry *e)
+{
+	struct fsb_read_cache_entry **pp = &c->buckets[e->hash & (c->nbuckets - 1)];
+
+	while (*pp != e)
+		pp = &(*pp)->chain;
+	*pp = e->chain;
+	unlink_use(c, e);
+	c->n--;
+	c->bytes -= e->size;
+	free(e);
+}
+
+void fsb_read_cache_free(struct fsb_read_cache *c)
+{
+	while (c->oldest != NULL)
+		drop(c, c->oldest);
+	free(c->buckets);
+	memset(c, 0, sizeof(*c));
+}
+
+void fsb_read_cache_invalidate(struct fsb_read_cache *c)
+{
+	c->generation++;
+}
+
+static struct fsb_read_cache_entry *find(const struct fsb_read_cache *c,
+					 const struct fsb_read_key *k, uint64_t h, size_t len)
+{
+	struct fsb_read_cache_entry *e = c->buckets[h & (c->nbuckets - 1)];
+
+	for (; e != NULL; e = e->chain)
+		if (e->hash == h && e->keylen == len && key_equal(e, k))
+			return e;
+	return NULL;
+}
+
+bool fsb_read_cache_get(struct fsb_read_cache *c, const struct fsb_read_key *k,
+			struct fsb_verdict *v, int *errnum)
+{
+	struct fsb_read_cache_entry *e;
+	size_t len;
+	uint64_t h;
+
+	if (c->capacity == 0) {
+		c->misses++;
+		return false;
+	}
+	h = key_hash(k, &len);
+	e = find(c, k, h, len);
+	if (e == NULL || e->generation != c->generation) {
+		c->misses++;
+		return false;
+	}
+	unlink_use(c, e);
+	push_newest(c, e);
+	memset(v, 0, sizeof(*v));
+	v->decision = e->decision;
+	snprintf(v->rule, sizeof(v->rule), "%s", e->rule);
+	snprintf(v->reason, sizeof(v->reason), "%s", e->reason);
+	snprintf(v->hint, sizeof(v->hint), "%s", e->hint);
+	*errnum = e->errnum;
+	c->hits++;
+	return true;
+}
+
+void fsb_read_cache_put(struct fsb_read_cache *c, const struct fsb_read_key *k,
+			const struct fsb_verdict *v, int errnum)
+{
+	const char *parts[4] = { k->session, k->tool_call, k->requested, k->resolved };
+	size_t len, nrule, nreason, nhint, size;
+	struct fsb_read_cache_entry *e, *old;
+	uint64_t h;
+	char *p;
+
+	if (c->capacity == 0)
+		return;
+	h = key_hash(k, &len);
+	if ((old = find(c, k, h, len)) != NULL)
+		drop(c, old);
+	nrule = strlen(v->rule) + 1;
+	nreason = strlen(v->reason) + 1;
+	nhint = strlen(v->hint) + 1;
+	size = sizeof(*e) + len + nrule + nreason + nhint;
+	if (size > c->max_bytes)
+		return;
+	e = malloc(size);
+	if (e == NULL)
+		return;
+	e->size = size;
+	e->hash = h;
+	e->keylen = len;
+	e->generation = c->generation;
+	e->decision = v->decision;
+	e->errnum = errnum;
+	p = e->data;
+	for (int i = 0; i < 4; i++) {
+		size_t n = strlen(parts[i]) + 1;
+
+		memcpy(p, parts[i], n);
+		p += n;
+	}
+	memcpy(p, v->rule, nrule);
+	e->rule = p;
+	p += nrule;
+	memcpy(p, v->reason, nreason);
+	e->reason = p;
+	p += nreason;
+	memcpy(p, v->hint, nhint);
+	e->hint = p;
+
+	while (c->oldest != NULL && (c->n == c->capacity || c->bytes + size > c->max_bytes)) {
+		drop(c, c->oldest);
+		c->evictions++;
+	}
+	e->chain = c->buckets[h & (c->nbuckets - 1)];
+	c->buckets[h & (c->nbuckets - 1)] = e;
+	e->newer = e->older = NULL;
+	push_newest(c, e);
+	c->n++;
+	c->bytes += size;
+}
