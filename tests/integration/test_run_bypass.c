@@ -887,8 +887,15 @@ static void another_runs_socket_is_out_of_reach(void **state)
 			stop_waiting_run(f, other);
 			fsbt_fail_long("the other run's socket never appeared (%s)", pattern);
 		}
-		/* It is live on the host. */
-		fd = fsbt_connect_path(sock);
+		/* It is live on the host (once listening: the name appears at
+		 * bind, a moment before listen). */
+		{
+			uint64_t deadline = fsbt_now_ms() + FSBT_TIMEOUT_MS;
+
+			while ((fd = fsbt_connect_path(sock)) == -ECONNREFUSED &&
+			       fsbt_now_ms() < deadline)
+				fsbt_sleep_ms(20);
+		}
 		if (fd < 0) {
 			stop_waiting_run(f, other);
 			fsbt_fail_long("cannot connect to %s on the host: %s", sock, strerror(-fd));
