@@ -253,16 +253,16 @@ static void run_shell_zsh_reads_unasked_and_denyread_stays_unreadable(void **sta
 	char why[512], *out = NULL;
 	int st;
 
-	if (unsupported(why, sizeof(why)) != NULL)
+	if (fsbt_sandbox_unsupported(why, sizeof(why)) != NULL)
 		fsbt_skip("%s", why);
 	{
 		char d[PATH_MAX + 8];
 
 		snprintf(d, sizeof(d), "%s/d", f->ws);
 		assert_int_equal(mkdir(d, 0755), 0);
-		put(d, "a.txt", "needle one\n");
-		put(d, "b.txt", "needle two\n");
-		put(d, ".env", "needle-secret=1\n");
+		fsbt_put(d, "a.txt", "needle one\n");
+		fsbt_put(d, "b.txt", "needle two\n");
+		fsbt_put(d, ".env", "needle-secret=1\n");
 	}
 	st = fsbt_run((char *[]){ (char *)fsbt_binary(), "run", "--workspace", f->ws,
 				  "--state-dir", f->state, "--session", "s", "--shell", "zsh",
