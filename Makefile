@@ -286,9 +286,10 @@ test-integration: all toybox zsh $(INTEG_BIN)
 #                        (60), new inputs into build/fuzz/corpus, crashes
 #                        into build/fuzz/crashes; `N passed, N failed` (one
 #                        per target, passed: no crash)
-#   make test-valgrind   the serve and backup integration suites with the
-#                        core they start run under valgrind's memcheck: any
-#                        error or definite leak fails the test
+#   make test-valgrind   the serve and backup integration suites (not the
+#                        load test) with the core they start run under
+#                        valgrind's memcheck: any error or definite leak
+#                        fails the test
 # The harnesses are built twice: by clang with libFuzzer, ASan and UBSan
 # into build/fuzz, and by $(CC) with tests/fuzz/replay.c as their main, the
 # replay drivers `make test` runs over the seed corpus and the regressions.
@@ -334,10 +335,12 @@ fuzz: deps
 test-fuzz-replay: $(FUZZ_REPLAY)
 	$(Q)sh tools/tap-sum.sh "fuzz corpus replay" "$(FUZZ_REPLAY_CMD)"
 
-VALGRIND_SUITES := $(filter $(BUILD)/tests/test_serve_% $(BUILD)/tests/test_backup_%,$(INTEG_BIN))
+# Not the load test: 200,000 requests twice, hours under memcheck.
+VALGRIND_SUITES := $(filter-out $(BUILD)/tests/test_serve_load, \
+                   $(filter $(BUILD)/tests/test_serve_% $(BUILD)/tests/test_backup_%,$(INTEG_BIN)))
 VALGRIND := valgrind -q --error-exitcode=99 --leak-check=full \
             --errors-for-leak-kinds=definite --show-leak-kinds=definite \
-            --track-fds=no --trace-children=no
+            --num-callers=30 --suppressions=$(CURDIR)/tests/valgrind.supp
 
 test-valgrind: deps
 	$(Q)$(MAKE) --no-print-directory all $(VALGRIND_SUITES)
