@@ -20,6 +20,8 @@
 #                        and the brokered clients against stock ones
 #   make bench-peers     the runtime's workloads under srt and codex too (npm;
 #                        never in CI)
+#   make fuzz            libFuzzer harnesses, FUZZ_SECONDS (60) each
+#   make test-valgrind   serve and backup integration suites, core under valgrind
 #   make deps            install missing Debian packages (root) or name them
 #   WERROR=1             warnings are errors
 #   SANITIZE=address,undefined   build into build/san-address-undefined with the
@@ -83,7 +85,8 @@ BENCH_SRC := $(wildcard bench/*.c)
 BENCH_BIN := $(BENCH_SRC:bench/%.c=$(BUILD)/bench/%)
 
 .PHONY: all deps test test-c test-lua test-integration test-c-sanitize demo bench \
-        bench-peers install lint clean clients toybox toybox-tests zsh zsh-tests node-test
+        bench-peers install lint clean clients toybox toybox-tests zsh zsh-tests node-test \
+        fuzz fuzz-build test-fuzz-replay test-valgrind
 
 all: $(BUILD)/fsbroker $(BUILD)/fsbroker-init
 
@@ -285,14 +288,15 @@ deps:
 # `N passed, N failed, N skipped` and fails when anything failed.
 test: deps
 	$(Q)$(MAKE) --no-print-directory all toybox zsh $(ZSH_STOCK)
-	$(Q)$(MAKE) --no-print-directory $(UNIT_BIN) $(INTEG_BIN)
+	$(Q)$(MAKE) --no-print-directory $(UNIT_BIN) $(INTEG_BIN) $(FUZZ_REPLAY)
 	$(Q)sh tools/tap-sum.sh \
 	    "C unit" "sh tools/run-cmocka.sh $(UNIT_BIN)" \
 	    "Lua specs" "busted --lua=lua5.4 --output=TAP spec" \
 	    "integration" "FSBROKER=$(BUILD)/fsbroker sh tools/run-cmocka.sh $(INTEG_BIN)" \
 	    "toybox's own tests" "bash clients/toybox/run-toybox-tests.sh --tap $(BUILD)/fsbroker" \
 	    "zsh's own tests" "bash clients/zsh/run-zsh-tests.sh --tap $(BUILD)/fsbroker" \
-	    "node package" "sh tools/node-test.sh $(BUILD)/fsbroker"
+	    "node package" "sh tools/node-test.sh $(BUILD)/fsbroker" \
+	    "fuzz corpus replay" "$(FUZZ_REPLAY_CMD)"
 
 # The npm package (clients/node): npm ci when needed, tsc, node --test.
 node-test: all
@@ -306,6 +310,74 @@ test-lua:
 
 test-integration: all toybox zsh $(INTEG_BIN)
 	$(Q)sh tools/tap-sum.sh "integration" "FSBROKER=$(BUILD)/fsbroker sh tools/run-cmocka.sh $(INTEG_BIN)"
+
+# ---- Fuzzing and leak checks (docs/SECURITY.md) --------------------------
+#   make fuzz            each libFuzzer harness of tests/fuzz for FUZZ_SECONDS
+#                        (60), new inputs into build/fuzz/corpus, crashes
+#                        into build/fuzz/crashes; `N passed, N failed` (one
+#                        per target, passed: no crash)
+#   make test-valgrind   the serve and backup integration suites (not the
+#                        load test) with the core they start run under
+#                        valgrind's memcheck: any error or definite leak
+#                        fails the test
+# The harnesses are built twice: by clang with libFuzzer, ASan and UBSan
+# into build/fuzz, and by $(CC) with tests/fuzz/replay.c as their main, the
+# replay drivers `make test` runs over the seed corpus and the regressions.
+FUZZ_TARGETS := text json control glob journal
+FUZZ_SECONDS ?= 60
+FUZZ_CC      ?= clang
+FUZZ_BUILD   := build/fuzz
+FUZZ_REPLAY  := $(FUZZ_TARGETS:%=$(BUILD)/tests/fuzz_%)
+FUZZ_BIN     := $(FUZZ_TARGETS:%=$(FUZZ_BUILD)/fuzz_%)
+FUZZ_CFLAGS  := -O1 -g -std=gnu11 -D_GNU_SOURCE $(filter-out -Wno-format-truncation,$(WARN)) \
+                $(PKG_CFLAGS) -Icore -Iclients/lib -Itests/fuzz -fno-omit-frame-pointer \
+                -fsanitize=address,undefined -fno-sanitize-recover=all \
+                $(if $(filter 1,$(WERROR)),-Werror)
+FUZZ_CORE_OBJ := $(CORE_SRC:core/%.c=$(FUZZ_BUILD)/core/%.o)
+FUZZ_REPLAY_CMD := sh tools/fuzz-replay.sh $(BUILD)/tests $(FUZZ_TARGETS)
+
+$(BUILD)/tests/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/replay.c tests/fuzz/fuzz.h $(BUILD)/libfsbcore.a
+	@mkdir -p $(@D)
+	@echo "  CC      $<"
+	$(Q)$(CC) $(CFLAGS) -Itests/fuzz -DLUADIR='"$(CURDIR)/lua"' $(LDFLAGS) -o $@ $< \
+	    tests/fuzz/replay.c $(BUILD)/libfsbcore.a $(LDLIBS)
+
+$(FUZZ_BUILD)/core/%.o: core/%.c $(wildcard core/*.h)
+	@mkdir -p $(@D)
+	@echo "  FUZZCC  $<"
+	$(Q)$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link -c -o $@ $<
+
+$(FUZZ_BUILD)/libfsbcore.a: $(FUZZ_CORE_OBJ)
+	@echo "  AR      $@"
+	$(Q)rm -f $@ && ar rcs $@ $^
+
+$(FUZZ_BUILD)/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/fuzz.h $(FUZZ_BUILD)/libfsbcore.a
+	@echo "  FUZZLD  $@"
+	$(Q)$(FUZZ_CC) $(FUZZ_CFLAGS) -DLUADIR='"$(CURDIR)/lua"' -fsanitize=fuzzer -o $@ $< \
+	    $(FUZZ_BUILD)/libfsbcore.a $(LDLIBS)
+
+fuzz-build: $(FUZZ_BIN)
+
+fuzz: deps
+	$(Q)$(MAKE) --no-print-directory fuzz-build
+	$(Q)sh tools/run-fuzz.sh $(FUZZ_BUILD) $(FUZZ_SECONDS) $(FUZZ_TARGETS)
+
+test-fuzz-replay: $(FUZZ_REPLAY)
+	$(Q)sh tools/tap-sum.sh "fuzz corpus replay" "$(FUZZ_REPLAY_CMD)"
+
+# Not the load test: 200,000 requests twice, hours under memcheck.
+VALGRIND_SUITES := $(filter-out $(BUILD)/tests/test_serve_load, \
+                   $(filter $(BUILD)/tests/test_serve_% $(BUILD)/tests/test_backup_%,$(INTEG_BIN)))
+VALGRIND := valgrind -q --error-exitcode=99 --leak-check=full \
+            --errors-for-leak-kinds=definite --show-leak-kinds=definite \
+            --num-callers=30 --suppressions=$(CURDIR)/tests/valgrind.supp
+
+test-valgrind: deps
+	$(Q)$(MAKE) --no-print-directory all $(VALGRIND_SUITES)
+	$(Q)sh tools/tap-sum.sh "integration, core under valgrind" \
+	    "FSBROKER=$(BUILD)/fsbroker FSBROKER_CORE_WRAPPER='$(VALGRIND)' \
+	     sh tools/run-cmocka.sh $(VALGRIND_SUITES)"
+# ---- end of fuzzing and leak checks ---------------------------------------
 
 $(BUILD)/demo-client: tools/demo_client.c
 	@mkdir -p $(@D)

@@ -442,21 +442,56 @@ local function class_pattern(tok, nocase)
 	return pat - P("/")
 end
 
+-- The literal text between the '*' at tokens[i] and the next '*' of the
+-- same segment, and that star's index; nil when anything else (a '?', a
+-- class, a "**/", the end) comes first.
+local function literal_before_star(tokens, i)
+	local j, parts = i + 1, {}
+	while tokens[j] ~= nil and tokens[j].t == "lit" do
+		parts[#parts + 1] = tokens[j].text
+		j = j + 1
+	end
+	if j == i + 1 or tokens[j] == nil or tokens[j].t ~= "star" then
+		return nil
+	end
+	local text = table_concat(parts)
+	if text == "" then
+		return nil
+	end
+	return text, j
+end
+
 -- Compiles shaped tokens right to left: each token is followed by the
 -- pattern for everything after it, so '*' and "**/" can try the rest at
 -- each place they might stop (the backtracking a glob needs; PEG choices
 -- do not backtrack by themselves).
+--
+-- A '*' followed by literal text and then another '*' ("*.min.*",
+-- "*a*b*") stops at the first place the text occurs instead: whatever the
+-- rest matches after a later occurrence, the next '*' can match after the
+-- first one too (the text has a fixed width and the bytes between hold no
+-- '/'). Trying every place there would make a glob with k such stars take
+-- time growing as the k-th power of the name's length: a name a process
+-- chooses could hold the core on one match for hours.
 local function compile_tokens(tokens, nocase)
+	local rests = { [#tokens + 1] = END }
 	local rest = END
 	for i = #tokens, 1, -1 do
 		local tok = tokens[i]
 		local t = tok.t
+		local text, j
+		if t == "star" then
+			text, j = literal_before_star(tokens, i)
+		end
 		if t == "lit" then
 			rest = literal(tok.text, nocase) * rest
 		elseif t == "one" then
 			rest = ONE_CHAR * rest
 		elseif t == "class" then
 			rest = class_pattern(tok, nocase) * rest
+		elseif t == "star" and text ~= nil then
+			local piece = literal(text, nocase)
+			rest = (SEG_BYTE - piece) ^ 0 * piece * rests[j]
 		elseif t == "star" then
 			rest = P({ rest + SEG_BYTE * V(1) })
 		elseif t == "dirs" then
@@ -466,6 +501,7 @@ local function compile_tokens(tokens, nocase)
 		else -- "all"
 			rest = EVERYTHING
 		end
+		rests[i] = rest
 	end
 	return rest
 end

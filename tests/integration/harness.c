@@ -59,6 +59,18 @@ const char *fsbt_binary(void)
 	return b != NULL && b[0] != '\0' ? b : "build/fsbroker";
 }
 
+const char *fsbt_core_wrapper(void)
+{
+	const char *w = getenv("FSBROKER_CORE_WRAPPER");
+
+	return w != NULL && w[strspn(w, " ")] != '\0' ? w : NULL;
+}
+
+int fsbt_timeout_ms(void)
+{
+	return fsbt_core_wrapper() != NULL ? 100000 : 10000;
+}
+
 void fsbt_write_file(const char *path, const char *data)
 {
 	size_t len = strlen(data), off = 0;
@@ -268,15 +280,27 @@ static char **core_env(const struct fsbt_core *c, char **home, char **tmp)
 	return env;
 }
 
+#define FSBT_WRAPPER_WORDS 32
+
 int fsbt_core_spawn(struct fsbt_core *c, const char *socket)
 {
-	const char *argv[16];
+	const char *argv[16 + FSBT_WRAPPER_WORDS];
 	int in[2] = { -1, -1 }, out[2], logfd, argc = 0, err;
 	pid_t parent = getpid(), pid;
-	char **env, *env_home, *env_tmp;
+	char **env, *env_home, *env_tmp, *wrapper = NULL;
 
 	if (socket == NULL)
 		socket = c->sock;
+	/* valgrind and its options first, when the core runs under them. */
+	if (fsbt_core_wrapper() != NULL) {
+		char *save = NULL;
+
+		if ((wrapper = strdup(fsbt_core_wrapper())) == NULL)
+			return -ENOMEM;
+		for (char *w = strtok_r(wrapper, " ", &save); w != NULL && argc < FSBT_WRAPPER_WORDS;
+		     w = strtok_r(NULL, " ", &save))
+			argv[argc++] = w;
+	}
 	argv[argc++] = fsbt_binary();
 	argv[argc++] = "serve";
 	argv[argc++] = "--socket";
@@ -295,8 +319,10 @@ int fsbt_core_spawn(struct fsbt_core *c, const char *socket)
 		argv[argc++] = c->serve_args[i];
 	argv[argc] = NULL;
 
-	if ((env = core_env(c, &env_home, &env_tmp)) == NULL)
+	if ((env = core_env(c, &env_home, &env_tmp)) == NULL) {
+		free(wrapper);
 		return -ENOMEM;
+	}
 	/* Close-on-exec everywhere: no other child may hold the core's stdin
 	 * open, or EOF on it would never arrive. */
 	if (pipe2(in, O_CLOEXEC) < 0 || pipe2(out, O_CLOEXEC) < 0) {
@@ -308,6 +334,7 @@ int fsbt_core_spawn(struct fsbt_core *c, const char *socket)
 		free(env_home);
 		free(env_tmp);
 		free(env);
+		free(wrapper);
 		return err;
 	}
 	logfd = open(c->log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
@@ -325,7 +352,7 @@ int fsbt_core_spawn(struct fsbt_core *c, const char *socket)
 		if (dup2(in[0], 0) < 0 || dup2(out[1], 1) < 0 ||
 		    (logfd >= 0 && dup2(logfd, 2) < 0))
 			_exit(127);
-		execve(argv[0], (char *const *)argv, env);
+		execvpe(argv[0], (char *const *)argv, env);
 		fprintf(stderr, "fsbt: cannot run %s: %s\n", argv[0], strerror(errno));
 		_exit(127);
 	}
@@ -337,6 +364,7 @@ int fsbt_core_spawn(struct fsbt_core *c, const char *socket)
 	free(env_home);
 	free(env_tmp);
 	free(env);
+	free(wrapper);
 	if (err < 0) {
 		close(in[1]);
 		close(out[0]);

@@ -24,8 +24,10 @@
 #include <cmocka.h>
 #include <cJSON.h>
 
-/* Every wait in the harness gives up after this long. */
-#define FSBT_TIMEOUT_MS 10000
+/* Every wait in the harness gives up after this long: 10 s, ten times that
+ * when the core runs under FSBROKER_CORE_WRAPPER (valgrind is that slow). */
+#define FSBT_TIMEOUT_MS fsbt_timeout_ms()
+int fsbt_timeout_ms(void);
 
 /* fsbt_read_reply(): the peer closed the connection before a whole line. */
 #define FSBT_EOF (-10000)
@@ -63,6 +65,15 @@ struct fsbt_core {
 
 /** The fsbroker binary: $FSBROKER, else build/fsbroker. */
 const char *fsbt_binary(void);
+
+/**
+ * The command the core started by fsbt_core_spawn() runs under:
+ * $FSBROKER_CORE_WRAPPER split on spaces (`make test-valgrind` sets
+ * "valgrind --error-exitcode=99 ..."), or NULL when it is not set. A
+ * wrapper that reports an error must make the core exit non-zero, which
+ * fails the test that stopped it.
+ */
+const char *fsbt_core_wrapper(void);
 
 /**
  * Make the temp dir layout (home with its credential files, ws, tmp, rules)
