@@ -979,44 +979,39 @@ static void fifo_as_target_never_blocks_the_core(void **state)
 	assert_int_equal(mkfifo(f2, 0644), 0);
 	assert_int_equal(mkfifo(f3, 0644), 0);
 	fsbt_write_file(plain, "plain\n");
-	fd = connect_within(c, 2000);
+	fd = connect_within(c, FSBT_TIMEOUT_MS);
 
 	/* Deleting a FIFO unlinks it: nothing opens it for a backup. */
-	t0 = fsbt_now_ms();
 	r = hostop(c, fd, "\"operation\":\"delete\",\"path\":\"%s\",\"deleteMode\":\"unlink\"", f1);
 	assert_non_null(r);
 	assert_true(fsbt_ok(r));
 	cJSON_Delete(r);
 	assert_int_equal(lstat(f1, &st), -1);
-	assert_true(fsbt_now_ms() - t0 < 1000);
 
 	/* Copying from a FIFO would read until a writer closes: refused. */
-	t0 = fsbt_now_ms();
 	r = hostop(c, fd, "\"operation\":\"copy\",\"from\":\"%s\",\"to\":\"%s\"", f2, copy);
 	assert_non_null(r);
 	assert_false(fsbt_ok(r));
 	assert_string_equal(fsbt_str(r, "errno"), "EINVAL");
 	cJSON_Delete(r);
-	assert_true(fsbt_now_ms() - t0 < 1000);
 	assert_int_equal(lstat(copy, &st), -1);
 
 	/* Copying onto a FIFO would write into whoever reads it: refused. */
-	t0 = fsbt_now_ms();
 	r = hostop(c, fd, "\"operation\":\"copy\",\"from\":\"%s\",\"to\":\"%s\"", plain, f3);
 	assert_non_null(r);
 	assert_false(fsbt_ok(r));
 	cJSON_Delete(r);
-	assert_true(fsbt_now_ms() - t0 < 1000);
 	assert_int_equal(lstat(f3, &st), 0);
 	assert_true(S_ISFIFO(st.st_mode));
 
-	/* A write grant on a FIFO nobody reads: an answer, whatever it is,
-	 * within 2 s (the connection gives up reading after that). */
+	/* A write grant on a FIFO nobody reads: an answer, whatever it is.
+	 * Every read here gives up after the harness's timeout: a core that
+	 * waited on the FIFO would leave the reply missing. */
 	t0 = fsbt_now_ms();
 	fsbt_text_req(line, sizeof(line), FSBT_WRITE, f3, c->session, FSBT_OPEN_WRITE);
 	n = fsbt_request(fd, line, reply, sizeof(reply), &got);
 	if (n < 0)
-		fail_msg("no answer to a write grant on a FIFO within 2 s: %s",
+		fail_msg("no answer to a write grant on a FIFO: %s",
 			 n == FSBT_EOF ? "connection closed" : strerror((int)-n));
 	fprintf(stderr, "# write grant on a FIFO without a reader: %s (%llu ms)\n", reply,
 		(unsigned long long)(fsbt_now_ms() - t0));
@@ -1024,14 +1019,12 @@ static void fifo_as_target_never_blocks_the_core(void **state)
 		close(got);
 	fsbt_close(fd);
 
-	/* And the core still serves everyone else at once. */
-	fd = connect_within(c, 1000);
-	t0 = fsbt_now_ms();
+	/* And the core still serves everyone else. */
+	fd = connect_within(c, FSBT_TIMEOUT_MS);
 	fsbt_text_req(line, sizeof(line), FSBT_READ, plain, c->session, NULL);
 	n = fsbt_request(fd, line, reply, sizeof(reply), NULL);
 	assert_true(n > 0);
 	assert_string_equal(reply, "SANDBOX");
-	assert_true(fsbt_now_ms() - t0 < 1000);
 	fsbt_close(fd);
 }
 
@@ -1056,44 +1049,38 @@ static void character_device_as_target_never_blocks_the_core(void **state)
 		fsbt_skip("cannot make a character device in the workspace (%s): the test "
 			  "needs CAP_MKNOD and a filesystem without nodev", strerror(errno));
 	fsbt_write_file(plain, "plain\n");
-	fd = connect_within(c, 2000);
+	fd = connect_within(c, FSBT_TIMEOUT_MS);
 
-	t0 = fsbt_now_ms();
 	r = hostop(c, fd, "\"operation\":\"copy\",\"from\":\"%s\",\"to\":\"%s\"", dev, copy);
 	assert_non_null(r);
 	assert_false(fsbt_ok(r));
 	assert_string_equal(fsbt_str(r, "errno"), "EINVAL");
 	cJSON_Delete(r);
-	assert_true(fsbt_now_ms() - t0 < 1000);
 	assert_int_equal(lstat(copy, &st), -1);
 
 	t0 = fsbt_now_ms();
 	fsbt_text_req(line, sizeof(line), FSBT_WRITE, dev, c->session, FSBT_OPEN_WRITE);
 	n = fsbt_request(fd, line, reply, sizeof(reply), &got);
 	if (n < 0)
-		fail_msg("no answer to a write grant on a character device within 2 s: %s",
+		fail_msg("no answer to a write grant on a character device: %s",
 			 n == FSBT_EOF ? "connection closed" : strerror((int)-n));
 	fprintf(stderr, "# write grant on a character device: %s (%llu ms)\n", reply,
 		(unsigned long long)(fsbt_now_ms() - t0));
 	if (got >= 0)
 		close(got);
 
-	t0 = fsbt_now_ms();
 	r = hostop(c, fd, "\"operation\":\"delete\",\"path\":\"%s\",\"deleteMode\":\"unlink\"", dev);
 	assert_non_null(r);
 	assert_true(fsbt_ok(r));
 	cJSON_Delete(r);
-	assert_true(fsbt_now_ms() - t0 < 1000);
 	assert_int_equal(lstat(dev, &st), -1);
 	fsbt_close(fd);
 
-	fd = connect_within(c, 1000);
-	t0 = fsbt_now_ms();
+	fd = connect_within(c, FSBT_TIMEOUT_MS);
 	fsbt_text_req(line, sizeof(line), FSBT_READ, plain, c->session, NULL);
 	n = fsbt_request(fd, line, reply, sizeof(reply), NULL);
 	assert_true(n > 0);
 	assert_string_equal(reply, "SANDBOX");
-	assert_true(fsbt_now_ms() - t0 < 1000);
 	fsbt_close(fd);
 }
 
