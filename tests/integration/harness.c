@@ -66,7 +66,7 @@ const char *fsbt_core_wrapper(void)
 	return w != NULL && w[strspn(w, " ")] != '\0' ? w : NULL;
 }
 
-int fsbt_timeout_ms(void)
+unsigned fsbt_timeout_ms(void)
 {
 	return fsbt_core_wrapper() != NULL ? 100000 : 10000;
 }

@@ -27,7 +27,7 @@
 /* Every wait in the harness gives up after this long: 10 s, ten times that
  * when the core runs under FSBROKER_CORE_WRAPPER (valgrind is that slow). */
 #define FSBT_TIMEOUT_MS fsbt_timeout_ms()
-int fsbt_timeout_ms(void);
+unsigned fsbt_timeout_ms(void);
 
 /* fsbt_read_reply(): the peer closed the connection before a whole line. */
 #define FSBT_EOF (-10000)
