@@ -115,7 +115,7 @@ describe("policy.pack", function()
 			{ "a self-test with an unknown field",
 				'{ name = "t", tests = { { op = "read", path = "/a", expect = "deny", expected = "deny" } } }',
 				"/r/top.lua: tests[1].expected: unknown field; tests[1] has op, path, expect, exists, nlink, "
-					.. "dev, ino, requested, type, rule" },
+					.. "dev, ino, requested, type, rule, skipUnder" },
 			{ "a self-test with a wrong expect",
 				'{ name = "t", tests = { { op = "read", path = "/a", expect = "no" } } }',
 				'/r/top.lua: tests[1].expect: expected "allow", "deny" or "ask", got "no"' },
@@ -274,6 +274,29 @@ describe("policy.pack", function()
 				},
 			}]] })
 			assert.are.equal("/r/top.lua: tests[2]: expected deny for read ~/.ssh/id_rsa, got allow (fsProfile.read /**)", err)
+		end)
+
+		it("skip a test whose path lies under its skipUnder directory, and run it elsewhere", function()
+			local pack = [[return {
+				name = "t",
+				fsProfile = { modify = { "${tmp}/**" } },
+				ask = { modify = { "~/**" } },
+				tests = { { op = "write", path = "~/.bashrc", expect = "ask", skipUnder = "${tmp}" } },
+			}]]
+			local eng, err = packs.load({ top = pack },
+				{ vars = { workspace = "/ws", home = "/tmp/ci/home", tmp = "/tmp", state = "/st" } })
+			assert.is_nil(err)
+			assert.is_not_nil(eng)
+			-- A home that only shares a prefix with ${tmp} is not under it.
+			err = load_error({ top = pack:gsub('expect = "ask"', 'expect = "allow"') },
+				{ vars = { workspace = "/ws", home = "/tmpfoo/u", tmp = "/tmp", state = "/st" } })
+			assert.are.equal("/r/top.lua: tests[1]: expected allow for write ~/.bashrc, got ask (ask.modify ~/**)", err)
+		end)
+
+		it("refuse a skipUnder that is not a path", function()
+			local err = load_error({ top = [[return { name = "t",
+				tests = { { op = "read", path = "/a", expect = "deny", skipUnder = 3 } } }]] })
+			assert.are.equal("/r/top.lua: tests[1].skipUnder: expected a string, got number", err)
 		end)
 
 		it("check the deciding rule when a test names one", function()

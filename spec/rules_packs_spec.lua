@@ -68,6 +68,8 @@ describe("rule packs", function()
 			{ "outside home", { workspace = "/srv/proj", home = "/home/u", tmp = "/tmp", state = "/st" } },
 			{ "holding tmp", { workspace = "/srv/proj", home = "/home/u", tmp = "/srv/proj/tmp", state = "/st" } },
 			{ "for root", { workspace = "/root/proj", home = "/root", tmp = "/tmp", state = "/root/.local/state/fsbroker" } },
+			-- A CI machine's home inside /tmp: writes to ~ are writes to tmp.
+			{ "with home inside tmp", { workspace = "/tmp/ci/ws", home = "/tmp/ci/home", tmp = "/tmp", state = "/st" } },
 		}
 		for _, place in ipairs(PLACES) do
 			it("passes its self-tests with the workspace " .. place[1], function()

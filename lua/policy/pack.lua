@@ -52,7 +52,7 @@ local TOP_FIELDS = {
 }
 local TEST_FIELDS = {
 	"op", "path", "expect", "exists", "nlink", "dev", "ino", "requested",
-	"type", "rule",
+	"type", "rule", "skipUnder",
 }
 
 -- ---------------------------------------------------------------------------
@@ -285,10 +285,24 @@ local function check_tests(t, ctx)
 				return nil, string_format("%s.%s: expected a whole number, got %s", where, f, tostring(v))
 			end
 		end
-		for _, f in ipairs({ "type", "rule" }) do
+		for _, f in ipairs({ "type", "rule", "skipUnder" }) do
 			if test[f] ~= nil and type(test[f]) ~= "string" then
 				return nil, string_format("%s.%s: expected a string, got %s", where, f, type(test[f]))
 			end
+		end
+		-- A test that only holds where its path is not under a directory
+		-- (a write to ~ asks, unless home is inside ${tmp}) names that
+		-- directory; it is skipped on a machine where the path is under it.
+		local skip = false
+		if test.skipUnder ~= nil then
+			local dir
+			dir, perr = glob.expand_path(test.skipUnder, ctx.vars)
+			if dir == nil then
+				return nil, where .. ".skipUnder: " .. perr
+			end
+			dir = normalize.canonical(dir, ctx.platform)
+			local p = normalize.canonical(expanded, ctx.platform)
+			skip = p == dir or string_sub(p, 1, #dir + 1) == (dir == "/" and "/" or dir .. "/")
 		end
 		out[i] = {
 			index = i,
@@ -302,6 +316,7 @@ local function check_tests(t, ctx)
 			},
 			expect = test.expect,
 			rule = test.rule,
+			skip = skip,
 		}
 	end
 	return out
