@@ -22,8 +22,8 @@ const base = join(repo, "build", "node-bench");
 mkdirSync(base, { recursive: true });
 const dir = mkdtempSync(join(base, "b-"));
 const ws = join(dir, "ws"), home = join(dir, "home"), state = join(dir, "state");
-mkdirSync(ws); mkdirSync(home);
-const env = { ...process.env, HOME: home };
+mkdirSync(ws); mkdirSync(home); mkdirSync(join(dir, "tmp"));
+const env = { ...process.env, HOME: home, TMPDIR: join(dir, "tmp") };  // the workspace outside ${tmp}: backed up
 delete env.XDG_RUNTIME_DIR; delete env.XDG_STATE_HOME;
 
 const median = (xs) => { const s = [...xs].sort((a, b) => a - b); return s[s.length >> 1]; };

@@ -1,7 +1,9 @@
 /*
  * helpers.ts — what the tests share: the real fsbroker binary
  * (../../build/fsbroker, or $FSBROKER) and a fresh layout under the
- * worktree's build/ (not /tmp: the default pack skips backups under tmp).
+ * repository's build/, with the core's TMPDIR a directory of its own in
+ * it: the default pack skips backups under ${tmp}, so the workspace must
+ * not lie inside it, wherever the repository is checked out.
  */
 import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
@@ -29,9 +31,11 @@ export function layout(): Layout {
   const home = join(dir, "home");
   const ws = join(dir, "ws");
   const state = join(dir, "state");
+  const tmp = join(dir, "tmp");
   mkdirSync(home);
   mkdirSync(ws);
-  const env: NodeJS.ProcessEnv = { ...process.env, HOME: home };
+  mkdirSync(tmp);
+  const env: NodeJS.ProcessEnv = { ...process.env, HOME: home, TMPDIR: tmp };
   delete env.XDG_STATE_HOME;
   delete env.XDG_RUNTIME_DIR;
   return { dir, home, ws, state, env, cleanup: () => rmSync(dir, { recursive: true, force: true }) };
