@@ -442,6 +442,19 @@ local function class_pattern(tok, nocase)
 	return pat - P("/")
 end
 
+-- One step of a '*' or "**/" that moves on to try the rest one place
+-- further. It matches nothing; calling a Lua function is what lets the
+-- Lua host's instruction cap count the step. lpeg runs a pattern in C,
+-- where no instruction is counted, and globs like "*a*a*a*a*a*a*a*b" take
+-- time that grows as a power of the path's length (a path of 100 bytes
+-- under that glob would keep the core busy for hours): with this step the
+-- request is denied as a policy error when its budget is spent, and the
+-- core goes on answering.
+local function count_step(_, pos)
+	return pos
+end
+local STEP = Cmt(P(true), count_step)
+
 -- Compiles shaped tokens right to left: each token is followed by the
 -- pattern for everything after it, so '*' and "**/" can try the rest at
 -- each place they might stop (the backtracking a glob needs; PEG choices
@@ -458,9 +471,9 @@ local function compile_tokens(tokens, nocase)
 		elseif t == "class" then
 			rest = class_pattern(tok, nocase) * rest
 		elseif t == "star" then
-			rest = P({ rest + SEG_BYTE * V(1) })
+			rest = P({ rest + SEG_BYTE * STEP * V(1) })
 		elseif t == "dirs" then
-			rest = P({ rest + SEG_BYTE ^ 0 * P("/") * V(1) })
+			rest = P({ rest + SEG_BYTE ^ 0 * P("/") * STEP * V(1) })
 		elseif t == "tail" then
 			rest = ANY_TAIL
 		else -- "all"
