@@ -201,7 +201,7 @@ static int conn_start(struct fsb_server *srv, int fd, const struct ucred *cred,
 {
 	struct fsb_conn *conn;
 	socklen_t clen;
-	int rc;
+	int rc, no_pidfd = 0;
 
 	conn = calloc(1, sizeof(*conn));
 	if (conn == NULL) {
@@ -218,10 +218,33 @@ static int conn_start(struct fsb_server *srv, int fd, const struct ucred *cred,
 	 * reuses the pid. Kernels before 6.5 have none; the pid is then
 	 * advisory, for the audit log only. */
 	clen = sizeof(conn->pidfd);
-	if (getsockopt(fd, SOL_SOCKET, SO_PEERPIDFD, &conn->pidfd, &clen) < 0)
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERPIDFD, &conn->pidfd, &clen) < 0) {
 		conn->pidfd = -1;
+		no_pidfd = errno;
+	}
 	/* A run's client resolves paths in its sandbox's view. */
 	conn->view_fd = scope_id != 0 ? peer_root(conn) : -1;
+	/*
+	 * A run's client whose view cannot be pinned is refused, never served
+	 * in the host's view: the process that connected is gone (it handed
+	 * its socket on and exited before we got here), or its pid already
+	 * names another process whose root we must not take for its view.
+	 */
+	if (scope_id != 0 && (conn->view_fd < 0 || (conn->pidfd < 0 && no_pidfd != ENOPROTOOPT &&
+						     no_pidfd != EINVAL))) {
+		fsb_log_limited(FSB_LOG_WARN,
+				"refused a connection on a run's socket: its client (pid %d) is "
+				"gone or its view cannot be pinned",
+				(int)cred->pid);
+		srv->broker->stats.connections_refused++;
+		if (conn->pidfd >= 0)
+			close(conn->pidfd);
+		if (conn->view_fd >= 0)
+			close(conn->view_fd);
+		close(fd);
+		free(conn);
+		return -ESRCH;
+	}
 	rc = fsb_chan_start(srv->loop, &conn->chan, fd, fd, true, true, FSB_MAX_LINE,
 			    on_conn_line, on_conn_closed);
 	/* Supervise comes with the seccomp listener in SCM_RIGHTS. */
