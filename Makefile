@@ -246,7 +246,7 @@ $(BUILD)/tests/progs/%: tests/integration/progs/%.c
 	@echo "  CC      $<"
 	$(Q)$(CC) $(PROGS_CFLAGS) -o $@ $< -lpthread
 
-$(BUILD)/tests/test_run_programs $(BUILD)/tests/test_run_bypass: $(PROGS_BIN)
+$(BUILD)/tests/test_run_programs $(BUILD)/tests/test_run_bypass $(BUILD)/tests/test_attacks_run: $(PROGS_BIN)
 
 $(BUILD)/bench/%: bench/%.c $(BUILD)/libfsbcore.a
 	@mkdir -p $(@D)
