@@ -250,7 +250,7 @@ $(BUILD)/tests/progs/%: tests/integration/progs/%.c
 	@echo "  CC      $<"
 	$(Q)$(CC) $(PROGS_CFLAGS) -o $@ $< -lpthread
 
-$(BUILD)/tests/test_run_programs $(BUILD)/tests/test_run_bypass: $(PROGS_BIN)
+$(BUILD)/tests/test_run_programs $(BUILD)/tests/test_run_bypass $(BUILD)/tests/test_attacks_run: $(PROGS_BIN)
 
 # Faults and load (docs/SECURITY.md, "Faults and load"): the LD_PRELOAD
 # fault injector the fault tests load into the core (built without the

@@ -169,11 +169,11 @@ static void on_backoff_done(uv_timer_t *t)
 /*
  * The root of a run's client, as its sandbox sees the file system (its own
  * /tmp, masks, binds): an O_PATH fd on /proc/<pid>/root, or -1 when it
- * cannot be had (the host's view is used then, as for any client). With
- * the peer's pidfd (SO_PEERPIDFD, Linux 6.5) the open is checked to be of
- * the process that connected: that process is still alive after the open,
- * so the pid was not reused in between. Nothing else needs the pidfd: the
- * connection holds no fd but its socket and this root.
+ * cannot be had. With the peer's pidfd (SO_PEERPIDFD, Linux 6.5) the open
+ * is checked to be of the process that connected: that process is still
+ * alive after the open, so the pid was not reused in between; a kernel
+ * without SO_PEERPIDFD leaves the pid unchecked. Nothing else needs the
+ * pidfd: the connection holds no fd but its socket and this root.
  */
 static int peer_root(int sock, pid_t pid)
 {
@@ -184,8 +184,13 @@ static int peer_root(int sock, pid_t pid)
 	if (pid <= 0)
 		return -1;
 	len = sizeof(pidfd);
-	if (getsockopt(sock, SOL_SOCKET, SO_PEERPIDFD, &pidfd, &len) < 0)
+	if (getsockopt(sock, SOL_SOCKET, SO_PEERPIDFD, &pidfd, &len) < 0) {
+		/* ENOPROTOOPT, EINVAL: the kernel has none. Anything else (the
+		 * peer is gone): no view to pin. */
+		if (errno != ENOPROTOOPT && errno != EINVAL)
+			return -1;
 		pidfd = -1;
+	}
 	snprintf(path, sizeof(path), "/proc/%d/root", (int)pid);
 	fd = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (fd >= 0 && pidfd >= 0 && syscall(SYS_pidfd_send_signal, pidfd, 0, NULL, 0) < 0) {
@@ -218,8 +223,24 @@ static int conn_start(struct fsb_server *srv, int fd, const struct ucred *cred,
 	conn->pid = cred->pid;
 	conn->uid = cred->uid;
 	conn->srv = srv;
-	/* A run's client resolves paths in its sandbox's view. */
+	/*
+	 * A run's client resolves paths in its sandbox's view. One whose view
+	 * cannot be pinned is refused, never served in the host's view: the
+	 * process that connected is gone (it handed its socket on and exited
+	 * before we got here), or its pid already names another process whose
+	 * root we must not take for its view.
+	 */
 	conn->view_fd = scope_id != 0 ? peer_root(fd, cred->pid) : -1;
+	if (scope_id != 0 && conn->view_fd < 0) {
+		fsb_log_limited(FSB_LOG_WARN,
+				"refused a connection on a run's socket: its client (pid %d) is "
+				"gone or its view cannot be pinned",
+				(int)cred->pid);
+		srv->broker->stats.connections_refused++;
+		close(fd);
+		free(conn);
+		return -ESRCH;
+	}
 	rc = fsb_chan_start(srv->loop, &conn->chan, fd, fd, true, true, FSB_MAX_LINE,
 			    on_conn_line, on_conn_closed);
 	/* Supervise comes with the seccomp listener in SCM_RIGHTS. */

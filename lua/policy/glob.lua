@@ -461,6 +461,20 @@ local function literal_before_star(tokens, i)
 	return text, j
 end
 
+-- One step of a '*' or "**/" that moves on to try the rest one place
+-- further, where another '*' or "**/" follows in the glob. It matches
+-- nothing; calling a Lua function is what lets the Lua host's instruction
+-- cap count the step. lpeg runs a pattern in C, where no instruction is
+-- counted, and a glob with k such wildcards in a row can take time that
+-- grows as the k-th power of the path's length ("*?*?*?*?*x" against a long
+-- name): with this step the request is denied as a policy error when its
+-- budget is spent, and the core goes on answering. A wildcard with no other
+-- after it tries each place once (linear time) and needs no count.
+local function count_step(_, pos)
+	return pos
+end
+local STEP = Cmt(P(true), count_step)
+
 -- Compiles shaped tokens right to left: each token is followed by the
 -- pattern for everything after it, so '*' and "**/" can try the rest at
 -- each place they might stop (the backtracking a glob needs; PEG choices
@@ -476,6 +490,7 @@ end
 local function compile_tokens(tokens, nocase)
 	local rests = { [#tokens + 1] = END }
 	local rest = END
+	local wildcard_after = false	-- a '*' or "**/" right of tokens[i]
 	for i = #tokens, 1, -1 do
 		local tok = tokens[i]
 		local t = tok.t
@@ -493,15 +508,20 @@ local function compile_tokens(tokens, nocase)
 			local piece = literal(text, nocase)
 			rest = (SEG_BYTE - piece) ^ 0 * piece * rests[j]
 		elseif t == "star" then
-			rest = P({ rest + SEG_BYTE * V(1) })
+			local step = wildcard_after and STEP or P(true)
+			rest = P({ rest + SEG_BYTE * step * V(1) })
 		elseif t == "dirs" then
-			rest = P({ rest + SEG_BYTE ^ 0 * P("/") * V(1) })
+			local step = wildcard_after and STEP or P(true)
+			rest = P({ rest + SEG_BYTE ^ 0 * P("/") * step * V(1) })
 		elseif t == "tail" then
 			rest = ANY_TAIL
 		else -- "all"
 			rest = EVERYTHING
 		end
 		rests[i] = rest
+		if t == "star" or t == "dirs" then
+			wildcard_after = true
+		end
 	end
 	return rest
 end
