@@ -462,14 +462,13 @@ local function literal_before_star(tokens, i)
 end
 
 -- One step of a '*' or "**/" that moves on to try the rest one place
--- further, where another '*' or "**/" follows in the glob. It matches
--- nothing; calling a Lua function is what lets the Lua host's instruction
+-- further, in a glob with more than one of them. It matches nothing; calling a Lua function is what lets the Lua host's instruction
 -- cap count the step. lpeg runs a pattern in C, where no instruction is
 -- counted, and a glob with k such wildcards in a row can take time that
 -- grows as the k-th power of the path's length ("*?*?*?*?*x" against a long
 -- name): with this step the request is denied as a policy error when its
--- budget is spent, and the core goes on answering. A wildcard with no other
--- after it tries each place once (linear time) and needs no count.
+-- budget is spent, and the core goes on answering. A glob with a single
+-- such wildcard tries each place once (linear time) and needs no count.
 local function count_step(_, pos)
 	return pos
 end
@@ -490,7 +489,15 @@ local STEP = Cmt(P(true), count_step)
 local function compile_tokens(tokens, nocase)
 	local rests = { [#tokens + 1] = END }
 	local rest = END
-	local wildcard_after = false	-- a '*' or "**/" right of tokens[i]
+	-- A glob with one backtracking wildcard tries each place once: linear.
+	-- With two or more, their steps are counted (STEP above).
+	local wildcards = 0
+	for i, tok in ipairs(tokens) do
+		if tok.t == "dirs" or (tok.t == "star" and literal_before_star(tokens, i) == nil) then
+			wildcards = wildcards + 1
+		end
+	end
+	local step = wildcards >= 2 and STEP or P(true)
 	for i = #tokens, 1, -1 do
 		local tok = tokens[i]
 		local t = tok.t
@@ -508,10 +515,8 @@ local function compile_tokens(tokens, nocase)
 			local piece = literal(text, nocase)
 			rest = (SEG_BYTE - piece) ^ 0 * piece * rests[j]
 		elseif t == "star" then
-			local step = wildcard_after and STEP or P(true)
 			rest = P({ rest + SEG_BYTE * step * V(1) })
 		elseif t == "dirs" then
-			local step = wildcard_after and STEP or P(true)
 			rest = P({ rest + SEG_BYTE ^ 0 * P("/") * step * V(1) })
 		elseif t == "tail" then
 			rest = ANY_TAIL
@@ -519,9 +524,6 @@ local function compile_tokens(tokens, nocase)
 			rest = EVERYTHING
 		end
 		rests[i] = rest
-		if t == "star" or t == "dirs" then
-			wildcard_after = true
-		end
 	end
 	return rest
 end

@@ -943,14 +943,15 @@ static void write_pack_and_start(struct fsbt_core *c, const char *text)
 	fsbt_core_start(c);
 }
 
-/* A glob whose stars backtrack, against a path the attacker chooses: each
- * request ends at the instruction cap (a policy error: denied), and the
- * core keeps answering the others. */
+/* A glob whose stars backtrack, against a path the attacker chooses: where
+ * the matcher cannot stop at a literal's first place, each request ends at
+ * the instruction cap (a policy error: denied), and the core keeps
+ * answering the others. */
 static void backtracking_glob_is_capped_and_the_core_keeps_answering(void **state)
 {
 	struct fsbt_core *c = *state;
-	char name[201], p[PATH_MAX], line[PATH_MAX * 2];
-	int fd;
+	char name[201], p[PATH_MAX], line[PATH_MAX * 2], reply[REPLY];
+	int fd, got = -1;
 
 	write_pack_and_start(c, "return { name = \"backtrack\", include = { \"default\" },\n"
 				"  denyModify = { \"${workspace}/*a*a*a*a*a*a*a*b\",\n"
@@ -959,12 +960,39 @@ static void backtracking_glob_is_capped_and_the_core_keeps_answering(void **stat
 	name[200] = '\0';
 	fd = fsbt_connect(c);
 	assert_true(fd >= 0);
-	for (int i = 0; i < 2; i++) {
-		snprintf(p, sizeof(p), "%s/%s", c->ws, name);
-		fsbt_text_req(line, sizeof(line), FSBT_WRITE, p, c->session, FSBT_OPEN_WRITE);
-		text_denied(c, fd, line, strlen(line), "DENY EACCES policy error",
-			    "a write of a*200 under *a*a*a*a*a*a*a*b");
+	/*
+	 * '*' then text then '*' stops at the text's first place: matched in
+	 * linear time, so the answer is the right one, not a refusal for want
+	 * of time. The name matches no glob (no 'b', no 'c'): an fd.
+	 */
+	snprintf(p, sizeof(p), "%s/%s", c->ws, name);
+	fsbt_text_req(line, sizeof(line), FSBT_WRITE, p, c->session, FSBT_OPEN_WRITE);
+	if (fsbt_send(fd, line, strlen(line), -1) < 0 ||
+	    fsbt_read_reply(fd, reply, sizeof(reply), &got) < 0)
+		fail_msg("a write of a*200 under *a*a*…*b: no reply");
+	if (got >= 0)
+		close(got);
+	if (strcmp(reply, "FD") != 0)
+		fail_msg("a write of a*200 that no glob matches: want FD, got '%s'", reply);
+	/* '*' then '?' then '*' must try every place: the steps count against
+	 * the instruction cap, and the request is refused when it is spent. */
+	fsbt_write_file(c->rules, "return { name = \"backtrack\", include = { \"default\" },\n"
+				  "  denyModify = { \"${workspace}/*a*a*a*a*a*a*a*b\",\n"
+				  "                 \"${workspace}/*?*?*?*?*?*?*?*c\",\n"
+				  "                 \"${workspace}/**/a/**/a/**/a/**/a/**/b\" } }\n");
+	{
+		cJSON *r = fsbt_control_cmd(c, "Reload", NULL);
+
+		if (!fsbt_ok(r))
+			fail_msg("reload: %s", fsbt_str(r, "error"));
+		cJSON_Delete(r);
 	}
+	snprintf(p, sizeof(p), "%s/%s", c->ws, name);
+	p[strlen(p) - 1] = 'x';
+	fsbt_text_req(line, sizeof(line), FSBT_WRITE, p, c->session, FSBT_OPEN_WRITE);
+	for (int i = 0; i < 2; i++)
+		text_denied(c, fd, line, strlen(line), "DENY EACCES policy error",
+			    "a write of a*199x under *?*?*?*?*?*?*?*c");
 	{
 		size_t n = (size_t)snprintf(p, sizeof(p), "%s", c->ws);
 
@@ -976,10 +1004,13 @@ static void backtracking_glob_is_capped_and_the_core_keeps_answering(void **stat
 	fsbt_close(fd);
 	expect_alive(c);
 	/* The globs still match what they name. */
-	snprintf(p, sizeof(p), "%s/xaaaaaaab", c->ws);
 	fd = fsbt_connect(c);
+	snprintf(p, sizeof(p), "%s/xaaaaaaab", c->ws);
 	fsbt_text_req(line, sizeof(line), FSBT_WRITE, p, c->session, FSBT_OPEN_WRITE);
 	text_denied(c, fd, line, strlen(line), "DENY EACCES denyModify", "ws/xaaaaaaab");
+	snprintf(p, sizeof(p), "%s/a1b2c3d4e5f6g7hc", c->ws);
+	fsbt_text_req(line, sizeof(line), FSBT_WRITE, p, c->session, FSBT_OPEN_WRITE);
+	text_denied(c, fd, line, strlen(line), "DENY EACCES denyModify", "ws/a1b2c3d4e5f6g7hc");
 	fsbt_close(fd);
 }
 

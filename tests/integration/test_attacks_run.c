@@ -74,7 +74,7 @@ static void need_sandbox(const struct fixture *f)
 {
 	char why[512], pack[PATH_MAX * 2], prog[PATH_MAX * 2], outside[PATH_MAX * 2];
 
-	if (unsupported(why, sizeof(why)) != NULL)
+	if (fsbt_sandbox_unsupported(why, sizeof(why)) != NULL)
 		fsbt_skip("%s", why);
 	paths_of(f, pack, prog, outside, sizeof(pack));
 	if (access(prog, X_OK) < 0)
