@@ -10,6 +10,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
+#include <time.h>
 
 #include "read_cache.h"
 
@@ -27,11 +29,15 @@ struct fsb_read_cache_entry {
 };
 
 /* FNV-1a over the four key strings, each with its NUL, so that
- * ("ab", "c") and ("a", "bc") differ. */
-static uint64_t key_hash(const struct fsb_read_key *k, size_t *len)
+ * ("ab", "c") and ("a", "bc") differ. It starts from the cache's random
+ * seed, not FNV's fixed basis: the paths come from the sandboxed command,
+ * and names that collide under a known start could be chosen to pile
+ * every entry into one chain. */
+static uint64_t key_hash(const struct fsb_read_cache *c, const struct fsb_read_key *k,
+			 size_t *len)
 {
 	const char *parts[4] = { k->session, k->tool_call, k->requested, k->resolved };
-	uint64_t h = 0xcbf29ce484222325ULL;
+	uint64_t h = c->seed;
 	size_t n = 0;
 
 	for (int i = 0; i < 4; i++) {
@@ -65,6 +71,8 @@ static bool key_equal(const struct fsb_read_cache_entry *e, const struct fsb_rea
 int fsb_read_cache_init(struct fsb_read_cache *c, size_t capacity, size_t max_bytes)
 {
 	memset(c, 0, sizeof(*c));
+	if (getrandom(&c->seed, sizeof(c->seed), GRND_NONBLOCK) != sizeof(c->seed))
+		c->seed = 0xcbf29ce484222325ULL ^ (uint64_t)(uintptr_t)c ^ (uint64_t)time(NULL);
 	c->capacity = max_bytes > 0 ? capacity : 0;
 	c->max_bytes = max_bytes;
 	if (c->capacity == 0)
@@ -155,7 +163,7 @@ bool fsb_read_cache_get(struct fsb_read_cache *c, const struct fsb_read_key *k,
 		c->misses++;
 		return false;
 	}
-	h = key_hash(k, &len);
+	h = key_hash(c, k, &len);
 	e = find(c, k, h, len);
 	if (e == NULL || e->generation != c->generation) {
 		c->misses++;
@@ -184,7 +192,7 @@ void fsb_read_cache_put(struct fsb_read_cache *c, const struct fsb_read_key *k,
 
 	if (c->capacity == 0)
 		return;
-	h = key_hash(k, &len);
+	h = key_hash(c, k, &len);
 	if ((old = find(c, k, h, len)) != NULL)
 		drop(c, old);
 	nrule = strlen(v->rule) + 1;

@@ -41,6 +41,7 @@ struct fsb_read_cache {
 	size_t n, capacity;
 	size_t bytes, max_bytes;	/* the entries' allocations */
 	uint64_t generation;
+	uint64_t seed;			/* random: the hash's starting value */
 	unsigned long hits, misses, evictions;
 };
 
