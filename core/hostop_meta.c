@@ -1,0 +1,152 @@
+/*
+ * hostop_meta.c — the host operations that change one object in place
+ * or give it a name (see hostop.h): `chmod`, `link` and `touch`.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "at.h"
+#include "hostop_internal.h"
+
+int hop_chmod(struct hostop *h)
+{
+	const struct fsb_hostop_req *r = h->req;
+	struct fsb_access *a = &h->src;
+	char proc[32];
+	struct stat st;
+	int fd, rc = -1;
+
+	if (hop_judge(h, a, FSB_OP_CHMOD, r->path, FSB_RESOLVE_EXISTING) < 0)
+		return -1;
+	if (a->errnum != 0)
+		return hop_fail(h, a->errnum, a->errnum == ENOENT ? "%s does not exist" : NULL,
+				r->path);
+	if ((fd = hop_reach(h, a, &st)) < 0)
+		return -1;
+	if (hop_backup_reached(h, a, fd, &st) < 0 || hop_sync_backups(h) < 0 ||
+	    hop_audit_before(h) < 0)
+		goto out;
+	/* Through the O_PATH fd: exactly the inode judged, whatever its name. */
+	if (fchmodat(AT_FDCWD, fsb_at_fd_path(fd, proc, sizeof(proc)), r->mode, 0) < 0) {
+		hop_fail(h, errno, "cannot change the mode of %s: %s", a->res.path, strerror(errno));
+		goto out;
+	}
+	h->changed = true;
+	rc = 0;
+out:
+	close(fd);
+	return rc;
+}
+
+int hop_link(struct hostop *h)
+{
+	const struct fsb_hostop_req *r = h->req;
+	struct fsb_access *a = &h->src, *t = &h->dst;
+	const char *tname, *sname = NULL;
+	char proc[32];
+	struct stat st;
+	int fd = -1, tfd = -1, rc = -1;
+
+	if (!r->symbolic) {
+		/* A new name for a file is a way to write it: the modify right.
+		 * link(2) links a symlink itself: judged through its parent. */
+		if (hop_judge(h, a, FSB_OP_LINK, r->from, h->who->link_nofollow
+			      ? FSB_RESOLVE_THROUGH_PARENT : FSB_RESOLVE_EXISTING) < 0)
+			return -1;
+		if (a->errnum == 0 && !a->res.exists)
+			return hop_fail(h, ENOENT, "%s does not exist", r->from);
+		if (a->errnum != 0)
+			return hop_fail(h, a->errnum,
+					a->errnum == ENOENT ? "%s does not exist" : NULL, r->from);
+	}
+	if (hop_judge(h, t, r->symbolic ? FSB_OP_SYMLINK : FSB_OP_LINK, r->to,
+		      FSB_RESOLVE_THROUGH_PARENT) < 0)
+		return -1;
+	if (t->errnum != 0)
+		return hop_fail(h, t->errnum, t->errnum == ENOENT ? "the parent of %s does not exist"
+				: NULL, r->to);
+	if (t->res.exists)
+		return hop_fail(h, EEXIST, "%s exists", t->res.path);
+	if (!r->symbolic && h->who->link_nofollow && S_ISLNK(a->res.st.st_mode)) {
+		/* The symlink itself: pinned as its parent and name. */
+		if ((fd = hop_open_parent(h, a, &sname)) < 0)
+			return -1;
+		if (hop_still_there(h, fd, sname, a, &st) < 0)
+			goto out;
+	} else if (!r->symbolic) {
+		if ((fd = hop_reach(h, a, &st)) < 0)
+			return -1;
+		if (S_ISDIR(st.st_mode)) {
+			hop_fail(h, EPERM, "%s is a directory: no hard link can be made to it",
+				 a->res.path);
+			goto out;
+		}
+	}
+	if ((tfd = hop_open_parent(h, t, &tname)) < 0)
+		goto out;
+	if (hop_record(h, t->op, r->to, t->res.path, NULL, -1, NULL, false) < 0 ||
+	    hop_sync_backups(h) < 0 || hop_audit_before(h) < 0)
+		goto out;
+	if (r->symbolic ? symlinkat(r->from, tfd, tname)
+	    : sname != NULL ? linkat(fd, sname, tfd, tname, 0)
+			    : linkat(AT_FDCWD, fsb_at_fd_path(fd, proc, sizeof(proc)), tfd, tname,
+				     AT_SYMLINK_FOLLOW)) {
+		hop_fail(h, errno, "cannot make %s: %s", t->res.path, strerror(errno));
+		goto out;
+	}
+	h->changed = true;
+	rc = 0;
+out:
+	if (fd >= 0)
+		close(fd);
+	if (tfd >= 0)
+		close(tfd);
+	return rc;
+}
+
+int hop_touch(struct hostop *h)
+{
+	const struct fsb_hostop_req *r = h->req;
+	struct fsb_access *a = &h->src;
+	char proc[32];
+	struct stat st;
+	int fd, rc = -1;
+
+	if (hop_judge(h, a, FSB_OP_TOUCH, r->path, FSB_RESOLVE_EXISTING_OR_CREATABLE) < 0)
+		return -1;
+	if (a->errnum != 0)
+		return hop_fail(h, a->errnum, a->errnum == ENOENT ? "the parent of %s does not exist"
+				: NULL, r->path);
+	if (!a->res.exists) {
+		if (hop_record(h, FSB_OP_TOUCH, r->path, a->res.path, NULL, -1, NULL, false) < 0 ||
+		    hop_sync_backups(h) < 0 || hop_audit_before(h) < 0)
+			return -1;
+		fd = fsb_at_open(h->rootfd, a->res.path,
+				 O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_NOCTTY, 0666);
+		if (fd < 0)
+			return hop_fail(h, fd == -ELOOP || fd == -EEXIST ? EAGAIN : -fd,
+					"cannot create %s: %s", a->res.path,
+					fd == -EEXIST ? "it appeared since it was checked; ask again"
+						      : strerror(-fd));
+		close(fd);
+		h->changed = true;
+		return 0;
+	}
+	if ((fd = hop_reach(h, a, &st)) < 0)
+		return -1;
+	if (hop_backup_reached(h, a, fd, &st) < 0 || hop_sync_backups(h) < 0 ||
+	    hop_audit_before(h) < 0)
+		goto out;
+	if (utimensat(AT_FDCWD, fsb_at_fd_path(fd, proc, sizeof(proc)), NULL, 0) < 0) {
+		hop_fail(h, errno, "cannot set the times of %s: %s", a->res.path, strerror(errno));
+		goto out;
+	}
+	h->changed = true;
+	rc = 0;
+out:
+	close(fd);
+	return rc;
+}
