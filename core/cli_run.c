@@ -89,6 +89,12 @@ struct run {
 	uv_process_t proc;
 	uv_signal_t sigs[3];
 	int init_sock;		/* our copy of init's end, kept until CMD is gone */
+	/* An embedded core: the private directory of the run's scoped socket
+	 * (made when sockdir_made), and the admin connection's end it serves. */
+	char sockdir[PATH_MAX];
+	bool sockdir_made;
+	int admin_end;
+	char scoped[PATH_MAX];	/* the scoped socket CMD's clients connect to */
 	/* The host's control channel (--control-fd), and the prompt events
 	 * sent on it (inline approvals). */
 	struct fsb_control ctl;
@@ -625,12 +631,134 @@ static unsigned last_cycle(const char *state_dir, const char *session)
 	return last;
 }
 
+/*
+ * CMD is gone: end the run's part of the turn (attached: close the scope,
+ * the host commits; embedded: keep the blocks still waiting for `fsbroker
+ * approve`, and seal the cycle with the command line), and report it, as
+ * JSON on --summary-fd or as sentences on stderr. CMD's exit status, 128 +
+ * its signal, or FSB_EXIT_RUN.
+ */
+static int finish(struct run *r, const struct run_opts *o, const char *session,
+		  const char *tool_call, struct fsb_run_attach *at, off_t audit_from,
+		  struct fsb_run_summary *sum)
+{
+	char err[2048], message[1024];
+	int rc, cycle = 0;
+
+	sum->session = session;
+	sum->tool_call = tool_call;
+	sum->state_dir = r->broker.cfg.state_dir;
+	sum->attached = r->attached;
+	if (r->attached) {
+		/* The core commits the host's turn; the run only ends its scope,
+		 * once the core has served every call the sandbox made. */
+		if (fsb_run_attach_close(at, err, sizeof(err)) < 0)
+			fprintf(stderr, "fsbroker run: %s; the summary may miss the last "
+				"changes\n", err);
+		r->init_sock = -1;
+		cycle = (int)last_cycle(r->broker.cfg.state_dir, session);
+	} else {
+		/* Calls still waiting for approval: for `fsbroker approve`. */
+		fsb_approvals_save_blocks(&r->broker, session, tool_call);
+		/* Everything the supervisor did is in the cycle now: seal it. */
+		join_cmd(o->cmd, message, sizeof(message));
+		cycle = fsb_backup_commit(&r->broker, session, message, err, sizeof(err));
+		if (cycle < 0)
+			fprintf(stderr, "fsbroker run: cannot seal the backup cycle: %s\n", err);
+	}
+	if (r->term_signal != 0)
+		rc = 128 + r->term_signal;
+	else if (r->exited)
+		rc = (int)r->exit_status;
+	else
+		rc = FSB_EXIT_RUN;
+	sum->exit_status = rc;
+	sum->signal = r->term_signal;
+	sum->rerun = rerun_command(o, session, r->broker.cfg.state_dir, r->broker.cfg.workspace);
+	fsb_run_summary_collect(sum, cycle > 0 ? (unsigned)cycle : 0, audit_from);
+	if (o->summary_fd >= 0) {
+		cJSON *js = fsb_run_summary_json(sum);
+		int wrc = fsb_run_write_json(o->summary_fd, js);
+
+		cJSON_Delete(js);
+		if (wrc < 0)
+			fprintf(stderr, "fsbroker run: cannot write the summary to fd %d: %s\n",
+				o->summary_fd, strerror(-wrc));
+	} else {
+		fsb_run_summary_print(sum, "fsbroker run", stderr);
+	}
+	return rc;
+}
+
+/*
+ * The core of a run that has none to attach to: the session's crashed
+ * cycle recovered, a server with the run's scoped socket in a private
+ * directory (r->scoped), the state dir's admin socket for other runs, the
+ * admin connection fsbroker-init supervises through (our end served, the
+ * other in r->init_sock), the approvals `fsbroker approve` recorded, and
+ * the host's control channel. 0, or the exit status after a sentence.
+ */
+static int start_embedded_core(struct run *r, const struct run_opts *o, bool namespaces,
+			       const char *session, const char *tool_call)
+{
+	char err[2048], admin_path[PATH_MAX + 16];
+	struct fsb_scope scope;
+	struct fsb_conn *conn = NULL;
+	int rc, sp[2];
+
+	err[0] = '\0';
+	/* A cycle a crash left open is sealed as recovered first. */
+	if (fsb_backup_recover(&r->broker, session, err, sizeof(err)) < 0)
+		return fail("%s", err);
+	fsb_server_init(&r->server, &r->loop, &r->broker);
+	r->server_up = true;
+	if (fsb_run_socket_dir(r->sockdir, sizeof(r->sockdir)) < 0 ||
+	    fsb_server_scope_dir(&r->server, r->sockdir, err, sizeof(err)) < 0)
+		return fail("cannot make a private socket directory: %s",
+			    err[0] ? err : strerror(errno));
+	r->sockdir_made = true;
+	/* For `fsbroker run --core` of others, as `fsbroker serve` has;
+	 * another core on the same state dir keeps its own. */
+	snprintf(admin_path, sizeof(admin_path), "%s/admin.sock", r->broker.cfg.state_dir);
+	/* Without namespaces the sandbox would see it: no admin socket. */
+	if (!namespaces)
+		fsb_debug("no admin socket: the sandbox shares this mount namespace");
+	else if (fsb_server_listen_admin(&r->server, admin_path, err, sizeof(err)) < 0)
+		fsb_debug("no admin socket: %s", err);
+
+	/* The admin connection of this run: our end served by the core,
+	 * the other one fsbroker-init's, for Supervise. */
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sp) < 0)
+		return fail("socketpair: %s", strerror(errno));
+	r->init_sock = sp[1];
+	/* Taken over by the server, closed by it on failure too. */
+	rc = fsb_server_adopt_admin(&r->server, sp[0], &conn);
+	if (rc < 0)
+		return fail("cannot serve the run's admin connection: %s", strerror(-rc));
+	memset(&scope, 0, sizeof(scope));
+	snprintf(scope.session, sizeof(scope.session), "%s", session);
+	snprintf(scope.tool_call, sizeof(scope.tool_call), "%s", tool_call);
+	if (fsb_broker_session(&r->broker, session) == NULL)
+		return fail("cannot open session %s (its audit log or store is in use by "
+			    "another core?)", session);
+	if (fsb_server_open_scope(&r->server, conn, &scope, r->scoped, sizeof(r->scoped),
+				  err, sizeof(err)) < 0)
+		return fail("%s", err);
+	/* Supervise on this connection supervises for the run's scope. */
+	conn->scope = scope;
+	audit_scope(&r->broker, &scope, r->scoped);
+	/* What `fsbroker approve` recorded since an earlier run asked. */
+	fsb_approvals_load(&r->broker, session);
+	if (o->control_fd >= 0)
+		return start_control(r, o, session);
+	return 0;
+}
+
 int fsb_cli_run(int argc, char **argv)
 {
 	const char *session, *tool_call;
 	char tc_buf[64], state[PATH_MAX], cwd[PATH_MAX], err[2048];
-	char sockdir[PATH_MAX], scoped[PATH_MAX], admin_path[PATH_MAX + 16];
-	char bwrap[PATH_MAX], init[PATH_MAX], message[1024];
+	char bwrap[PATH_MAX], init[PATH_MAX];
 	char env_sock[PATH_MAX + 32], env_sid[160], env_tc[160];
 	char env_home[PATH_MAX + 8], env_tmp[PATH_MAX + 8];
 	char env_reads[] = "FSBROKER_READS=sandbox";
@@ -642,15 +770,13 @@ int fsb_cli_run(int argc, char **argv)
 	struct fsb_broker_config cfg;
 	struct fsb_mount_inputs in;
 	struct fsb_mount_plan plan;
-	struct fsb_scope scope;
 	struct fsb_run_mode mode;
 	struct fsb_run_launch launch;
 	struct run_opts o;
-	struct fsb_conn *conn = NULL;
-	bool help, sockdir_made = false, plan_built = false, summary_written = false;
+	bool help, plan_built = false, summary_written = false;
 	char **bargv = NULL;
 	struct run *r = NULL;
-	int rc, cycle = 0, sp[2] = { -1, -1 };
+	int rc;
 	off_t audit_from = 0;
 
 	memset(&sum, 0, sizeof(sum));
@@ -751,69 +877,16 @@ int fsb_cli_run(int argc, char **argv)
 	}
 
 	if (r->attached) {
-		snprintf(scoped, sizeof(scoped), "%s", at.socket);
+		snprintf(r->scoped, sizeof(r->scoped), "%s", at.socket);
 		r->init_sock = at.fd;
 	} else {
-		/* A cycle a crash left open is sealed as recovered first. */
-		if (fsb_backup_recover(&r->broker, session, err, sizeof(err)) < 0) {
-			rc = fail("%s", err);
-			goto out;
-		}
-		fsb_server_init(&r->server, &r->loop, &r->broker);
-		r->server_up = true;
-		if (fsb_run_socket_dir(sockdir, sizeof(sockdir)) < 0 ||
-		    fsb_server_scope_dir(&r->server, sockdir, err, sizeof(err)) < 0) {
-			rc = fail("cannot make a private socket directory: %s",
-				  err[0] ? err : strerror(errno));
-			goto out;
-		}
-		sockdir_made = true;
-		/* For `fsbroker run --core` of others, as `fsbroker serve` has;
-		 * another core on the same state dir keeps its own. */
-		snprintf(admin_path, sizeof(admin_path), "%s/admin.sock", r->broker.cfg.state_dir);
-		/* Without namespaces the sandbox would see it: no admin socket. */
-		if (!mode.namespaces)
-			fsb_debug("no admin socket: the sandbox shares this mount namespace");
-		else if (fsb_server_listen_admin(&r->server, admin_path, err, sizeof(err)) < 0)
-			fsb_debug("no admin socket: %s", err);
-
-		/* The admin connection of this run: our end served by the core,
-		 * the other one fsbroker-init's, for Supervise. */
-		if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sp) < 0) {
-			rc = fail("socketpair: %s", strerror(errno));
-			goto out;
-		}
-		r->init_sock = sp[1];
-		rc = fsb_server_adopt_admin(&r->server, sp[0], &conn);
-		sp[0] = -1;
-		if (rc < 0) {
-			rc = fail("cannot serve the run's admin connection: %s", strerror(-rc));
-			goto out;
-		}
-		memset(&scope, 0, sizeof(scope));
-		snprintf(scope.session, sizeof(scope.session), "%s", session);
-		snprintf(scope.tool_call, sizeof(scope.tool_call), "%s", tool_call);
-		if (fsb_broker_session(&r->broker, session) == NULL) {
-			rc = fail("cannot open session %s (its audit log or store is in use by "
-				  "another core?)", session);
-			goto out;
-		}
-		if (fsb_server_open_scope(&r->server, conn, &scope, scoped, sizeof(scoped), err,
-					  sizeof(err)) < 0) {
-			rc = fail("%s", err);
-			goto out;
-		}
-		/* Supervise on this connection supervises for the run's scope. */
-		conn->scope = scope;
-		audit_scope(&r->broker, &scope, scoped);
-		/* What `fsbroker approve` recorded since an earlier run asked. */
-		fsb_approvals_load(&r->broker, session);
-		if (o.control_fd >= 0 && (rc = start_control(r, &o, session)) != 0)
+		rc = start_embedded_core(r, &o, mode.namespaces, session, tool_call);
+		if (rc != 0)
 			goto out;
 		rc = FSB_EXIT_RUN;
 	}
 
-	in.scoped_socket = scoped;
+	in.scoped_socket = r->scoped;
 	in.init_binary = init;
 	if (o.shell_cmd != NULL && mode.namespaces)
 		shell_in_sandbox(o.shell_cmd, &in);
@@ -825,7 +898,7 @@ int fsb_cli_run(int argc, char **argv)
 	}
 	/* Under bwrap the plan binds the scoped socket at FSB_MOUNT_SOCKET. */
 	snprintf(env_sock, sizeof(env_sock), "FSBROKER_SOCKET=%s",
-		 mode.namespaces ? FSB_MOUNT_SOCKET : scoped);
+		 mode.namespaces ? FSB_MOUNT_SOCKET : r->scoped);
 	snprintf(env_sid, sizeof(env_sid), "FSBROKER_SESSION_ID=%s", session);
 	snprintf(env_tc, sizeof(env_tc), "FSBROKER_TOOL_CALL_ID=%s", tool_call);
 	/* reads = "mask" under bubblewrap: the masks hide every denyRead path
@@ -872,49 +945,8 @@ int fsb_cli_run(int argc, char **argv)
 		  fsb_policy_name(r->broker.policy));
 	uv_run(&r->loop, UV_RUN_DEFAULT);
 
-	sum.session = session;
-	sum.tool_call = tool_call;
-	sum.state_dir = r->broker.cfg.state_dir;
-	sum.attached = r->attached;
-	if (r->attached) {
-		/* The core commits the host's turn; the run only ends its scope,
-		 * once the core has served every call the sandbox made. */
-		if (fsb_run_attach_close(&at, err, sizeof(err)) < 0)
-			fprintf(stderr, "fsbroker run: %s; the summary may miss the last "
-				"changes\n", err);
-		r->init_sock = -1;
-		cycle = (int)last_cycle(r->broker.cfg.state_dir, session);
-	} else {
-		/* Calls still waiting for approval: for `fsbroker approve`. */
-		fsb_approvals_save_blocks(&r->broker, session, tool_call);
-		/* Everything the supervisor did is in the cycle now: seal it. */
-		join_cmd(o.cmd, message, sizeof(message));
-		cycle = fsb_backup_commit(&r->broker, session, message, err, sizeof(err));
-		if (cycle < 0)
-			fprintf(stderr, "fsbroker run: cannot seal the backup cycle: %s\n", err);
-	}
-	if (r->term_signal != 0)
-		rc = 128 + r->term_signal;
-	else if (r->exited)
-		rc = (int)r->exit_status;
-	else
-		rc = FSB_EXIT_RUN;
-	sum.exit_status = rc;
-	sum.signal = r->term_signal;
-	sum.rerun = rerun_command(&o, session, r->broker.cfg.state_dir, r->broker.cfg.workspace);
-	fsb_run_summary_collect(&sum, cycle > 0 ? (unsigned)cycle : 0, audit_from);
-	if (o.summary_fd >= 0) {
-		cJSON *js = fsb_run_summary_json(&sum);
-		int wrc = fsb_run_write_json(o.summary_fd, js);
-
-		cJSON_Delete(js);
-		if (wrc < 0)
-			fprintf(stderr, "fsbroker run: cannot write the summary to fd %d: %s\n",
-				o.summary_fd, strerror(-wrc));
-		summary_written = true;
-	} else {
-		fsb_run_summary_print(&sum, "fsbroker run", stderr);
-	}
+	rc = finish(r, &o, session, tool_call, &at, audit_from, &sum);
+	summary_written = o.summary_fd >= 0;
 out:
 	/* A program reading --summary-fd gets an object for a failed run too. */
 	if (o.summary_fd >= 0 && !summary_written && rc == FSB_EXIT_RUN && last_error[0]) {
@@ -932,8 +964,6 @@ out:
 		close(at.fd);
 	if (r == NULL)
 		return rc;
-	if (sp[0] >= 0)
-		close(sp[0]);
 	if (r->init_sock >= 0 && !r->attached)
 		close(r->init_sock);
 	r->init_sock = -1;
@@ -951,8 +981,8 @@ out:
 	if (plan_built)
 		fsb_mount_plan_free(&plan);
 	free(bargv);
-	if (sockdir_made)
-		rmdir(sockdir);
+	if (r->sockdir_made)
+		rmdir(r->sockdir);
 	fsb_broker_free(&r->broker);
 	if (uv_loop_close(&r->loop) != 0)
 		fsb_debug("loop closed with handles still open");
