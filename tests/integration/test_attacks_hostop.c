@@ -12,7 +12,7 @@
  * The pack: the default one plus denyModify on ws/locked and everything
  * beneath it. docs/SECURITY.md ("Attack suite") lists what each test found.
  */
-#include "harness.h"
+#include "attack_fixture.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -40,26 +40,6 @@
 static const char pack_text[] =
 	"return { name = \"attacks\", include = { \"default\" },\n"
 	"  denyModify = { \"${workspace}/locked\", \"${workspace}/locked/**\" } }\n";
-
-/* The names every guarded directory holds, so that an operation that
- * followed a swapped symlink would find them. */
-static void fill_dir(const char *dir, const char *tag)
-{
-	char p[PATH_MAX * 2], text[128];
-
-	if (mkdir(dir, 0755) < 0 && errno != EEXIST)
-		fail_msg("mkdir %s: %s", dir, strerror(errno));
-	snprintf(text, sizeof(text), "canary %s\n", tag);
-	snprintf(p, sizeof(p), "%s/canary", dir);
-	fsbt_write_file(p, text);
-	snprintf(p, sizeof(p), "%s/victim", dir);
-	fsbt_write_file(p, text);
-	snprintf(p, sizeof(p), "%s/sub", dir);
-	if (mkdir(p, 0755) < 0 && errno != EEXIST)
-		fail_msg("mkdir %s: %s", p, strerror(errno));
-	snprintf(p, sizeof(p), "%s/sub/inner", dir);
-	fsbt_write_file(p, text);
-}
 
 /* The layout every test here uses: ws/locked (protected), <dir>/outside
  * (outside every tree the pack lets change); then start the core. */
@@ -93,47 +73,6 @@ static int setup_layout_only(void **state)
 static int teardown(void **state)
 {
 	return fsbt_teardown_core(state);
-}
-
-/* Everything that must never change: ws/locked, <dir>/outside, ~/.ssh. */
-struct guard {
-	struct fsbt_tree t[3];
-};
-
-static void guard_paths(const struct fsbt_core *c, char p[3][PATH_MAX + 32])
-{
-	snprintf(p[0], PATH_MAX + 32, "%s/locked", c->ws);
-	snprintf(p[1], PATH_MAX + 32, "%s/outside", c->dir);
-	snprintf(p[2], PATH_MAX + 32, "%s/.ssh", c->home);
-}
-
-static void guard_take(const struct fsbt_core *c, struct guard *g)
-{
-	char p[3][PATH_MAX + 32];
-
-	guard_paths(c, p);
-	for (int i = 0; i < 3; i++)
-		assert_int_equal(fsbt_tree_snap(p[i], &g->t[i]), 0);
-}
-
-/* Fails when anything guarded changed: content, mode, times, link counts,
- * ctime (which moves whenever anything touches an inode). */
-static void guard_check(const struct fsbt_core *c, struct guard *g)
-{
-	char p[3][PATH_MAX + 32], diff[4096];
-	struct guard now;
-
-	guard_paths(c, p);
-	guard_take(c, &now);
-	for (int i = 0; i < 3; i++) {
-		if (fsbt_tree_diff(&g->t[i], &now.t[i],
-				   FSBT_TREE_MTIME | FSBT_TREE_DIR_MTIME | FSBT_TREE_CTIME |
-					   FSBT_TREE_NLINK,
-				   diff, sizeof(diff)) > 0)
-			fail_msg("%s changed:\n%s", p[i], diff);
-		fsbt_tree_free(&g->t[i]);
-		fsbt_tree_free(&now.t[i]);
-	}
 }
 
 /* The core still answers: a read of the workspace is SANDBOX. */
@@ -264,7 +203,7 @@ static void dir_symlink_exchange_race_during_hostops_and_write_grants(void **sta
 	if (renameat2(AT_FDCWD, rc.d, AT_FDCWD, rc.l_out, RENAME_EXCHANGE) < 0)
 		fsbt_skip("renameat2(RENAME_EXCHANGE): %s", strerror(errno));
 	assert_int_equal(renameat2(AT_FDCWD, rc.d, AT_FDCWD, rc.l_out, RENAME_EXCHANGE), 0);
-	guard_take(c, &g);
+	guard_take(&g, c->ws, c->dir, c->home);
 	assert_int_equal(fsbt_tree_snap(c->ws, &ws_before), 0);
 
 	fd = fsbt_connect(c);
@@ -345,7 +284,7 @@ static void dir_symlink_exchange_race_during_hostops_and_write_grants(void **sta
 	assert_true(S_ISDIR(st.st_mode));
 	printf("# %lu exchanges, %lu requests (%lu succeeded, %lu fds granted)\n",
 	       (unsigned long)atomic_load(&rc.exchanges), ops, ok, grants);
-	guard_check(c, &g);
+	guard_check(&g, NULL);
 	/* A core that refused everything would prove nothing. */
 	if (ok < ops / 10 || grants == 0)
 		fail_msg("only %lu of %lu requests succeeded: the race was not exercised", ok, ops);
@@ -384,7 +323,7 @@ static void path_edge_cases_in_text_and_json_never_reach_protected_files(void **
 	size_t n;
 	int fd;
 
-	guard_take(c, &g);
+	guard_take(&g, c->ws, c->dir, c->home);
 	fd = fsbt_connect(c);
 	assert_true(fd >= 0);
 
@@ -481,7 +420,7 @@ static void path_edge_cases_in_text_and_json_never_reach_protected_files(void **
 		text_denied(c, fd, line, strlen(line), "DENY", "text write /proc/thread-self/fd/N");
 	}
 	fsbt_close(fd);
-	guard_check(c, &g);
+	guard_check(&g, NULL);
 	snprintf(p, sizeof(p), "%s/freed", c->ws);
 	assert_int_equal(lstat(p, &st), -1);
 	expect_alive(c);
@@ -506,7 +445,7 @@ static void hard_links_to_protected_files_are_not_written_or_made(void **state)
 	snprintf(p, sizeof(p), "%s/outside/canary", c->dir);
 	snprintf(q, sizeof(q), "%s/alias-out", c->ws);
 	assert_int_equal(link(p, q), 0);
-	guard_take(c, &g);
+	guard_take(&g, c->ws, c->dir, c->home);
 	fd = fsbt_connect(c);
 	assert_true(fd >= 0);
 	for (int i = 0; i < 2; i++) {
@@ -540,7 +479,7 @@ static void hard_links_to_protected_files_are_not_written_or_made(void **state)
 				    c->ws),
 		       "EACCES", "json link of ~/.ssh/id_ed25519");
 	fsbt_close(fd);
-	guard_check(c, &g);
+	guard_check(&g, NULL);
 }
 
 static void directory_renames_across_the_workspace_edge_are_refused(void **state)
@@ -554,7 +493,7 @@ static void directory_renames_across_the_workspace_edge_are_refused(void **state
 
 	snprintf(tree, sizeof(tree), "%s/tree", c->ws);
 	fill_dir(tree, "tree");
-	guard_take(c, &g);
+	guard_take(&g, c->ws, c->dir, c->home);
 	assert_int_equal(fsbt_tree_snap(tree, &before), 0);
 	fd = fsbt_connect(c);
 	assert_true(fd >= 0);
@@ -595,7 +534,7 @@ static void directory_renames_across_the_workspace_edge_are_refused(void **state
 		assert_int_equal(rename(p, tree), 0);
 	}
 	fsbt_close(fd);
-	guard_check(c, &g);
+	guard_check(&g, NULL);
 	assert_int_equal(fsbt_tree_snap(tree, &after), 0);
 	assert_int_equal(fsbt_tree_diff(&before, &after, 0, NULL, 0), 0);
 	fsbt_tree_free(&before);

@@ -13,6 +13,7 @@
  * beneath it. docs/SECURITY.md ("Attack suite") lists what each test found.
  */
 #include "run_fixture.h"
+#include "attack_fixture.h"
 
 #define RACE_EXCHANGES 20000
 
@@ -22,24 +23,6 @@ static void paths_of(const struct fixture *f, char *pack, char *prog, char *outs
 	snprintf(pack, len, "%s/attacks.lua", f->rules);
 	snprintf(prog, len, "%s/progs/fsbt_hostile", f->root);
 	snprintf(outside, len, "%s/outside", f->root);
-}
-
-static void fill_dir(const char *dir, const char *tag)
-{
-	char p[PATH_MAX * 2], text[128];
-
-	if (mkdir(dir, 0755) < 0 && errno != EEXIST)
-		fail_msg("mkdir %s: %s", dir, strerror(errno));
-	snprintf(text, sizeof(text), "canary %s\n", tag);
-	snprintf(p, sizeof(p), "%s/canary", dir);
-	fsbt_write_file(p, text);
-	snprintf(p, sizeof(p), "%s/victim", dir);
-	fsbt_write_file(p, text);
-	snprintf(p, sizeof(p), "%s/sub", dir);
-	if (mkdir(p, 0755) < 0 && errno != EEXIST)
-		fail_msg("mkdir %s: %s", p, strerror(errno));
-	snprintf(p, sizeof(p), "%s/sub/inner", dir);
-	fsbt_write_file(p, text);
 }
 
 static int setup_attacks(void **state)
@@ -83,46 +66,6 @@ static void need_sandbox(const struct fixture *f)
 }
 
 /* Everything that must never change: ws/locked, <root>/outside, ~/.ssh. */
-struct guard {
-	struct fsbt_tree t[3];
-};
-
-static void guard_paths(const struct fixture *f, char p[3][PATH_MAX + 32])
-{
-	snprintf(p[0], PATH_MAX + 32, "%s/locked", f->ws);
-	snprintf(p[1], PATH_MAX + 32, "%s/outside", f->root);
-	snprintf(p[2], PATH_MAX + 32, "%s/.ssh", f->home);
-}
-
-static void guard_take(const struct fixture *f, struct guard *g)
-{
-	char p[3][PATH_MAX + 32];
-
-	guard_paths(f, p);
-	for (int i = 0; i < 3; i++)
-		assert_int_equal(fsbt_tree_snap(p[i], &g->t[i]), 0);
-}
-
-static void guard_check(const struct fixture *f, struct guard *g, const char *out)
-{
-	char p[3][PATH_MAX + 32], diff[4096];
-	struct guard now;
-
-	guard_paths(f, p);
-	guard_take(f, &now);
-	for (int i = 0; i < 3; i++) {
-		if (fsbt_tree_diff(&g->t[i], &now.t[i],
-				   FSBT_TREE_MTIME | FSBT_TREE_DIR_MTIME | FSBT_TREE_CTIME |
-					   FSBT_TREE_NLINK,
-				   diff, sizeof(diff)) > 0) {
-			fprintf(stderr, "# the attack printed:\n%s", out);
-			fail_msg("%s changed:\n%s", p[i], diff);
-		}
-		fsbt_tree_free(&g->t[i]);
-		fsbt_tree_free(&now.t[i]);
-	}
-}
-
 /*
  * run_finish() with room for the race: it gives up after 60 s without
  * output in all, and 20,000 supervised exchanges take longer than that
@@ -242,7 +185,7 @@ static void supervised_writes_during_dir_symlink_exchanges_never_escape(void **s
 	fill_dir(d, "inside");
 	assert_int_equal(symlink(outside, l1), 0);
 	assert_int_equal(symlink(locked, l2), 0);
-	guard_take(f, &g);
+	guard_take(&g, f->ws, f->root, f->home);
 	assert_int_equal(fsbt_tree_snap(f->ws, &before), 0);
 	snprintf(script, sizeof(script), "'%s' race %d '%s' '%s' '%s'", prog, RACE_EXCHANGES, d, l1,
 		 l2);
@@ -252,7 +195,7 @@ static void supervised_writes_during_dir_symlink_exchanges_never_escape(void **s
 				   &ok) != 3)
 		fail_msg("the race did not report:\n%s", out);
 	printf("# %.*s\n", (int)strcspn(line, "\n"), line);
-	guard_check(f, &g, out);
+	guard_check(&g, out);
 	if (exchanges < RACE_EXCHANGES || strstr(line, "err=none") == NULL)
 		fail_msg("the race stopped early: %s", line);
 	if (ok == 0)
@@ -304,13 +247,13 @@ static void hostile_dirfds_in_supervised_calls_never_reach_protected_files(void 
 
 	need_sandbox(f);
 	paths_of(f, pack, prog, outside, sizeof(pack));
-	guard_take(f, &g);
+	guard_take(&g, f->ws, f->root, f->home);
 	snprintf(script, sizeof(script), "cd '%s' && '%s' dirfds '%s' '%s'", f->ws, prog, f->ws,
 		 outside);
 	attack(f, script, &out);
 	n = expect_all_refused(out, NULL);
 	printf("# %d hostile dirfd calls refused\n", n);
-	guard_check(f, &g, out);
+	guard_check(&g, out);
 	free(out);
 }
 
@@ -325,12 +268,12 @@ static void path_edge_cases_in_supervised_calls_never_reach_protected_files(void
 
 	need_sandbox(f);
 	paths_of(f, pack, prog, outside, sizeof(pack));
-	guard_take(f, &g);
+	guard_take(&g, f->ws, f->root, f->home);
 	snprintf(script, sizeof(script), "cd '%s' && '%s' paths '%s'", f->ws, prog, f->ws);
 	attack(f, script, &out);
 	n = expect_all_refused(out, NULL);
 	printf("# %d path edge cases refused\n", n);
-	guard_check(f, &g, out);
+	guard_check(&g, out);
 	snprintf(p, sizeof(p), "%s/free", f->ws);
 	assert_int_equal(lstat(p, &st), -1);
 	free(out);
@@ -347,14 +290,14 @@ static void magic_links_of_proc_never_reach_protected_files(void **state)
 
 	need_sandbox(f);
 	paths_of(f, pack, prog, outside, sizeof(pack));
-	guard_take(f, &g);
+	guard_take(&g, f->ws, f->root, f->home);
 	snprintf(script, sizeof(script), "'%s' magic '%s' '%s'", prog, f->ws, f->key);
 	attack(f, script, &out);
 	if (strstr(out, "open locked/canary O_RDONLY: ok") == NULL)
 		fail_msg("the read-only open the reopen attacks start from failed:\n%s", out);
 	n = expect_all_refused(out, reads);
 	printf("# %d magic-link writes refused\n", n - 1);
-	guard_check(f, &g, out);
+	guard_check(&g, out);
 	free(out);
 }
 
@@ -378,7 +321,7 @@ static void hard_links_to_protected_files_are_not_written_or_made_in_a_run(void 
 	assert_int_equal(link(p, q), 0);
 	snprintf(q, sizeof(q), "%s/alias-key", f->ws);
 	assert_int_equal(link(f->key, q), 0);
-	guard_take(f, &g);
+	guard_take(&g, f->ws, f->root, f->home);
 	snprintf(script, sizeof(script),
 		 "cd '%s' && for a in alias-locked alias-out alias-key; do\n"
 		 "  echo \"== $a\"; '%s' write \"$a\"\n"
@@ -390,7 +333,7 @@ static void hard_links_to_protected_files_are_not_written_or_made_in_a_run(void 
 	attack(f, script, &out);
 	n = expect_all_refused(out, NULL);
 	printf("# %d writes through or links to protected files refused\n", n);
-	guard_check(f, &g, out);
+	guard_check(&g, out);
 	free(out);
 }
 
@@ -407,7 +350,7 @@ static void directory_renames_across_the_workspace_edge_are_refused_in_a_run(voi
 	paths_of(f, pack, prog, outside, sizeof(pack));
 	snprintf(tree, sizeof(tree), "%s/tree", f->ws);
 	fill_dir(tree, "tree");
-	guard_take(f, &g);
+	guard_take(&g, f->ws, f->root, f->home);
 	assert_int_equal(fsbt_tree_snap(tree, &before), 0);
 	snprintf(script, sizeof(script),
 		 "cd '%s' && P='%s'\n"
@@ -425,7 +368,7 @@ static void directory_renames_across_the_workspace_edge_are_refused_in_a_run(voi
 		fail_msg("the control rename inside the workspace failed:\n%s", out);
 	n = expect_all_refused(out, (const char *const[]){ "control", NULL });
 	printf("# %d renames across the workspace's edge refused\n", n - 1);
-	guard_check(f, &g, out);
+	guard_check(&g, out);
 	assert_int_equal(fsbt_tree_snap(tree, &after), 0);
 	assert_int_equal(fsbt_tree_diff(&before, &after, 0, NULL, 0), 0);
 	fsbt_tree_free(&before);
