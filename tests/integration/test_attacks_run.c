@@ -65,7 +65,6 @@ static void need_sandbox(const struct fixture *f)
 			 "builds it)");
 }
 
-/* Everything that must never change: ws/locked, <root>/outside, ~/.ssh. */
 /*
  * run_finish() with room for the race: it gives up after 60 s without
  * output in all, and 20,000 supervised exchanges take longer than that
