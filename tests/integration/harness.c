@@ -1183,7 +1183,12 @@ size_t fsbt_tree_diff(const struct fsbt_tree *before, const struct fsbt_tree *af
 
 int fsbt_run(char *const argv[], char **output)
 {
-	uint64_t deadline = fsbt_now_ms() + FSBT_TIMEOUT_MS;
+	return fsbt_run_within(argv, output, FSBT_TIMEOUT_MS);
+}
+
+int fsbt_run_within(char *const argv[], char **output, unsigned timeout_ms)
+{
+	uint64_t deadline = fsbt_now_ms() + timeout_ms;
 	size_t len = 0, cap = 4096;
 	char *buf = malloc(cap + 1);
 	int p[2], status = -1;

@@ -213,6 +213,10 @@ char *fsbt_read_file(const char *path, size_t *len);
  */
 int fsbt_run(char *const argv[], char **output);
 
+/** fsbt_run() for a command that may take longer: `timeout_ms` is only a
+ * safety net against a hang, never a measure. */
+int fsbt_run_within(char *const argv[], char **output, unsigned timeout_ms);
+
 /**
  * Copy the program `src` to `dir`/`name` (mode 0755), where a sandbox sees
  * it: the build tree may sit under /tmp, which `fsbroker run` replaces with

@@ -165,10 +165,12 @@ static void restore_last(const struct fsbt_core *c, const struct fsbt_tree *want
 	assert_true(fsbt_ok(r));
 	assert_true(fsbt_num(r, "cycle") >= 1);
 	cJSON_Delete(r);
-	status = fsbt_run((char *[]){ (char *)fsbt_binary(), "backup", "restore", "--last",
-				      "--state-dir", (char *)c->state, "--session",
-				      (char *)c->session, NULL },
-			  &out);
+	/* Hundreds of entries: long under the sanitizers; the limit is a
+	 * safety net only. */
+	status = fsbt_run_within((char *[]){ (char *)fsbt_binary(), "backup", "restore",
+					     "--last", "--state-dir", (char *)c->state,
+					     "--session", (char *)c->session, NULL },
+				 &out, 600 * 1000);
 	assert_int_equal(fsbt_tree_snap(c->ws, &now), 0);
 	if (fsbt_tree_diff(want, &now, FSBT_TREE_MTIME, diff, sizeof(diff)) > 0 || status != 0) {
 		fprintf(stderr, "# restore exited 0x%x:\n%s", (unsigned)status, out ? out : "");
