@@ -1367,6 +1367,20 @@ void fsbt_copy_program(const char *src, const char *dir, const char *name, char 
 		fail_msg("cannot copy %s to %s", src, out);
 }
 
+long fsbt_core_rss_kib(const struct fsbt_core *c)
+{
+	char p[64], *text, *hit;
+	long kib = -1;
+
+	snprintf(p, sizeof(p), "/proc/%d/status", (int)c->pid);
+	if ((text = fsbt_read_file(p, NULL)) == NULL)
+		return -1;
+	if ((hit = strstr(text, "VmRSS:")) != NULL)
+		kib = strtol(hit + 6, NULL, 10);
+	free(text);
+	return kib;
+}
+
 void fsbt_put(const char *dir, const char *name, const char *text)
 {
 	char path[PATH_MAX * 2];

@@ -200,6 +200,9 @@ bool fsbt_starts(const char *s, const char *prefix);
 /** Write `data` to `path` (created 0644, truncated). Fails the test on error. */
 void fsbt_write_file(const char *path, const char *data);
 
+/** VmRSS of the core in KiB, -1 when unknown. */
+long fsbt_core_rss_kib(const struct fsbt_core *c);
+
 /** Write `text` to `dir`/`name`, as fsbt_write_file(). */
 void fsbt_put(const char *dir, const char *name, const char *text);
 

@@ -43,20 +43,6 @@ void fsbt_load_pack(struct fsbt_core *c)
 	fsbt_write_file(c->rules, pack_text);
 }
 
-long fsbt_load_rss_kib(const struct fsbt_core *c)
-{
-	char p[64], *text, *hit;
-	long kib = -1;
-
-	snprintf(p, sizeof(p), "/proc/%d/status", (int)c->pid);
-	if ((text = fsbt_read_file(p, NULL)) == NULL)
-		return -1;
-	if ((hit = strstr(text, "VmRSS:")) != NULL)
-		kib = strtol(hit + 6, NULL, 10);
-	free(text);
-	return kib;
-}
-
 enum kind { READ_OK, READ_DENIED, READ_RAISES, READ_MAYBE, WRITE_GRANT, HOST_RENAME,
 	    WRITE_ASKED, NKINDS };
 
@@ -247,7 +233,7 @@ void fsbt_load_run(struct fsbt_core *c, struct fsbt_load *l)
 		fsbt_write_file(cl[i].a, "renamed\n");
 	}
 	atomic_init(&m.done, 0);
-	l->rss_before_kib = fsbt_load_rss_kib(c);
+	l->rss_before_kib = fsbt_core_rss_kib(c);
 	pthread_attr_init(&attr);
 	pthread_attr_setstacksize(&attr, 256 * 1024);
 	start = fsbt_now_ms();
@@ -269,7 +255,7 @@ void fsbt_load_run(struct fsbt_core *c, struct fsbt_load *l)
 		pthread_join(hup, NULL);
 	l->seconds = (double)(fsbt_now_ms() - start) / 1000.0;
 	pthread_attr_destroy(&attr);
-	l->rss_after_kib = fsbt_load_rss_kib(c);
+	l->rss_after_kib = fsbt_core_rss_kib(c);
 	stats = fsbt_control(c, "{\"id\":\"load-stats\",\"command\":\"Stats\"}");
 	l->reloads = fsbt_num(stats, "reloads");
 	cJSON_Delete(stats);

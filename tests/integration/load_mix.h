@@ -33,7 +33,4 @@ void fsbt_load_pack(struct fsbt_core *c);
 /** Run the load on a started core; fills the results. Never fails a test. */
 void fsbt_load_run(struct fsbt_core *c, struct fsbt_load *l);
 
-/** VmRSS of the core in KiB, -1 when unknown. */
-long fsbt_load_rss_kib(const struct fsbt_core *c);
-
 #endif

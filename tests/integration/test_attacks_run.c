@@ -65,39 +65,6 @@ static void need_sandbox(const struct fixture *f)
 			 "builds it)");
 }
 
-/*
- * run_finish() with room for the race: it gives up after 60 s without
- * output in all, and 20,000 supervised exchanges take longer than that
- * under the sanitizers. A safety net only (10 minutes), never asserted.
- */
-static int finish_slow(struct runproc *p)
-{
-	uint64_t deadline = fsbt_now_ms() + 600 * 1000;
-	int status;
-
-	while (p->out >= 0 || p->err >= 0 || p->sum >= 0) {
-		struct pollfd fds[3] = { { p->out, POLLIN, 0 }, { p->err, POLLIN, 0 },
-					 { p->sum, POLLIN, 0 } };
-		int n = poll(fds, 3, 1000);
-
-		if (fsbt_now_ms() > deadline) {
-			kill(p->pid, SIGKILL);
-			waitpid(p->pid, &status, 0);
-			fail_msg("fsbroker run did not end within 10 minutes");
-		}
-		if (n <= 0)
-			continue;
-		if (fds[0].revents)
-			drain(&p->out, &p->obuf, &p->olen);
-		if (fds[1].revents)
-			drain(&p->err, &p->ebuf, &p->elen);
-		if (fds[2].revents)
-			drain(&p->sum, &p->sbuf, &p->slen);
-	}
-	assert_int_equal(waitpid(p->pid, &status, 0), p->pid);
-	return status;
-}
-
 /* fsbroker run --rules <pack> ... -- sh -c SCRIPT; CMD's output into *out
  * (malloc'd). The run's wait status. */
 static int attack(struct fixture *f, const char *script, char **out)
@@ -111,7 +78,9 @@ static int attack(struct fixture *f, const char *script, char **out)
 
 	paths_of(f, pack, prog, outside, sizeof(pack));
 	run_start(argv, false, &p);
-	st = finish_slow(&p);
+	/* 20,000 supervised exchanges take minutes under the sanitizers: ten
+	 * of silence, a safety net only. */
+	st = run_finish_within(&p, 600);
 	if (p.ebuf != NULL && (strstr(p.ebuf, "Sanitizer") != NULL ||
 			       strstr(p.ebuf, "runtime error:") != NULL))
 		fail_msg("the core reported a memory error:\n%s", p.ebuf);

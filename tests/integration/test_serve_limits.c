@@ -51,21 +51,6 @@ static int core_fds(const struct fsbt_core *c)
 	return core_fds_below(c, 0);
 }
 
-/* VmRSS of the core in KiB. */
-static long core_rss_kib(const struct fsbt_core *c)
-{
-	char p[64], *text, *hit;
-	long kib = -1;
-
-	snprintf(p, sizeof(p), "/proc/%d/status", (int)c->pid);
-	if ((text = fsbt_read_file(p, NULL)) == NULL)
-		return -1;
-	if ((hit = strstr(text, "VmRSS:")) != NULL)
-		kib = strtol(hit + 6, NULL, 10);
-	free(text);
-	return kib;
-}
-
 /* A plain connection to the core's socket, no harness reader (any fd). */
 static int raw_connect(const struct fsbt_core *c)
 {
@@ -405,7 +390,7 @@ static void ten_thousand_idle_connections_and_a_new_client_is_answered(void **st
 	}
 	snprintf(p, sizeof(p), "%s/a.txt", c->ws);
 	fsbt_write_file(p, "a\n");
-	rss0 = core_rss_kib(c);
+	rss0 = fsbt_core_rss_kib(c);
 
 	for (int i = 0; i < idle; i++) {
 		/* The listen backlog is finite: wait for the core to catch up. */
@@ -424,7 +409,7 @@ static void ten_thousand_idle_connections_and_a_new_client_is_answered(void **st
 			break;
 		fsbt_sleep_ms(100);
 	}
-	rss1 = core_rss_kib(c);
+	rss1 = fsbt_core_rss_kib(c);
 	printf("# %.0f connections accepted, %d fds open in the core; its RSS %ld KiB before, "
 	       "%ld KiB with them (%.1f KiB each)\n", accepted, core_fds(c), rss0, rss1,
 	       (double)(rss1 - rss0) / idle);

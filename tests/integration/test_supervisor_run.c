@@ -19,9 +19,6 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "landlock.h"
-#include "seccomp_filter.h"
-
 static char self_exe[PATH_MAX];
 
 struct fixture {
@@ -59,36 +56,6 @@ static int openat2_helper(void)
 	return 0;
 }
 
-static void put(const char *dir, const char *name, const char *text)
-{
-	char path[PATH_MAX * 2];
-
-	snprintf(path, sizeof(path), "%s/%s", dir, name);
-	fsbt_write_file(path, text);
-}
-
-static const char *unsupported(char *why, size_t len)
-{
-	char *argv[] = { "/usr/bin/bwrap", "--unshare-user", "--ro-bind", "/", "/", "/bin/true",
-			 NULL };
-	char *out = NULL;
-
-	if (access(argv[0], X_OK) < 0) {
-		snprintf(why, len, "%s is not installed", argv[0]);
-		return why;
-	}
-	if (fsbt_run(argv, &out) != 0) {
-		snprintf(why, len, "`bwrap --unshare-user true` fails: %s", out ? out : "");
-		why[strcspn(why, "\n")] = '\0';
-		free(out);
-		return why;
-	}
-	free(out);
-	if (fsb_landlock_probe(why, len) < 1 || fsb_seccomp_probe(why, len) < 0)
-		return why;
-	return NULL;
-}
-
 static int setup(void **state)
 {
 	struct fixture *f = calloc(1, sizeof(*f));
@@ -108,10 +75,10 @@ static int setup(void **state)
 	assert_int_equal(mkdir(f->tmp, 0700), 0);
 	snprintf(path, sizeof(path), "%s/sub", f->ws);
 	assert_int_equal(mkdir(path, 0755), 0);
-	put(f->ws, "ok.txt", "allowed\n");
-	put(f->ws, ".env", "SECRET=1\n");
-	put(f->ws, ".envrc", "ENVRC\n");
-	put(f->ws, "a.txt", "old a\n");
+	fsbt_put(f->ws, "ok.txt", "allowed\n");
+	fsbt_put(f->ws, ".env", "SECRET=1\n");
+	fsbt_put(f->ws, ".envrc", "ENVRC\n");
+	fsbt_put(f->ws, "a.txt", "old a\n");
 	fsbt_write_file(f->rules, "return { name = \"broker-reads\", include = { \"default\" }, "
 			"reads = \"broker\" }\n");
 	setenv("HOME", f->home, 1);
@@ -166,7 +133,7 @@ static void read_only_openat2_is_answered_as_the_kernel_would(void **state)
 	char why[512], script[PATH_MAX * 3], want[128], helper[PATH_MAX + 32], *out = NULL;
 	int st;
 
-	if (unsupported(why, sizeof(why)) != NULL)
+	if (fsbt_sandbox_unsupported(why, sizeof(why)) != NULL)
 		fsbt_skip("%s", why);
 	/* A sanitizer build of the helper: LeakSanitizer cannot run in the
 	 * sandbox (it needs to ptrace itself), and finds nothing there. */
@@ -190,7 +157,7 @@ static void the_targets_own_fds_open_by_name(void **state)
 	char why[512], path[PATH_MAX * 2], *out = NULL, *text;
 	int st;
 
-	if (unsupported(why, sizeof(why)) != NULL)
+	if (fsbt_sandbox_unsupported(why, sizeof(why)) != NULL)
 		fsbt_skip("%s", why);
 	/* stdout and stderr are pipes here (fsbt_run): init's, so allowed.
 	 * fd 5 is a read-only fd on a workspace file: a write-open of
@@ -235,7 +202,7 @@ static void reads_broker_refuses_a_denied_read_and_serves_the_rest(void **state)
 	char why[512], *out = NULL;
 	int st;
 
-	if (unsupported(why, sizeof(why)) != NULL)
+	if (fsbt_sandbox_unsupported(why, sizeof(why)) != NULL)
 		fsbt_skip("%s", why);
 	st = run_sh(f, f->rules, "cat ok.txt && { cat .env || echo \"env-refused $?\"; }", &out);
 	if (st != 0)
