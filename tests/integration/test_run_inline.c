@@ -38,6 +38,32 @@ static void send_line(int fd, const char *line)
 	assert_int_equal(write(fd, line, len), (ssize_t)len);
 }
 
+/* Approve the prompt `ev` once on the control socket (request `id`); the
+ * answer must be ok. */
+static void approve_once(const struct runproc *p, const cJSON *ev, int id)
+{
+	char line[256];
+	cJSON *reply;
+
+	snprintf(line, sizeof(line), "{\"id\":%d,\"command\":\"Approve\",\"blockId\":\"%s\","
+		 "\"scope\":\"once\"}\n", id, fsbt_str(ev, "blockId"));
+	send_line(p->ctl, line);
+	reply = read_event(p->ctl);
+	assert_non_null(reply);
+	assert_int_equal((int)fsbt_num(reply, "id"), id);
+	assert_true(fsbt_ok(reply));
+	cJSON_Delete(reply);
+}
+
+/* run_finish() of a run that must exit 0. */
+static void finish_ok(struct runproc *p)
+{
+	int st = run_finish(p);
+
+	if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
+		fail_msg("wait status 0x%x; stderr:\n%s", (unsigned)st, p->ebuf ? p->ebuf : "");
+}
+
 /* Start a run writing ~/notes.txt with inline approvals. */
 static void start_inline(struct fixture *f, const char *timeout, struct runproc *p)
 {
@@ -80,11 +106,10 @@ static char *notes_text(struct fixture *f)
 static void approve_lets_the_waiting_call_through(void **state)
 {
 	struct fixture *f = *state;
-	char why[512], notes[PATH_MAX + 16], line[256];
+	char why[512], notes[PATH_MAX + 16];
 	struct runproc p;
-	cJSON *ev, *reply, *s;
+	cJSON *ev, *s;
 	char *text;
-	int st;
 
 	if (fsbt_sandbox_unsupported(why, sizeof(why)) != NULL)
 		fsbt_skip("%s", why);
@@ -96,18 +121,9 @@ static void approve_lets_the_waiting_call_through(void **state)
 	text = notes_text(f);
 	assert_string_equal(text, "before\n");
 	free(text);
-	snprintf(line, sizeof(line), "{\"id\":7,\"command\":\"Approve\",\"blockId\":\"%s\","
-		 "\"scope\":\"once\"}\n", fsbt_str(ev, "blockId"));
-	send_line(p.ctl, line);
-	reply = read_event(p.ctl);
-	assert_non_null(reply);
-	assert_int_equal((int)fsbt_num(reply, "id"), 7);
-	assert_true(fsbt_ok(reply));
-	cJSON_Delete(reply);
+	approve_once(&p, ev, 7);
 	cJSON_Delete(ev);
-	st = run_finish(&p);
-	if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
-		fail_msg("wait status 0x%x; stderr:\n%s", (unsigned)st, p.ebuf ? p.ebuf : "");
+	finish_ok(&p);
 	assert_string_equal(p.obuf, "written\n");
 	text = notes_text(f);
 	assert_string_equal(text, "answered\n");
@@ -206,9 +222,9 @@ static void no_answer_within_the_timeout_refuses(void **state)
 static void a_delete_waits_for_the_host_too(void **state)
 {
 	struct fixture *f = *state;
-	char why[512], notes[PATH_MAX + 16], line[256];
+	char why[512], notes[PATH_MAX + 16];
 	struct runproc p;
-	cJSON *ev, *reply;
+	cJSON *ev;
 	int st;
 
 	if (fsbt_sandbox_unsupported(why, sizeof(why)) != NULL)
@@ -230,17 +246,9 @@ static void a_delete_waits_for_the_host_too(void **state)
 	assert_string_equal(fsbt_str(ev, "op"), "delete");
 	/* Waiting: the file is still there. */
 	assert_int_equal(access(notes, F_OK), 0);
-	snprintf(line, sizeof(line), "{\"id\":8,\"command\":\"Approve\",\"blockId\":\"%s\","
-		 "\"scope\":\"once\"}\n", fsbt_str(ev, "blockId"));
-	send_line(p.ctl, line);
-	reply = read_event(p.ctl);
-	assert_non_null(reply);
-	assert_true(fsbt_ok(reply));
-	cJSON_Delete(reply);
+	approve_once(&p, ev, 8);
 	cJSON_Delete(ev);
-	st = run_finish(&p);
-	if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
-		fail_msg("wait status 0x%x; stderr:\n%s", (unsigned)st, p.ebuf ? p.ebuf : "");
+	finish_ok(&p);
 	assert_int_equal(access(notes, F_OK), -1);
 	run_free(&p);
 	/* The cycle holds it: a restore brings it back. */
@@ -265,11 +273,11 @@ static void a_waiting_write_does_not_hold_up_a_rename(void **state)
 {
 	struct fixture *f = *state;
 	char why[512], notes[PATH_MAX + 16], go[PATH_MAX + 16], moved[PATH_MAX + 16];
-	char script[3 * PATH_MAX + 256], line[256];
+	char script[3 * PATH_MAX + 256];
 	struct runproc p;
-	cJSON *ev, *reply;
+	cJSON *ev;
 	bool renamed = false;
-	int st, i;
+	int i;
 
 	if (fsbt_sandbox_unsupported(why, sizeof(why)) != NULL)
 		fsbt_skip("%s", why);
@@ -294,17 +302,9 @@ static void a_waiting_write_does_not_hold_up_a_rename(void **state)
 		if (!renamed)
 			usleep(50 * 1000);
 	}
-	snprintf(line, sizeof(line), "{\"id\":9,\"command\":\"Approve\",\"blockId\":\"%s\","
-		 "\"scope\":\"once\"}\n", fsbt_str(ev, "blockId"));
-	send_line(p.ctl, line);
-	reply = read_event(p.ctl);
-	assert_non_null(reply);
-	assert_true(fsbt_ok(reply));
-	cJSON_Delete(reply);
+	approve_once(&p, ev, 9);
 	cJSON_Delete(ev);
-	st = run_finish(&p);
-	if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
-		fail_msg("wait status 0x%x; stderr:\n%s", (unsigned)st, p.ebuf ? p.ebuf : "");
+	finish_ok(&p);
 	run_free(&p);
 	assert_true(renamed);
 	{
