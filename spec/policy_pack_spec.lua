@@ -293,6 +293,13 @@ describe("policy.pack", function()
 			assert.are.equal("/r/top.lua: tests[1]: expected allow for write ~/.bashrc, got ask (ask.modify ~/**)", err)
 		end)
 
+		it("skip every test under a skipUnder of /", function()
+			local eng, err = packs.load({ top = [[return { name = "t",
+				tests = { { op = "read", path = "/etc/hosts", expect = "allow", skipUnder = "/" } } }]] })
+			assert.is_nil(err)
+			assert.is_not_nil(eng)
+		end)
+
 		it("refuse a skipUnder that is not a path", function()
 			local err = load_error({ top = [[return { name = "t",
 				tests = { { op = "read", path = "/a", expect = "deny", skipUnder = 3 } } }]] })
