@@ -234,11 +234,11 @@ int fsb_approvals_save_blocks(struct fsb_broker *b, const char *session, const c
 		const struct fsb_prompt *p = &b->prompts->v[i];
 		struct fsb_approval_rec *r = &recs[n];
 
-		/* A too-large backup's block is the core's own question, not the
-		 * pack's: only its host can answer it. */
+		/* A too-large backup's block is kept too: approving it lets the
+		 * rerun change that very file without a copy. */
 		if (p->answer != 0 || strcmp(p->session, session) != 0 ||
 		    (tool_call != NULL && strcmp(p->tool_call, tool_call) != 0) ||
-		    strcmp(p->rule, FSB_TOO_LARGE_RULE) == 0 || strlen(p->path) >= sizeof(r->path))
+		    strlen(p->path) >= sizeof(r->path))
 			continue;
 		snprintf(r->block_id, sizeof(r->block_id), "%s", p->id);
 		r->op = p->op;
@@ -354,8 +354,38 @@ static bool loaded_already(const struct fsb_broker *b, const char *session, cons
 	return false;
 }
 
+/*
+ * An approval of a too-large backup's block: that very file (path and
+ * inode) may be changed without a copy. A "once" one is used up here, as
+ * it is loaded (its file removed), so that no later core grants it again;
+ * the rerun the summary printed is the one it is for.
+ */
+static int load_too_large(struct fsb_broker *b, int dirfd, const struct fsb_approval_rec *r)
+{
+	struct fsb_prompt p;
+	char name[96];
+
+	memset(&p, 0, sizeof(p));
+	p.path = (char *)r->path;
+	p.session = (char *)r->session;
+	p.exists = r->exists;
+	p.dev = r->dev;
+	p.ino = r->ino;
+	if (!r->exists || fsb_backup_approve_too_large(b, &p, r->scope) < 0)
+		return -EINVAL;
+	if (strcmp(r->scope, "once") != 0)
+		return 0;
+	snprintf(name, sizeof(name), "%s.approval", r->block_id);
+	if (unlinkat(dirfd, name, 0) < 0)
+		fsb_error("once approval %s was loaded but its file cannot be removed: %s",
+			  r->block_id, strerror(errno));
+	fsync(dirfd);
+	return 0;
+}
+
 /* One approval file into the pack (the broker's lock held). */
-static int load_one(struct fsb_broker *b, const char *session, const struct fsb_approval_rec *r)
+static int load_one(struct fsb_broker *b, int dirfd, const char *session,
+		    const struct fsb_approval_rec *r)
 {
 	struct fsb_approval_file *grown;
 	cJSON *rec;
@@ -367,11 +397,15 @@ static int load_one(struct fsb_broker *b, const char *session, const struct fsb_
 	if (grown == NULL)
 		return -ENOMEM;
 	b->approval_files = grown;
+	if (strcmp(r->rule, FSB_TOO_LARGE_RULE) == 0) {
+		if (load_too_large(b, dirfd, r) < 0)
+			return -EINVAL;
 	/* An approval only turns the pack's ask into an allow: a deny stays a
 	 * deny, and a pack reloaded later judges the request first again. */
-	if (fsb_policy_approve(b->policy, r->op, r->path, r->exists, r->dev, r->ino, r->scope,
-			       r->session) < 0)
+	} else if (fsb_policy_approve(b->policy, r->op, r->path, r->exists, r->dev, r->ino,
+				      r->scope, r->session) < 0) {
 		return -EINVAL;
+	}
 	fsb_broker_verdicts_changed(b);
 	memset(&grown[b->napproval_files], 0, sizeof(*grown));
 	grown[b->napproval_files++].rec = *r;
@@ -428,7 +462,7 @@ int fsb_approvals_load(struct fsb_broker *b, const char *session)
 		if (rc == 0 && strcmp(r.block_id, id) != 0)
 			rc = -EBADMSG;
 		if (rc == 0)
-			rc = load_one(b, session, &r);
+			rc = load_one(b, dirfd, session, &r);
 		fsb_broker_unlock(b);
 		if (rc == 0)
 			loaded++;

@@ -10,9 +10,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "at.h"
 #include "broker.h"
 #include "log.h"
 #include "proto_json.h"
+#include "tree.h"
 
 bool fsb_id_valid(const char *id)
 {
@@ -399,6 +401,71 @@ static bool verdict_storable(const struct fsb_verdict *v)
 	       strncmp(v->rule, "decide error", 12) != 0;
 }
 
+/*
+ * The errno the kernel answers `d` with whatever any policy says, or 0:
+ * mkdir or symlink onto an existing name (EEXIST: the kernel looks the
+ * name up before it checks any permission, which is why `mkdir -p` works
+ * in a read-only tree), a path whose directories do not exist (ENOENT,
+ * ENOTDIR), a delete or a metadata change of a name that does not exist,
+ * and a delete of a directory that is not empty when only an empty one
+ * may go (ENOTEMPTY).
+ */
+static int kernel_errno(const struct fsb_broker *b, const struct fsb_access *d)
+{
+	bool exists = d->resolve_err == 0 && d->res.exists;
+	int fd;
+
+	if (d->op == FSB_OP_READ || d->makes_parents)
+		return 0;
+	if (d->resolve_err == -ENOENT || d->resolve_err == -ENOTDIR)
+		return -d->resolve_err;
+	if (d->resolve_err != 0)
+		return 0;
+	if (exists && (d->op == FSB_OP_MKDIR || d->op == FSB_OP_SYMLINK))
+		return EEXIST;
+	if (!exists && (d->op == FSB_OP_DELETE || d->op == FSB_OP_RENAME_FROM))
+		return ENOENT;
+	if (!exists || d->op != FSB_OP_DELETE || !d->dir_must_be_empty ||
+	    !S_ISDIR(d->res.st.st_mode))
+		return 0;
+	/* Listed in the requester's view, never through a symlink. */
+	fd = fsb_at_open(d->has_view ? d->view_fd : b->rootfd, d->res.path,
+			 O_RDONLY | O_DIRECTORY | O_NOFOLLOW, 0);
+	if (fd < 0)
+		return 0;
+	return fsb_tree_dir_is_empty(fd) ? 0 : ENOTEMPTY;
+}
+
+/*
+ * A call the pack refuses but the kernel would fail anyway gets the
+ * kernel's errno, and is neither refused nor asked: `mkdir -p` of an
+ * existing directory, Node's recursive mkdir and git's clean-up rmdir
+ * stop on EACCES where they expect EEXIST or ENOTEMPTY. Only where the
+ * answer tells the requester nothing it cannot learn itself: the pack
+ * lets it read the path (look it up, list its directory). A path the pack
+ * hides keeps its EACCES, so that the answer never says whether it exists.
+ * Returns true when `d` is answered so (d->refused_anyway).
+ */
+static bool refused_anyway(struct fsb_broker *b, struct fsb_access *d,
+			   const struct fsb_policy_req *asked)
+{
+	struct fsb_policy_req look = *asked;
+	struct fsb_verdict seen;
+	int e;
+
+	if (b->cfg.one_shot || (e = kernel_errno(b, d)) == 0)
+		return false;
+	look.op = FSB_OP_READ;
+	look.peek = true;
+	fsb_policy_evaluate(b->policy, &look, &seen);
+	if (seen.decision != FSB_ALLOW)
+		return false;
+	d->verdict.decision = FSB_DENY;
+	d->errnum = e;
+	d->refused_anyway = true;
+	return true;
+}
+
 static void decide(struct fsb_broker *b, struct fsb_access *d)
 {
 	const struct fsb_protected_entry *prot;
@@ -411,6 +478,7 @@ static void decide(struct fsb_broker *b, struct fsb_access *d)
 	memset(&d->verdict, 0, sizeof(d->verdict));
 	d->block_id[0] = '\0';
 	d->errnum = 0;
+	d->refused_anyway = false;
 	if (!d->resolved_early)
 		d->resolve_err = 0;
 
@@ -480,6 +548,8 @@ static void decide(struct fsb_broker *b, struct fsb_access *d)
 	    strcmp(d->verdict.rule, "engine error") == 0 ||
 	    strncmp(d->verdict.rule, "decide error", 12) == 0)
 		b->stats.policy_errors++;
+	if (d->verdict.decision != FSB_ALLOW && refused_anyway(b, d, &req))
+		return;
 
 	/* 5. What to answer. */
 	switch (d->verdict.decision) {
@@ -514,7 +584,10 @@ cJSON *fsb_access_audit_record(const struct fsb_access *d, const char *phase)
 	fsb_json_add_path(o, "path", d->requested, false);
 	fsb_json_add_path(o, "normalisedPath", d->resolve_err == 0 ? d->res.path : d->normalised,
 			  false);
-	cJSON_AddStringToObject(o, "decision", fsb_decision_name(d->verdict.decision));
+	/* "kernel": the call failed as it would bare; the rule is the one
+	 * that would have refused it otherwise. */
+	cJSON_AddStringToObject(o, "decision", d->refused_anyway ? "kernel"
+					       : fsb_decision_name(d->verdict.decision));
 	cJSON_AddStringToObject(o, "rule", d->verdict.rule);
 	if (d->verdict.reason[0])
 		cJSON_AddStringToObject(o, "reason", d->verdict.reason);

@@ -152,6 +152,12 @@ struct fsb_access {
 	 * its /proc/<pid>/root), used when has_view is set (DESIGN §5). */
 	bool has_view;
 	int view_fd;
+	/* A delete that removes a directory only when it is empty (rmdir, a
+	 * host delete without "recursive"): the kernel's ENOTEMPTY comes first. */
+	bool dir_must_be_empty;
+	/* A mkdir that makes the missing directories on the way (a host mkdir
+	 * with "recursive"): none of the kernel's answers above applies. */
+	bool makes_parents;
 	/* out */
 	char normalised[PATH_MAX];	/* lexical form of `requested` */
 	struct fsb_resolved res;	/* valid when resolve_err == 0; in with given_resolved */
@@ -161,6 +167,11 @@ struct fsb_access {
 	 * may change as soon as the broker's lock is let go. */
 	char block_id[sizeof(((struct fsb_prompt *)0)->id)];
 	int errnum;		/* errno to answer a deny with */
+	/* The call fails whatever the pack says, as it would bare (errnum:
+	 * EEXIST, ENOENT, ENOTDIR, ENOTEMPTY), and the sandbox could see that
+	 * for itself: the verdict stays a deny, but nothing was refused or
+	 * asked, and no prompt block was recorded (see refused_anyway()). */
+	bool refused_anyway;
 };
 
 /** True for a usable session or tool-call id: [A-Za-z0-9._:-]{1,128}, no leading '.'. */

@@ -113,6 +113,8 @@ static void access_init(struct hostop *h, struct fsb_access *a, enum fsb_op op,
 	a->uid = h->who->uid;
 	a->has_view = h->who->view_fd >= 0;
 	a->view_fd = h->who->view_fd;
+	a->dir_must_be_empty = h->req->op == FSB_HOSTOP_DELETE && !h->req->recursive;
+	a->makes_parents = h->req->op == FSB_HOSTOP_MKDIR && h->req->recursive;
 }
 
 /* Every path is judged as a question first (peek): an approval it rests
@@ -151,6 +153,9 @@ int hop_judge(struct hostop *h, struct fsb_access *a, enum fsb_op op, const char
 	a->strategy = strategy;
 	a->peek = true;
 	fsb_broker_decide(h->b, a);
+	/* Failing as it would bare is no refusal: the line says "kernel". */
+	if (a->refused_anyway)
+		return hop_fail(h, a->errnum, "%s: %s", path, strerror(a->errnum));
 	if (a->verdict.decision != FSB_ALLOW) {
 		h->refused = a;
 		return hop_fail(h, a->errnum ? a->errnum : EACCES, NULL);

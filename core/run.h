@@ -43,6 +43,10 @@ struct fsb_run_summary {
 	size_t backed_up;	/* objects saved for them */
 	struct fsb_run_refusal *denied, *waiting;
 	size_t ndenied, nwaiting;
+	/* Changed without a backup (over the size limit, onTooLarge =
+	 * "allow"): rule says why; no block. */
+	struct fsb_run_refusal *unsaved;
+	size_t nunsaved;
 	char *restore;		/* the command that undoes the run, or NULL */
 };
 

@@ -105,11 +105,15 @@ out:
 	fsb_cycle_free(&cyc);
 }
 
-static void add_refusal(struct fsb_run_summary *s, bool ask, const char *op, const char *path,
-			const char *rule, const char *block)
+enum line_kind { LINE_OTHER, LINE_DENIED, LINE_WAITING, LINE_UNSAVED };
+
+static void add_refusal(struct fsb_run_summary *s, enum line_kind kind, const char *op,
+			const char *path, const char *rule, const char *block)
 {
-	struct fsb_run_refusal **list = ask ? &s->waiting : &s->denied;
-	size_t *n = ask ? &s->nwaiting : &s->ndenied;
+	struct fsb_run_refusal **list = kind == LINE_WAITING ? &s->waiting
+					: kind == LINE_UNSAVED ? &s->unsaved : &s->denied;
+	size_t *n = kind == LINE_WAITING ? &s->nwaiting
+		    : kind == LINE_UNSAVED ? &s->nunsaved : &s->ndenied;
 	struct fsb_run_refusal *r;
 	char cmd[PATH_MAX * 2];
 
@@ -121,7 +125,7 @@ static void add_refusal(struct fsb_run_summary *s, bool ask, const char *op, con
 	r->op = dup_or_empty(op);
 	r->path = dup_or_empty(path);
 	r->rule = dup_or_empty(rule);
-	if (ask) {
+	if (kind == LINE_WAITING) {
 		r->block_id = dup_or_empty(block);
 		cmd[0] = '\0';
 		fsb_shell_append(cmd, sizeof(cmd), "fsbroker");
@@ -161,14 +165,63 @@ static size_t host_denials(FILE *f, const char *tool_call, char (*ids)[32], size
 	return n;
 }
 
+static const char *field(const cJSON *o, const char *name)
+{
+	return cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(o, name));
+}
+
 /*
- * The audit lines of the tool call written since `from` that refuse a call
- * or hold it for approval. A host operation writes two lines for one
- * refusal, and a command may retry: each op and path is named once.
+ * What an audit line of the tool call says to its user, and the rule to
+ * name: the pack refused the call or holds it for approval ("decision"),
+ * or the pack allowed it but its backup did not go through ("backupErrno":
+ * over the size limit, waiting on a block or refused; the store failed),
+ * or it went through without a copy ("backupSkipped": "too-large").
+ */
+static enum line_kind classify(const cJSON *o, const char **rule, char *buf, size_t len)
+{
+	const char *dec = field(o, "decision"), *berr = field(o, "backupErrno");
+	const char *skipped = field(o, "backupSkipped");
+
+	*rule = field(o, "rule");
+	if (dec != NULL && strcmp(dec, "deny") == 0)
+		return LINE_DENIED;
+	if (dec != NULL && strcmp(dec, "ask") == 0)
+		return field(o, "blockId") != NULL ? LINE_WAITING : LINE_DENIED;
+	if (berr != NULL) {
+		if (strcmp(berr, "EACCES") == 0 && field(o, "blockId") != NULL) {
+			*rule = "backup.onTooLarge ask: over the backup size limit";
+			return LINE_WAITING;
+		}
+		snprintf(buf, len, strcmp(berr, "EFBIG") == 0
+			 ? "backup.onTooLarge deny: over the backup size limit"
+			 : "its backup failed: %s", berr);
+		*rule = buf;
+		return LINE_DENIED;
+	}
+	if (skipped != NULL && strcmp(skipped, "too-large") == 0) {
+		*rule = "over the backup size limit";
+		return LINE_UNSAVED;
+	}
+	return LINE_OTHER;
+}
+
+static bool listed(const struct fsb_run_refusal *v, size_t n, const char *op, const char *path)
+{
+	for (size_t i = 0; i < n; i++)
+		if (strcmp(v[i].op, op) == 0 && strcmp(v[i].path, path) == 0)
+			return true;
+	return false;
+}
+
+/*
+ * The audit lines of the tool call written since `from` that refuse a call,
+ * hold it for approval, or let it change a file without a backup. A host
+ * operation writes two lines for one refusal, and a command may retry:
+ * each op and path is named once.
  */
 static void collect_refusals(struct fsb_run_summary *s, off_t from)
 {
-	char path[PATH_MAX + 64], denied_ids[SHOWN][32], rule_buf[600];
+	char path[PATH_MAX + 64], denied_ids[SHOWN][32], rule_buf[600], why[128];
 	size_t cap = 0, ndenied_ids;
 	char *line = NULL;
 	FILE *f;
@@ -187,42 +240,38 @@ static void collect_refusals(struct fsb_run_summary *s, off_t from)
 	}
 	while (getline(&line, &cap, f) > 0) {
 		cJSON *o = cJSON_Parse(line);
-		const char *tc = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(o, "toolCallId"));
-		const char *dec = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(o, "decision"));
-		const char *op, *target, *rule, *blk;
-		bool ask, dup = false;
+		const char *tc = field(o, "toolCallId"), *op, *target, *rule, *blk;
+		enum line_kind kind;
 
-		if (tc == NULL || strcmp(tc, s->tool_call) != 0 || dec == NULL ||
-		    (strcmp(dec, "deny") != 0 && strcmp(dec, "ask") != 0)) {
+		if (tc == NULL || strcmp(tc, s->tool_call) != 0 ||
+		    (kind = classify(o, &rule, why, sizeof(why))) == LINE_OTHER) {
 			cJSON_Delete(o);
 			continue;
 		}
-		ask = strcmp(dec, "ask") == 0;
-		op = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(o, "op"));
-		target = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(o, "normalisedPath"));
-		rule = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(o, "rule"));
-		blk = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(o, "blockId"));
-		/* An ask without a block (the table was full) cannot be approved
-		 * later: it is a refusal like any other. So is one the host
-		 * denied. */
-		if (ask && blk == NULL)
-			ask = false;
-		for (size_t i = 0; ask && i < ndenied_ids; i++) {
+		op = field(o, "op");
+		blk = field(o, "blockId");
+		/* The real path; a host operation refused for an entry beneath
+		 * it names that entry. */
+		target = field(o, "deniedPath");
+		if (target == NULL || target[0] == '\0')
+			target = field(o, "normalisedPath");
+		if (target == NULL || target[0] == '\0')
+			target = field(o, "path");
+		op = op != NULL ? op : "";
+		target = target != NULL ? target : "";
+		/* One the host denied was refused, not left waiting. */
+		for (size_t i = 0; kind == LINE_WAITING && i < ndenied_ids; i++) {
 			if (strcmp(denied_ids[i], blk) == 0) {
-				ask = false;
+				kind = LINE_DENIED;
 				snprintf(rule_buf, sizeof(rule_buf), "%s, denied by the host",
 					 rule ? rule : "?");
 				rule = rule_buf;
 			}
 		}
-		for (size_t i = 0; i < s->ndenied && !dup; i++)
-			dup = strcmp(s->denied[i].op, op ? op : "") == 0 &&
-			      strcmp(s->denied[i].path, target ? target : "") == 0;
-		for (size_t i = 0; i < s->nwaiting && !dup; i++)
-			dup = strcmp(s->waiting[i].op, op ? op : "") == 0 &&
-			      strcmp(s->waiting[i].path, target ? target : "") == 0;
-		if (!dup)
-			add_refusal(s, ask, op, target, rule, blk);
+		if (!listed(s->denied, s->ndenied, op, target) &&
+		    !listed(s->waiting, s->nwaiting, op, target) &&
+		    !listed(s->unsaved, s->nunsaved, op, target))
+			add_refusal(s, kind, op, target, rule, blk);
 		cJSON_Delete(o);
 	}
 	free(line);
@@ -265,6 +314,9 @@ void fsb_run_summary_print(const struct fsb_run_summary *s, const char *who, FIL
 		fprintf(f, "%s: waiting for approval: %s of %s (%s), block %s\n", who,
 			s->waiting[i].op, s->waiting[i].path, s->waiting[i].rule,
 			s->waiting[i].block_id);
+	for (size_t i = 0; i < s->nunsaved; i++)
+		fprintf(f, "%s: changed without a backup: %s of %s (%s)\n", who,
+			s->unsaved[i].op, s->unsaved[i].path, s->unsaved[i].rule);
 	if (s->nchanged > 0)
 		fprintf(f, "%s: cycle %u %s: %zu path%s changed, %zu object%s backed up; "
 			"%zu refused by the pack, %zu waiting for approval\n", who, s->cycle,
@@ -322,6 +374,7 @@ cJSON *fsb_run_summary_json(const struct fsb_run_summary *s)
 	cJSON_AddNumberToObject(o, "backedUp", (double)s->backed_up);
 	cJSON_AddItemToObject(o, "denied", refusals_json(s->denied, s->ndenied));
 	cJSON_AddItemToObject(o, "waiting", refusals_json(s->waiting, s->nwaiting));
+	cJSON_AddItemToObject(o, "unsaved", refusals_json(s->unsaved, s->nunsaved));
 	if (s->restore != NULL)
 		cJSON_AddStringToObject(o, "restoreCommand", s->restore);
 	else
@@ -377,6 +430,7 @@ void fsb_run_summary_free(struct fsb_run_summary *s)
 	free(s->changed);
 	free_refusals(s->denied, s->ndenied);
 	free_refusals(s->waiting, s->nwaiting);
+	free_refusals(s->unsaved, s->nunsaved);
 	free(s->restore);
 	free(s->rerun);
 	memset(s, 0, sizeof(*s));

@@ -144,3 +144,22 @@ int fsb_tree_walk(int dirfd, const char *name, const struct stat *top, fsb_tree_
 		return fd;
 	return walk_dir(&w, fd, 0, 1);
 }
+
+bool fsb_tree_dir_is_empty(int fd)
+{
+	struct dirent *de;
+	bool empty = true;
+	DIR *d;
+
+	if ((d = fdopendir(fd)) == NULL) {
+		close(fd);
+		return false;
+	}
+	while ((de = readdir(d)) != NULL)
+		if (strcmp(de->d_name, ".") != 0 && strcmp(de->d_name, "..") != 0) {
+			empty = false;
+			break;
+		}
+	closedir(d);
+	return empty;
+}

@@ -50,4 +50,10 @@ int fsb_tree_walk(int dirfd, const char *name, const struct stat *top, fsb_tree_
  */
 int fsb_tree_open_dir(int dirfd, const char *name, const struct stat *st);
 
+/**
+ * Whether the directory open on `fd` has no entry but "." and "..". Takes
+ * `fd` over (closes it). An unreadable directory counts as not empty.
+ */
+bool fsb_tree_dir_is_empty(int fd);
+
 #endif

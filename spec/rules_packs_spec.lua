@@ -45,7 +45,8 @@ end
 
 describe("rule packs", function()
 	it("ship the packs default.lua includes and an example", function()
-		assert.are.same({ "agent-state", "credentials", "default", "example-strict", "git-metadata" }, pack_names())
+		assert.are.same({ "agent-state", "credentials", "default", "example-strict", "git-metadata",
+			"tool-caches" }, pack_names())
 	end)
 
 	for _, name in ipairs(pack_names()) do
@@ -83,6 +84,7 @@ describe("rule packs", function()
 			assert.are.same({
 				RULES .. "/default.lua", RULES .. "/credentials.lua",
 				RULES .. "/git-metadata.lua", RULES .. "/agent-state.lua",
+				RULES .. "/tool-caches.lua",
 			}, eng.files)
 		end)
 
@@ -155,6 +157,21 @@ describe("rule packs", function()
 			decides(eng, "write", "/home/u/.config/fsbroker/rules/default.lua", "deny", "denyModify ~/.config/fsbroker/**")
 		end)
 
+		it("lets the tools write their caches without an ask and without a backup", function()
+			decides(eng, "mkdir", "/home/u/.npm/_cacache/tmp", "allow", "fsProfile.modify ~/.npm/**")
+			decides(eng, "write", "/home/u/.cache/pip/http/1/2/3", "allow", "fsProfile.modify ~/.cache/pip/**")
+			decides(eng, "create", "/home/u/.cargo/registry/index/x", "allow", "fsProfile.modify ~/.cargo/registry/**")
+			assert.is_false(eng:evaluate({ op = "write", path = "/home/u/.npm/_cacache/index-v5/ab", exists = true }).backup)
+			assert.is_true(eng:evaluate({ op = "write", path = "/home/u/proj/a.c", exists = true }).backup)
+		end)
+
+		it("still asks about code a tool runs later from a cache-like place", function()
+			decides(eng, "create", "/home/u/.cache/pre-commit/repo/hook.py", "ask", "ask.modify ~/**")
+			decides(eng, "create", "/home/u/.cargo/bin/cargo-evil", "ask", "ask.modify ~/**")
+			decides(eng, "read", "/home/u/.npmrc", "deny", "denyRead ~/.npmrc")
+			decides(eng, "write", "/home/u/.npmrc", "deny", "denyRead ~/.npmrc")
+		end)
+
 		it("asks before changing a hard-linked file", function()
 			decides(eng, "write", "/home/u/proj/a", "ask", "hardlinks ask", { exists = true, nlink = 2, dev = 1, ino = 2 })
 		end)
@@ -162,12 +179,18 @@ describe("rule packs", function()
 		it("summarises for the mount plan", function()
 			local s = eng:summary()
 			assert.are.same({ "/**" }, s.read)
+			-- Included packs' entries come first: the tools' caches, then
+			-- the pack's own.
 			assert.are.same({ "/home/u/proj/**", "/tmp/**", "/dev/null", "/dev/zero", "/dev/full",
-				"/dev/tty" }, s.modify)
+				"/dev/tty" }, { table.unpack(s.modify, #s.modify - 5) })
+			assert.are.equal("/home/u/.npm/**", s.modify[1])
 			assert.are.same({ "/home/u/**" }, s.ask)
 			assert.are.equal("mask", s.reads)
 			assert.are.equal("trash", s.delete_mode)
-			assert.are.same({ maxSizeMB = 10, skip = { "/tmp/**" }, onTooLarge = "ask", quotaMB = 5120 }, s.backup)
+			assert.are.same({ maxSizeMB = 10, onTooLarge = "ask", quotaMB = 5120 },
+				{ maxSizeMB = s.backup.maxSizeMB, onTooLarge = s.backup.onTooLarge, quotaMB = s.backup.quotaMB })
+			assert.are.equal("/tmp/**", s.backup.skip[#s.backup.skip])
+			assert.are.equal("/home/u/.npm/**", s.backup.skip[1])
 			assert.are.same({ "PATH", "HOME", "LANG", "LC_ALL", "TERM", "USER", "LOGNAME", "SHELL", "TZ", "TMPDIR" }, s.env_pass)
 			assert.are.equal("/home/u/.ssh/**", s.denyRead[1])
 		end)

@@ -4,7 +4,7 @@
 
 return {
 	name = "default",
-	include = { "credentials", "git-metadata", "agent-state" },
+	include = { "credentials", "git-metadata", "agent-state", "tool-caches" },
 
 	fsProfile = {
 		read = { "/**" },
@@ -63,6 +63,11 @@ return {
 		{ op = "rename-from", path = "${workspace}/.git", expect = "deny" },
 		{ op = "read", path = "${state}/audit/s.jsonl", expect = "deny" },
 		{ op = "write", path = "~/.claude/settings.json", expect = "deny" },
+		-- The tools' caches: written without an ask and without a backup.
+		{ op = "mkdir", path = "~/.npm/_cacache/tmp", expect = "allow", skipUnder = "${tmp}" },
+		{ op = "write", path = "~/.cache/go-build/00/x-d", expect = "allow", skipUnder = "${tmp}" },
+		{ op = "write", path = "~/.cache/pre-commit/x/hook", expect = "ask", skipUnder = "${tmp}" },
+		{ op = "read", path = "~/.npmrc", expect = "deny", rule = "denyRead ~/.npmrc" },
 		-- A second name for the same inode: changing it changes the other.
 		{ op = "write", path = "${workspace}/linked.txt", exists = true, nlink = 2, expect = "ask", rule = "hardlinks ask" },
 		-- A symlink in the workspace pointing at a secret: the resolved path decides.
