@@ -9,6 +9,8 @@
 #   make test            C unit tests, Lua specs, integration tests, and the
 #                        clients' external suites (toybox-tests, zsh-tests)
 #                        and the npm package's suite (node-test)
+#   make test-workloads  real programs under fsbroker run against the same
+#                        command bare, then restored (tests/workloads/)
 #   make toybox-tests    toybox's own tests of the shimmed applets, stock and
 #                        brokered: the pass counts must be equal
 #   make zsh-tests       zsh's own Test/ files (A01grammar, A04redirect, B01cd,
@@ -84,7 +86,7 @@ CLIENT_LIB := $(BUILD)/clients/libfsbclient.a
 BENCH_SRC := $(wildcard bench/*.c)
 BENCH_BIN := $(BENCH_SRC:bench/%.c=$(BUILD)/bench/%)
 
-.PHONY: all deps test test-c test-lua test-integration test-c-sanitize demo bench \
+.PHONY: all deps test test-c test-lua test-integration test-workloads test-c-sanitize demo bench \
         bench-peers install lint clean clients toybox toybox-tests zsh zsh-tests node-test \
         fuzz fuzz-build test-fuzz-replay test-valgrind
 
@@ -296,11 +298,17 @@ test: deps
 	    "toybox's own tests" "bash clients/toybox/run-toybox-tests.sh --tap $(BUILD)/fsbroker" \
 	    "zsh's own tests" "bash clients/zsh/run-zsh-tests.sh --tap $(BUILD)/fsbroker" \
 	    "node package" "sh tools/node-test.sh $(BUILD)/fsbroker" \
+	    "workloads" "bash tests/workloads/run.sh $(BUILD)/fsbroker" \
 	    "fuzz corpus replay" "$(FUZZ_REPLAY_CMD)"
 
 # The npm package (clients/node): npm ci when needed, tsc, node --test.
 node-test: all
 	$(Q)sh tools/tap-sum.sh "node package" "sh tools/node-test.sh $(BUILD)/fsbroker"
+
+# Real programs (npm ci, git, pip in a venv, tar, rsync, sed -i, chmod -R, …)
+# under fsbroker run against the same command bare, then restored.
+test-workloads: all
+	$(Q)sh tools/tap-sum.sh "workloads" "bash tests/workloads/run.sh $(BUILD)/fsbroker"
 
 test-c: $(UNIT_BIN)
 	$(Q)sh tools/tap-sum.sh "C unit" "sh tools/run-cmocka.sh $(UNIT_BIN)"
