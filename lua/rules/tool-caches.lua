@@ -20,8 +20,11 @@ return {
 		modify = {
 			-- npm: the content cache, logs and the update check.
 			"~/.npm/**",
-			-- pnpm: the content-addressed store, metadata cache and state.
+			-- pnpm: the content-addressed store, metadata cache and state,
+			-- and the _tmp_* directory it makes to learn whether the store
+			-- can hard-link into the project.
 			"~/.local/share/pnpm/store/**",
+			"~/.local/share/pnpm/_tmp_*/**",
 			"~/.cache/pnpm/**",
 			"~/.local/state/pnpm/**",
 			-- yarn 1 and yarn berry's global cache.
@@ -87,6 +90,7 @@ return {
 		-- The parents name themselves only: alone, the rest is default deny.
 		{ op = "create", path = "~/.cache/pre-commit/repo/hook.py", expect = "deny", rule = "default deny" },
 		{ op = "create", path = "~/.local/share/pnpm/pnpm", expect = "deny", rule = "default deny" },
+		{ op = "mkdir", path = "~/.local/share/pnpm/_tmp_2_92b6f2a3", expect = "allow" },
 		{ op = "write", path = "~/.cargo/bin/cargo", expect = "deny", rule = "default deny" },
 	},
 }

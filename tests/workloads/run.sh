@@ -145,6 +145,15 @@ setup_hardlinks() {
 cmd_hardlinks='rm -rf node_modules/d1 && mv node_modules/d2 node_modules/d9 &&
 sed -i s/foo/bar/ node_modules/d3/*.txt'
 
+# pnpm comes from the npm registry (tools/, below); its store is in HOME.
+setup_pnpm() {
+    printf '{"name":"w","version":"1.0.0","private":true,"dependencies":{"typescript":"4.9.5","is-number":"7.0.0"}}\n' >package.json
+    pnpm install -s >/dev/null 2>&1
+}
+# When it last pruned, and where the store was.
+volatile_pnpm='node_modules/.modules.yaml'
+cmd_pnpm='rm -rf node_modules && pnpm install -s --offline --frozen-lockfile'
+
 setup_npm_ci() {
     printf '{"name":"w","version":"1.0.0","private":true,"devDependencies":{"typescript":"4.9.5","is-number":"7.0.0"}}\n' >package.json
     npm install -q --no-audit --no-fund >/dev/null 2>&1
@@ -221,7 +230,7 @@ run_workload() {
 }
 
 all="sed_i chmod_r touch_d mv_tree rm_rf tar_x rsync_delete git git_init_clone python_venv make
-busybox hardlinks npm_ci"
+busybox hardlinks npm_ci pnpm"
 [ $# -gt 0 ] && all=$*
 why=$(mktemp)
 mkdir -p "$root/probe"
@@ -231,6 +240,11 @@ if ! "$fsb" run --workspace "$root/probe" --state-dir "$root/state" --session pr
     echo "ok 1 # SKIP workloads: fsbroker run cannot sandbox here: $(head -1 "$why")"
     exit 0
 fi
+# pnpm is no Debian package: taken from the npm registry into the layout.
+if command -v npm >/dev/null 2>&1 &&
+    npm install -s --prefix "$root/tools" --no-audit --no-fund pnpm@9 >/dev/null 2>&1; then
+    export PATH=$root/tools/node_modules/.bin:$PATH
+fi
 count=0
 for w in $all; do count=$((count + 4)); done
 echo "1..$count"
@@ -239,6 +253,7 @@ for w in $all; do
     case $w in
     rsync_delete) need=rsync ;;
     npm_ci) need=npm ;;
+    pnpm) need=pnpm ;;
     busybox) need=busybox ;;
     make) need=cc ;;
     esac
