@@ -76,6 +76,10 @@ echo
 # same commands (BENCH_QUICK=1: a smoke version of it).
 bash "$top/tools/bench-runtime.sh" "$build"
 echo
+# The everyday commands (chmod -R, mv, rm -rf, sed -i, git checkout, npm ci)
+# under fsbroker run against bare, with store bytes and fsyncs per workload.
+bash "$top/tools/bench-workloads.sh" "$build"
+echo
 # The brokered clients (toybox, zsh) against stock ones (tools/bench-clients.sh).
 bash "$top/tools/bench-clients.sh" "$build"
 echo

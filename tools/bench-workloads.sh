@@ -1,0 +1,131 @@
+#!/bin/bash
+# tools/bench-workloads.sh BUILD — what the everyday commands cost under
+# `fsbroker run` on the default pack against the same command bare, in this
+# one run on this machine (issue "Everyday agent commands"): chmod -R and
+# touch -d over 1,000 files, mv of a 3,000-file directory, rm -rf of a
+# 3,000-file tree, sed -i over 1,000 files, git checkout of another branch in
+# a 1,000-file repository, npm ci of a lockfile with TypeScript from a warm
+# cache. Each round runs bare and under fsbroker run on fresh copies of one
+# template, in an order that alternates round by round; medians and their
+# ratio are printed, never judged. Per workload also: the bytes the run
+# added to the backup store, and the fsyncs the whole run made (strace -f,
+# when strace is installed) minus the bare command's.
+#
+#   BENCH_QUICK=1   2 rounds instead of 5
+set -eu
+unset MAKEFLAGS MFLAGS MAKELEVEL
+build=$(cd "${1:-build}" && pwd)
+fsb=${FSBROKER:-$build/fsbroker}
+rounds=5
+[ "${BENCH_QUICK:-0}" = 1 ] && rounds=2
+
+# Under the checkout, not under ${tmp}: the default pack backs this up.
+root=$(mktemp -d "$build/bench-workloads.XXXXXX")
+trap 'rm -rf "$root"' EXIT
+trap 'exit 130' INT TERM
+mkdir -p "$root/home" "$root/tmp" "$root/state"
+chmod 0700 "$root/tmp" "$root/state"
+export HOME=$root/home TMPDIR=$root/tmp
+unset XDG_STATE_HOME XDG_CONFIG_HOME XDG_CACHE_HOME XDG_DATA_HOME XDG_RUNTIME_DIR
+export GIT_AUTHOR_NAME=b GIT_AUTHOR_EMAIL=b@example.invalid GIT_CONFIG_NOSYSTEM=1
+export GIT_COMMITTER_NAME=b GIT_COMMITTER_EMAIL=b@example.invalid
+export npm_config_audit=false npm_config_fund=false npm_config_update_notifier=false
+
+echo "Everyday commands under fsbroker run (default pack) ÷ bare: medians of $rounds rounds,"
+echo "bare and run alternating; store bytes and fsyncs are those of one run."
+
+small_tree() {
+    mkdir -p "$1"
+    for i in $(seq 1 "$2"); do
+        mkdir -p "$1/d$((i % 20))"
+        printf 'line one foo %s\nline two\n' "$i" >"$1/d$((i % 20))/f$i.txt"
+    done
+}
+
+setup_chmod() { small_tree src 1000; }
+cmd_chmod='chmod -R go-w src'
+setup_touch() { small_tree src 1000; }
+cmd_touch='find src -type f -exec touch -d "2020-01-02 03:04:05" {} +'
+setup_mv() { small_tree a 3000; }
+cmd_mv='mv a b'
+setup_rm() { small_tree node_modules 3000; }
+cmd_rm='rm -rf node_modules'
+setup_sed() { small_tree src 1000; }
+cmd_sed='find src -name "*.txt" -exec sed -i s/foo/bar/ {} +'
+setup_git() {
+    git init -q -b main . && small_tree src 1000 && git add -A && git commit -qm one
+    git checkout -q -b other && find src -name 'f1*.txt' -exec sed -i s/two/TWO/ {} + &&
+        git commit -qam two && git checkout -q main
+}
+cmd_git='git checkout -q other'
+setup_npm() {
+    printf '{"name":"b","version":"1.0.0","private":true,"devDependencies":{"typescript":"4.9.5"}}\n' >package.json
+    npm install -q >/dev/null 2>&1
+}
+cmd_npm='npm ci -q'
+
+ms_since() { echo $((($(date +%s%N) - $1) / 1000000)); }
+
+median() { sort -n | awk '{v[NR]=$1} END {print (NR % 2) ? v[(NR+1)/2] : int((v[NR/2]+v[NR/2+1])/2)}'; }
+
+fsyncs() { # the fsync-family calls `strace -f -c` counted in file $1
+    awk '/fsync|fdatasync|sync_file_range/ {n += $4} END {print n + 0}' "$1"
+}
+
+printf '  %-34s %10s %10s %7s %12s %8s\n' workload bare run ratio "store bytes" fsyncs
+for w in chmod touch mv rm sed git npm; do
+    d=$root/$w
+    mkdir -p "$d/tpl"
+    if [ "$w" = npm ] && ! command -v npm >/dev/null 2>&1; then
+        printf '  %-34s skipped: npm is not installed\n' "$w"
+        continue
+    fi
+    if ! (cd "$d/tpl" && "setup_$w") >"$d/setup.log" 2>&1; then
+        printf '  %-34s skipped: its setup failed (%s)\n' "$w" "$(tail -1 "$d/setup.log")"
+        continue
+    fi
+    cmdvar=cmd_$w
+    cmd=${!cmdvar}
+    bare=() run=() failed=""
+    for r in $(seq 1 "$rounds"); do
+        rm -rf "$d/ws" && cp -a "$d/tpl" "$d/ws"
+        for order in $([ $((r % 2)) = 0 ] && echo "bare run" || echo "run bare"); do
+            rm -rf "$d/ws" && cp -a "$d/tpl" "$d/ws"
+            sync
+            t=$(date +%s%N)
+            if [ "$order" = bare ]; then
+                (cd "$d/ws" && sh -c "$cmd") >"$d/out" 2>&1 || failed="bare: $(tail -1 "$d/out")"
+                bare+=("$(ms_since "$t")")
+            else
+                (cd "$d/ws" && "$fsb" run --workspace "$d/ws" --state-dir "$root/state" \
+                    --session "b-$w" -- sh -c "$cmd") >"$d/out" 2>&1 ||
+                    failed="run: $(tail -1 "$d/out")"
+                run+=("$(ms_since "$t")")
+            fi
+        done
+    done
+    if [ -n "$failed" ]; then
+        printf '  %-34s failed: %s\n' "$cmd" "$failed"
+        continue
+    fi
+    # One more run of each, alone, for the store's growth and the fsyncs.
+    before=$(du -sb "$root/state" | cut -f1)
+    rm -rf "$d/ws" && cp -a "$d/tpl" "$d/ws"
+    if command -v strace >/dev/null 2>&1; then
+        (cd "$d/ws" && strace -f -c -o "$d/strace.run" "$fsb" run --workspace "$d/ws" \
+            --state-dir "$root/state" --session "b-$w" -- sh -c "$cmd") >/dev/null 2>&1 || true
+        rm -rf "$d/ws" && cp -a "$d/tpl" "$d/ws"
+        (cd "$d/ws" && strace -f -c -o "$d/strace.bare" sh -c "$cmd") >/dev/null 2>&1 || true
+        syncs=$(($(fsyncs "$d/strace.run") - $(fsyncs "$d/strace.bare")))
+    else
+        (cd "$d/ws" && "$fsb" run --workspace "$d/ws" --state-dir "$root/state" \
+            --session "b-$w" -- sh -c "$cmd") >/dev/null 2>&1 || true
+        syncs="-"
+    fi
+    after=$(du -sb "$root/state" | cut -f1)
+    mb=$(printf '%s\n' "${bare[@]}" | median)
+    mr=$(printf '%s\n' "${run[@]}" | median)
+    printf "  %-34s %8s ms %8s ms %7s %12s %8s\n" "${cmd:0:34}" "$mb" "$mr" \
+        "$(awk -v a="$mr" -v b="$mb" 'BEGIN {printf "%.1f", (b > 0 ? a / b : 0)}')" \
+        "$((after - before))" "$syncs"
+done
