@@ -149,6 +149,7 @@ int fsb_broker_init(struct fsb_broker *b, uv_loop_t *loop,
 	b->started_ms = loop != NULL ? uv_now(loop) : 0;
 	b->loop_thread = pthread_self();
 	b->approval_timeout_s = 60;
+	fsb_link_guard_init(&b->link_guard);
 	b->prompts = calloc(1, sizeof(*b->prompts));
 	if (b->prompts == NULL || fsb_prompts_init(b->prompts) < 0) {
 		snprintf(err, errlen, "out of memory");
@@ -210,6 +211,7 @@ void fsb_broker_free(struct fsb_broker *b)
 	fsb_policy_free(b->policy);
 	b->policy = NULL;
 	fsb_read_cache_free(&b->read_cache);
+	fsb_link_guard_free(&b->link_guard);
 	fsb_protected_free(&b->protected);
 	if (b->prompts != NULL)
 		fsb_prompts_free(b->prompts);
@@ -270,6 +272,7 @@ int fsb_broker_reload(struct fsb_broker *b, const char *trigger, char *err, size
 		b->policy = fresh;
 		/* Not one verdict of the old pack is answered again. */
 		fsb_read_cache_invalidate(&b->read_cache);
+		fsb_link_guard_reset(&b->link_guard);
 		protect_pack_files(b);
 		b->stats.reloads++;
 		fsb_info("reloaded pack %s (%s)", fsb_policy_name(fresh), trigger);
@@ -296,7 +299,44 @@ static void deny_protected(struct fsb_access *d, const struct fsb_protected_entr
 	d->errnum = EACCES;
 }
 
-static void decide(struct fsb_broker *b, struct fsb_access *d);
+static void decide(struct fsb_broker *b, struct fsb_access *d, const char *guarded);
+
+/* Ops that change the inode a name points to (engine.lua's HARDLINK_OPS):
+ * through one name of a file with several, they change every name. */
+static bool changes_the_inode(enum fsb_op op)
+{
+	switch (op) {
+	case FSB_OP_WRITE:
+	case FSB_OP_CREATE:
+	case FSB_OP_TOUCH:
+	case FSB_OP_CHMOD:
+	case FSB_OP_CHOWN:
+	case FSB_OP_UTIMES:
+	case FSB_OP_XATTR:
+	case FSB_OP_LINK:
+		return true;
+	default:
+		return false;
+	}
+}
+
+/*
+ * When `d` would change a protected file through another name of it (a
+ * hard link): the rule to deny it with, in `buf`; else NULL. The first
+ * call after a (re)load lists those files, without the broker's lock.
+ */
+static const char *linked_to_protected(struct fsb_broker *b, const struct fsb_access *d,
+				       char *buf, size_t len)
+{
+	char path[PATH_MAX], rule[512];
+
+	if (b->cfg.one_shot || !changes_the_inode(d->op) || d->resolve_err != 0 ||
+	    !d->res.exists || !S_ISREG(d->res.st.st_mode) || d->res.st.st_nlink < 2 ||
+	    !fsb_link_guard_protects(b, &d->res.st, path, sizeof(path), rule, sizeof(rule)))
+		return NULL;
+	snprintf(buf, len, "hardlinks: another name of %s (%s)", path, rule);
+	return buf;
+}
 
 /* Whether `d` may wait for the host's answer: inline approvals are on, a
  * sandboxed process made the call, and this is a thread of the pool (the
@@ -317,7 +357,7 @@ static bool may_wait(const struct fsb_broker *b, const struct fsb_access *d)
 static void wait_for_host(struct fsb_broker *b, struct fsb_access *d)
 {
 	const struct fsb_prompt *p = fsb_prompts_find(b->prompts, d->block_id);
-	char block[sizeof(d->block_id)];
+	char block[sizeof(d->block_id)], buf[PATH_MAX + 600];
 	struct fsb_work_queue *paused;
 	int rc;
 
@@ -341,7 +381,7 @@ static void wait_for_host(struct fsb_broker *b, struct fsb_access *d)
 			d->resolve_err = fsb_resolve(d->has_view ? d->view_fd : b->rootfd,
 						     d->requested, d->strategy, &d->res);
 		}
-		decide(b, d);
+		decide(b, d, linked_to_protected(b, d, buf, sizeof(buf)));
 		return;
 	}
 	if (rc == -ETIMEDOUT) {
@@ -354,6 +394,9 @@ static void wait_for_host(struct fsb_broker *b, struct fsb_access *d)
 
 void fsb_broker_decide(struct fsb_broker *b, struct fsb_access *d)
 {
+	char buf[PATH_MAX + 600];
+	const char *guarded;
+
 	/* The lookups on disk need no lock (the root fd never changes); only
 	 * the pack, the prompts and the protected paths do. */
 	d->resolved_early = false;
@@ -364,8 +407,9 @@ void fsb_broker_decide(struct fsb_broker *b, struct fsb_access *d)
 					     d->strategy, &d->res);
 		d->resolved_early = true;
 	}
+	guarded = linked_to_protected(b, d, buf, sizeof(buf));
 	fsb_broker_lock(b);
-	decide(b, d);
+	decide(b, d, guarded);
 	if (d->verdict.decision == FSB_ASK && may_wait(b, d))
 		wait_for_host(b, d);
 	fsb_approvals_note_decision(b, d);
@@ -466,7 +510,7 @@ static bool refused_anyway(struct fsb_broker *b, struct fsb_access *d,
 	return true;
 }
 
-static void decide(struct fsb_broker *b, struct fsb_access *d)
+static void decide(struct fsb_broker *b, struct fsb_access *d, const char *guarded)
 {
 	const struct fsb_protected_entry *prot;
 	const struct fsb_prompt *prompt;
@@ -516,6 +560,17 @@ static void decide(struct fsb_broker *b, struct fsb_access *d)
 		prot = fsb_protected_match(&b->protected, d->res.path, d->op);
 	if (prot != NULL) {
 		deny_protected(d, prot);
+		return;
+	}
+	/* Changing it would change a protected file through another name: as
+	 * final as a protected path. */
+	if (guarded != NULL) {
+		d->verdict.decision = FSB_DENY;
+		snprintf(d->verdict.rule, sizeof(d->verdict.rule), "%s", guarded);
+		snprintf(d->verdict.reason, sizeof(d->verdict.reason),
+			 "%s is a hard link of a file the pack protects: changing it changes that "
+			 "file too", d->res.path);
+		d->errnum = EACCES;
 		return;
 	}
 

@@ -17,6 +17,7 @@
 #include "approval_files.h"
 #include "audit.h"
 #include "backup.h"
+#include "link_guard.h"
 #include "op.h"
 #include "policy.h"
 #include "prompts.h"
@@ -106,6 +107,8 @@ struct fsb_broker {
 	 * every reload and every approval given. */
 	struct fsb_read_cache read_cache;
 	struct fsb_protected protected;
+	/* Protected files that have other names (link_guard.h). */
+	struct fsb_link_guard link_guard;
 	struct fsb_prompts *prompts;
 	struct fsb_skip_approval *skips;	/* under lock */
 	size_t nskips;

