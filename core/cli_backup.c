@@ -611,6 +611,13 @@ static void choose_action(struct item *it)
 		it->act = ACT_FILE;
 		if (p->object[0] != '\0')
 			return;
+		/* A cache the pack chose not to back up: nothing was promised,
+		 * so leaving it is no failure of the restore. */
+		if (strcmp(p->skipped, "skip-rule") == 0) {
+			settle(it, RES_OK, "left", false,
+			       "not backed up (the pack's backup.skip), left as it is");
+			return;
+		}
 		settle(it, RES_SKIPPED, "skipped", false,
 		       "not restorable: no backup was taken (%s)",
 		       strcmp(p->skipped, "too-large") == 0 ? "too large"

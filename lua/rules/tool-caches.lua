@@ -39,9 +39,13 @@ return {
 			-- Go: the build cache and the module cache (checked against go.sum).
 			"~/.cache/go-build/**",
 			"~/go/pkg/mod/**",
-			-- Cargo: registry index and crates (checksummed), git checkouts.
+			-- Cargo: registry index and crates (checksummed), git checkouts,
+			-- and the lock files and cache tracker every build takes.
 			"~/.cargo/registry/**",
 			"~/.cargo/git/**",
+			"~/.cargo/.package-cache",
+			"~/.cargo/.package-cache-mutate",
+			"~/.cargo/.global-cache",
 			-- Maven's and Gradle's artifact caches.
 			"~/.m2/repository/**",
 			"~/.gradle/caches/**",
@@ -74,6 +78,9 @@ return {
 			"~/go/pkg/mod/**",
 			"~/.cargo/registry/**",
 			"~/.cargo/git/**",
+			"~/.cargo/.package-cache",
+			"~/.cargo/.package-cache-mutate",
+			"~/.cargo/.global-cache",
 			"~/.m2/repository/**",
 			"~/.gradle/caches/**",
 			"~/.cache/ccache/**",

@@ -21,6 +21,8 @@ here=$(cd "$(dirname "$0")" && pwd)
 root=$(dirname "$fsb")/workloads
 tree=(python3 "$here/tree.py")
 
+# rustup's cargo finds its toolchains from the real home.
+rustup_home=${RUSTUP_HOME:-$HOME/.rustup}
 rm -rf "$root"
 mkdir -p "$root/home" "$root/tmp" "$root/state"
 chmod 0700 "$root/tmp" "$root/state"
@@ -134,6 +136,22 @@ setup_make() {
 }
 cmd_make='make -s clean && make -s'
 
+setup_go() {
+    printf 'module example.com/w\n\ngo 1.19\n' >go.mod
+    printf 'package main\n\nimport "fmt"\n\nfunc main() { fmt.Println("hi") }\n' >main.go
+}
+cmd_go='go build -o w . && ./w && go vet ./...'
+# The build ID differs from one build to the next.
+volatile_go='w'
+
+setup_cargo() {
+    mkdir -p src && printf 'fn main() { println!("hi"); }\n' >src/main.rs
+    printf '[package]\nname = "w"\nversion = "0.1.0"\nedition = "2021"\n\n[dependencies]\n' >Cargo.toml
+}
+cmd_cargo="RUSTUP_HOME=$rustup_home CARGO_HOME=\$HOME/.cargo cargo build --offline -q && ./target/debug/w"
+# Fingerprints hold times and hashes of the moment.
+volatile_cargo='target/*'
+
 setup_busybox() { small_tree src 50; }
 cmd_busybox='busybox sh -c "echo hi > out.txt; busybox cp out.txt out2.txt;
 busybox rm src/d1/f1.txt; busybox mv src/d2 src/d22; busybox chmod 600 src/d3/f3.txt"'
@@ -230,7 +248,7 @@ run_workload() {
 }
 
 all="sed_i chmod_r touch_d mv_tree rm_rf tar_x rsync_delete git git_init_clone python_venv make
-busybox hardlinks npm_ci pnpm"
+go cargo busybox hardlinks npm_ci pnpm"
 [ $# -gt 0 ] && all=$*
 why=$(mktemp)
 mkdir -p "$root/probe"
@@ -256,6 +274,8 @@ for w in $all; do
     pnpm) need=pnpm ;;
     busybox) need=busybox ;;
     make) need=cc ;;
+    go) need=go ;;
+    cargo) need=cargo ;;
     esac
     if [ -n "$need" ] && ! command -v "$need" >/dev/null 2>&1; then
         for i in 1 2 3 4; do skip "$w: $need is not installed"; done

@@ -18,9 +18,10 @@ trees match. FIELDS is a comma list of:
 
 With --old-before NS, an mtime is compared only where A's is older than NS
 (a time the command kept, such as tar's or rsync's, not one it made now).
---volatile takes a comma list of fnmatch globs of paths whose content and
-mtime hold the time or inode numbers of the moment (git's index and
-reflogs): only their existence and type are compared.
+--volatile takes a comma list of fnmatch globs ('*' crosses '/') of paths
+whose names, content or mtime hold the time, a hash or inode numbers of the
+moment (git's index and reflogs, cargo's incremental state): only the type
+of those present in both trees is compared.
 """
 import fnmatch
 import hashlib
@@ -70,6 +71,8 @@ def diff(a, b, what, old_before, volatile=()):
     for p in sorted(set(a) | set(b)):
         fields = what
         if any(fnmatch.fnmatchcase(p, g) for g in volatile):
+            if p not in a or p not in b:
+                continue
             fields = what & {"type"}
         if p not in a:
             out.append(f"{p or '.'}: only in the second tree")
