@@ -1720,7 +1720,7 @@ static int cmd_prune(const struct cli *c)
 		.dry_run = c->dry_run, .report = prune_say,
 	};
 	struct fsb_prune_result res;
-	int rootfd, rc, status;
+	int rootfd, admfd, rc, status;
 
 	rootfd = open(c->store, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (rootfd < 0) {
@@ -1736,7 +1736,14 @@ static int cmd_prune(const struct cli *c)
 	/* The lock a core holds while it runs (docs/backup-store.md), or a
 	 * restore while it writes restore_backup: pruning under either would
 	 * delete an open cycle's objects in flight. backup_prune.c takes no
-	 * lock of its own; this one is held until rootfd is closed. */
+	 * lock of its own; this one is held until rootfd is closed. The
+	 * admin lock on cycles/ first, as the cores take it: a core that
+	 * checks whether it is alone lets go of its shared lock for a moment,
+	 * under that lock only. */
+	admfd = openat(rootfd, "cycles", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (admfd >= 0)
+		while (flock(admfd, LOCK_EX) < 0 && errno == EINTR)
+			;
 	if (flock(rootfd, LOCK_EX | LOCK_NB) < 0) {
 		if (errno == EWOULDBLOCK)
 			fprintf(stderr, "fsbroker backup prune: the store is in use by a running "
@@ -1746,6 +1753,8 @@ static int cmd_prune(const struct cli *c)
 		else
 			fprintf(stderr, "fsbroker backup prune: cannot lock %s: %s\n", c->store,
 				strerror(errno));
+		if (admfd >= 0)
+			close(admfd);
 		close(rootfd);
 		return 1;
 	}
@@ -1774,6 +1783,8 @@ static int cmd_prune(const struct cli *c)
 			       (unsigned long long)res.size_after, (unsigned long long)c->max_size);
 		}
 	}
+	if (admfd >= 0)
+		close(admfd);
 	close(rootfd);	/* and with it the lock */
 	return status;
 }
