@@ -896,6 +896,15 @@ static int recover_one(struct fsb_store *s, unsigned n, char *err, size_t errlen
 		goto fail;
 	}
 	jfd = openat(s->c.dirfd, "journal.jsonl", O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	if (jfd < 0 && errno == ENOENT) {
+		/* No journal, nothing to recover: a crash between the mkdir
+		 * and the journal's create, or a restore that removes its
+		 * failed cycle right now. Taken away when empty, never sealed:
+		 * a sealed cycle would stand for a turn that did nothing. */
+		cycle_reset(s);
+		unlinkat(s->cycfd, name, AT_REMOVEDIR);
+		return 0;
+	}
 	if (jfd >= 0 && flock(jfd, LOCK_EX | LOCK_NB) < 0) {
 		rc = errno == EWOULDBLOCK ? 0 : -errno;
 		close(jfd);
