@@ -116,75 +116,35 @@ static void print_json(cJSON *v)
 
 /* ---- locating the store ------------------------------------------------- */
 
-/* `ws` is `dir` or below it. */
-static bool within(const char *ws, const char *dir)
-{
-	size_t n = strlen(dir);
-
-	if (strcmp(dir, "/") == 0)
-		return true;
-	return strncmp(ws, dir, n) == 0 && (ws[n] == '\0' || ws[n] == '/');
-}
-
 /*
  * Without --session, the session of the workspace (--workspace, else the
- * current directory): the one its real path names (docs/runtime.md,
- * "Sessions"); else the one whose recorded workspace holds it, the
- * deepest; else the only session there is when it records no workspace
- * (one named for a `fsbroker serve`). Never another project's session.
+ * current directory), as fsb_session_find says: never another project's.
  * 0, or the exit status after saying why.
  */
 static int session_of_workspace(struct cli *c)
 {
-	char real[PATH_MAX], own[FSB_SESSION_NAME_LEN], rec[PATH_MAX + 2];
-	char dir[PATH_MAX + 16];
+	char real[PATH_MAX], own[FSB_SESSION_NAME_LEN] = "";
 	const char *ws = c->workspace != NULL ? c->workspace : ".";
-	size_t n = 0, best_len = 0, unrecorded = 0;
-	const char *best = NULL, *lone = NULL;
-	struct stat st;
-	char **names = NULL;
 	int rc;
 
 	if (realpath(ws, real) == NULL) {
 		fprintf(stderr, "fsbroker backup: workspace %s: %s\n", ws, strerror(errno));
 		return 2;
 	}
-	if (fsb_session_for_workspace(real, own, sizeof(own)) == 0) {
-		snprintf(dir, sizeof(dir), "%s/sessions/%s", c->state, own);
-		if (lstat(dir, &st) == 0 && S_ISDIR(st.st_mode)) {
-			snprintf(c->session, sizeof(c->session), "%s", own);
-			return 0;
-		}
-	}
-	rc = fsb_backup_sessions(c->state, &names, &n);
-	if (rc < 0 && rc != -ENOENT) {
+	rc = fsb_session_find(c->state, real, c->session, sizeof(c->session));
+	if (rc == 0)
+		return 0;
+	if (rc != -ENOENT) {
 		fprintf(stderr, "fsbroker backup: cannot read %s/sessions: %s\n", c->state,
 			strerror(-rc));
 		return 2;
 	}
-	for (size_t i = 0; rc == 0 && i < n; i++) {
-		if (fsb_session_workspace(c->state, names[i], rec, sizeof(rec)) < 0) {
-			unrecorded++;
-			lone = names[i];
-		} else if (within(real, rec) && strlen(rec) >= best_len) {
-			best = names[i];
-			best_len = strlen(rec);
-		}
-	}
-	if (best == NULL && n == 1 && unrecorded == 1)
-		best = lone;
-	if (best != NULL) {
-		snprintf(c->session, sizeof(c->session), "%s", best);
-		fsb_backup_sessions_free(names, n);
-		return 0;
-	}
+	fsb_session_for_workspace(real, own, sizeof(own));
 	fputs("fsbroker backup: no session has backups of the workspace ", stderr);
 	put_safe(stderr, real);
 	fprintf(stderr, " (its own would be %s) under %s/sessions; name one with --session "
 		"or --workspace, or see them all with `fsbroker backup list --all`\n", own,
 		c->state);
-	if (rc == 0)
-		fsb_backup_sessions_free(names, n);
 	return 2;
 }
 

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "audit.h"
+#include "backup_read.h"
 #include "session_name.h"
 
 #define NAME_PART_MAX 48
@@ -153,4 +154,52 @@ fail:
 	unlinkat(dirfd, tmp, 0);
 	close(dirfd);
 	return err;
+}
+
+/* `ws` is `dir` or below it. */
+static bool within(const char *ws, const char *dir)
+{
+	size_t n = strlen(dir);
+
+	if (strcmp(dir, "/") == 0)
+		return true;
+	return strncmp(ws, dir, n) == 0 && (ws[n] == '\0' || ws[n] == '/');
+}
+
+int fsb_session_find(const char *state_dir, const char *real, char *out, size_t len)
+{
+	char own[FSB_SESSION_NAME_LEN], rec[PATH_MAX + 2], dir[PATH_MAX + 16];
+	size_t n = 0, best_len = 0, unrecorded = 0;
+	const char *best = NULL, *lone = NULL;
+	char **names = NULL;
+	struct stat st;
+	int rc;
+
+	if (fsb_session_for_workspace(real, own, sizeof(own)) == 0) {
+		snprintf(dir, sizeof(dir), "%s/sessions/%s", state_dir, own);
+		if (lstat(dir, &st) == 0 && S_ISDIR(st.st_mode)) {
+			snprintf(out, len, "%s", own);
+			return 0;
+		}
+	}
+	rc = fsb_backup_sessions(state_dir, &names, &n);
+	if (rc < 0)
+		return rc;
+	for (size_t i = 0; i < n; i++) {
+		if (fsb_session_workspace(state_dir, names[i], rec, sizeof(rec)) < 0) {
+			unrecorded++;
+			lone = names[i];
+		} else if (within(real, rec) && strlen(rec) >= best_len) {
+			best = names[i];
+			best_len = strlen(rec);
+		}
+	}
+	/* A session that records no workspace is a serve's (or older than
+	 * the record): taken only when it is the state dir's one session. */
+	if (best == NULL && n == 1 && unrecorded == 1)
+		best = lone;
+	if (best != NULL)
+		snprintf(out, len, "%s", best);
+	fsb_backup_sessions_free(names, n);
+	return best != NULL ? 0 : -ENOENT;
 }

@@ -33,4 +33,15 @@ int fsb_session_note_workspace(const char *state_dir, const char *session, const
  */
 int fsb_session_workspace(const char *state_dir, const char *session, char *out, size_t len);
 
+/**
+ * The session a command run in the workspace whose real path is `real`
+ * means when no --session names one: the one `real` names
+ * (fsb_session_for_workspace) when <state_dir>/sessions has it; else the
+ * session whose recorded workspace is `real` or holds it, the deepest;
+ * else the state dir's only session when it records no workspace. Never a
+ * session of another workspace. Into `out` (at least 129 bytes): 0,
+ * -ENOENT when there is none, or -errno.
+ */
+int fsb_session_find(const char *state_dir, const char *real, char *out, size_t len);
+
 #endif

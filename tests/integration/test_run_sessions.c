@@ -354,6 +354,39 @@ static void workspace_under_tmp_with_home_in_tmp_is_backed_up(void **state)
 	workspace_under_tmp_is_backed_up_and_restored(*state, true);
 }
 
+/* `fsbroker approve BLOCK` without --session, in the workspace whose run
+ * left the block: it finds that run's session, and the rerun goes through. */
+static void approve_without_session_takes_the_workspaces(void **state)
+{
+	struct fixture *f = *state;
+	char why[512], notes[PATH_MAX + 16], block[64], *out = NULL;
+	struct runproc p;
+	cJSON *sum;
+	int st;
+
+	if (fsbt_sandbox_unsupported(why, sizeof(why)) != NULL)
+		fsbt_skip("%s", why);
+	snprintf(notes, sizeof(notes), "%s/notes.txt", f->home);
+	fsbt_write_file(notes, "before\n");
+	start_in(f, f->ws, NULL, "echo after > ~/notes.txt", &p);
+	st = run_finish(&p);
+	assert_true(WIFEXITED(st) && WEXITSTATUS(st) != 0);
+	sum = run_summary(&p);
+	assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(sum, "waiting")), 1);
+	snprintf(block, sizeof(block), "%s",
+		 fsbt_str(cJSON_GetArrayItem(cJSON_GetObjectItem(sum, "waiting"), 0), "blockId"));
+	cJSON_Delete(sum);
+	run_free(&p);
+
+	st = fsbt_run((char *[]){ (char *)fsbt_binary(), "approve", "--state-dir", f->state,
+				  "--workspace", f->ws, block, NULL }, &out);
+	if (st != 0)
+		fail_msg("approve exited 0x%x: %s", (unsigned)st, out ? out : "");
+	free(out);
+	assert_int_equal(run_in(f, f->ws, "echo after > ~/notes.txt"), 1);
+	assert_file(f->home, "notes.txt", "after\n");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -371,6 +404,8 @@ int main(void)
 			workspace_under_tmp_is_not_silently_left_without_backups, setup, teardown),
 		cmocka_unit_test_setup_teardown(workspace_under_tmp_with_home_in_tmp_is_backed_up,
 						setup, teardown),
+		cmocka_unit_test_setup_teardown(approve_without_session_takes_the_workspaces, setup,
+						teardown),
 	};
 
 	return fsbt_run_group(tests, NULL, NULL);
