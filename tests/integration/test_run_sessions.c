@@ -219,6 +219,13 @@ static void second_run_while_one_runs_in_the_same_workspace_is_not_refused(void 
 	start_in(f, f->ws, NULL, script, &a);
 	wait_for(&a, ready);
 	assert_int_equal(run_in(f, f->ws, "echo second > b.txt"), 2);
+	/* The second run's core did not take the first one's live cycle
+	 * for a crash's. */
+	assert_int_equal(backup(f, f->ws, &out, "list", NULL, NULL), 0);
+	if (strstr(out, "    1  open") == NULL || strstr(out, "    2  sealed") == NULL)
+		fail_msg("expected cycle 1 open and 2 sealed while the first run goes on:\n%s",
+			 out);
+	free(out);
 	put_in(f->root, "go", "");
 	first = finish_ok(&a);
 	assert_int_equal(first, 1);
@@ -240,6 +247,58 @@ static void second_run_while_one_runs_in_the_same_workspace_is_not_refused(void 
 	free(out);
 	assert_file(f->ws, "a.txt", "old a\n");
 	assert_int_not_equal(access(ready, F_OK), 0);
+}
+
+/*
+ * A run killed (SIGKILL, its core with it) while another run of the same
+ * workspace goes on: the next run's core seals the dead run's cycle as
+ * recovered and leaves the live one's open; the live run then seals its
+ * own as usual, and the dead run's changes can still be restored.
+ */
+static void killed_run_is_recovered_while_another_runs(void **state)
+{
+	struct fixture *f = *state;
+	char why[512], ready[PATH_MAX + 32], ready2[PATH_MAX + 32], script[1024], *out;
+	struct runproc a, b;
+	int st;
+
+	if (fsbt_sandbox_unsupported(why, sizeof(why)) != NULL)
+		fsbt_skip("%s", why);
+	snprintf(ready, sizeof(ready), "%s/ready", f->ws);
+	snprintf(ready2, sizeof(ready2), "%s/ready2", f->ws);
+	snprintf(script, sizeof(script), "echo killed > a.txt; : > ready; while :; do sleep 1; done");
+	start_in(f, f->ws, NULL, script, &a);
+	wait_for(&a, ready);
+	snprintf(script, sizeof(script),
+		 "echo live > b.txt; : > ready2; while [ ! -e '%s/go' ]; do sleep 0.05; done",
+		 f->root);
+	start_in(f, f->ws, NULL, script, &b);
+	wait_for(&b, ready2);
+	assert_int_equal(kill(a.pid, SIGKILL), 0);
+	st = run_finish(&a);
+	assert_true(WIFSIGNALED(st));
+	run_free(&a);
+
+	assert_int_equal(run_in(f, f->ws, "echo third > c.txt"), 3);
+	/* The live run's cycle is still open, not taken for a crash's. */
+	assert_int_equal(backup(f, f->ws, &out, "list", NULL, NULL), 0);
+	if (strstr(out, "    1  recovered") == NULL || strstr(out, "    2  open") == NULL)
+		fail_msg("expected cycle 1 recovered and 2 open while its run goes on:\n%s", out);
+	free(out);
+	put_in(f->root, "go", "");
+	assert_int_equal(finish_ok(&b), 2);
+
+	assert_int_equal(backup(f, f->ws, &out, "list", NULL, NULL), 0);
+	if (strstr(out, "    1  recovered") == NULL || strstr(out, "    2  sealed") == NULL ||
+	    strstr(out, "    3  sealed") == NULL)
+		fail_msg("expected cycle 1 recovered, 2 and 3 sealed:\n%s", out);
+	free(out);
+	assert_file(f->ws, "a.txt", "killed\n");
+	if (backup(f, f->ws, &out, "restore", "1", "--force") != 0)
+		fail_msg("restore 1 --force: %s", out ? out : "");
+	free(out);
+	assert_file(f->ws, "a.txt", "old a\n");
+	assert_file(f->ws, "b.txt", "live\n");
 }
 
 /* `restore --last` in project A restores A's last run, and names no path
@@ -396,6 +455,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(
 			second_run_while_one_runs_in_the_same_workspace_is_not_refused, setup,
 			teardown),
+		cmocka_unit_test_setup_teardown(killed_run_is_recovered_while_another_runs, setup,
+						teardown),
 		cmocka_unit_test_setup_teardown(
 			restore_last_in_one_project_never_proposes_a_path_of_another, setup, teardown),
 		cmocka_unit_test_setup_teardown(empty_run_reports_cycle_0_and_leaves_no_cycle, setup,
