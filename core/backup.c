@@ -882,8 +882,8 @@ static int recover_one(struct fsb_store *s, unsigned n, char *err, size_t errlen
 
 	snprintf(name, sizeof(name), "%u", n);
 	rc = open_subdir(s->cycfd, name, false);
-	if (rc == -ENOTDIR)
-		return 0;	/* not a cycle */
+	if (rc == -ENOTDIR || rc == -ENOENT)
+		return 0;	/* not a cycle, or a failed restore's, just removed */
 	if (rc < 0)
 		goto fail;
 	s->c.dirfd = rc;
@@ -1133,6 +1133,7 @@ void fsb_store_close(struct fsb_store *s)
 int fsb_store_begin(struct fsb_store *s)
 {
 	struct cycle *c = &s->c;
+	bool made = false;
 	char name[16];
 	unsigned n;
 	int rc;
@@ -1145,19 +1146,18 @@ int fsb_store_begin(struct fsb_store *s)
 		return rc;
 	rc = highest_cycle(s->cycfd, &n);
 	if (rc < 0)
-		goto out;
-	for (int tries = 0;; tries++) {
+		goto fail;
+	for (int tries = 0; !made; tries++) {
 		if (n >= INT_MAX) {
 			rc = -EOVERFLOW;
-			goto out;
+			goto fail;
 		}
 		n++;
 		snprintf(name, sizeof(name), "%u", n);
-		if (mkdirat(s->cycfd, name, 0700) == 0)
-			break;
-		rc = -errno;
-		if (rc != -EEXIST || tries == 16)
-			goto out;
+		made = mkdirat(s->cycfd, name, 0700) == 0;
+		rc = made ? 0 : -errno;
+		if (!made && (rc != -EEXIST || tries == 16))
+			goto fail;
 	}
 	c->opened = now();
 	rc = open_subdir(s->cycfd, name, false);
@@ -1181,11 +1181,12 @@ int fsb_store_begin(struct fsb_store *s)
 
 fail:
 	/* Leave no empty cycle behind for the next start to "recover". */
-	if (c->dirfd >= 0)
-		unlinkat(c->dirfd, "journal.jsonl", 0);
-	unlinkat(s->cycfd, name, AT_REMOVEDIR);
-	cycle_reset(s);
-out:
+	if (made) {
+		if (c->dirfd >= 0)
+			unlinkat(c->dirfd, "journal.jsonl", 0);
+		unlinkat(s->cycfd, name, AT_REMOVEDIR);
+		cycle_reset(s);
+	}
 	flock(s->cycfd, LOCK_UN);
 	return nospace(rc);
 }
