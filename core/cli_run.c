@@ -744,8 +744,8 @@ static int start_embedded_core(struct run *r, const struct run_opts *o, bool nam
 	snprintf(scope.session, sizeof(scope.session), "%s", session);
 	snprintf(scope.tool_call, sizeof(scope.tool_call), "%s", tool_call);
 	if (fsb_broker_session(&r->broker, session) == NULL)
-		return fail("cannot open session %s (its audit log or store is in use by "
-			    "another core?)", session);
+		return fail("cannot open session %s: its audit log could not be opened "
+			    "(see above)", session);
 	if (fsb_server_open_scope(&r->server, conn, &scope, r->scoped, sizeof(r->scoped),
 				  err, sizeof(err)) < 0)
 		return fail("%s", err);
