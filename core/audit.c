@@ -33,6 +33,9 @@ struct fsb_audit {
 	 * record first ends it with a newline and chains from its hash. */
 	bool torn;
 	char torn_hash[FSB_SHA256_HEX_LEN + 1];
+	/* The log's length after this writer's last append: another core of
+	 * the same session appended when the file is longer. */
+	off_t end;
 };
 
 static void hex_encode(const unsigned char *md, char out[FSB_SHA256_HEX_LEN + 1])
@@ -167,12 +170,54 @@ fail:
 	return err;
 }
 
+static int lock_log(int fd, int how)
+{
+	while (flock(fd, how) < 0) {
+		if (errno != EINTR)
+			return -errno;
+	}
+	return 0;
+}
+
+/*
+ * Under the log's flock: the lines another writer appended since ours (or
+ * every line, at open) move the head to the file's last line. A partial
+ * last line (a crash mid-write) is ended here, so the next record cannot
+ * glue onto it: the chain then continues from the partial line, which
+ * stays covered by the hashes, and verify reports it as the one broken line.
+ */
+static int catch_up(struct fsb_audit *a)
+{
+	struct stat st;
+	bool torn = false;
+	size_t written;
+	int err;
+
+	if (fstat(a->fd, &st) < 0)
+		return -errno;
+	if (st.st_size == a->end)
+		return 0;
+	a->torn = false;
+	if (st.st_size == 0) {
+		memcpy(a->head, zero_hash, sizeof(a->head));
+		a->end = 0;
+		return 0;
+	}
+	err = tail_hash(a->fd, st.st_size, a->head, &torn);
+	if (err)
+		return err;
+	a->end = st.st_size;
+	if (torn) {
+		err = write_full(a->fd, "\n", 1, &written);
+		a->end += (off_t)written;
+	}
+	return err;
+}
+
 int fsb_audit_open(const char *path, struct fsb_audit **out)
 {
 	struct fsb_audit *a;
 	struct stat st;
-	bool torn = false;
-	size_t written;
 	int err;
 
 	a = calloc(1, sizeof(*a));
@@ -195,27 +240,15 @@ int fsb_audit_open(const char *path, struct fsb_audit **out)
 		err = -EINVAL;
 		goto fail;
 	}
-	/* One writer per log: two cores appending to one chain would each
-	 * link to a head the other has already moved. */
-	if (flock(a->fd, LOCK_EX | LOCK_NB) < 0) {
-		err = errno == EWOULDBLOCK ? -EBUSY : -errno;
+	/* Many writers per log (the cores of one session's runs): each
+	 * append is one flocked step that first catches up with the others'
+	 * lines, so the chain stays one chain. */
+	if ((err = lock_log(a->fd, LOCK_EX)) < 0)
 		goto fail;
-	}
-
-	if (st.st_size > 0) {
-		err = tail_hash(a->fd, st.st_size, a->head, &torn);
-		if (err)
-			goto fail;
-		/* A crash mid-write left a partial line. End it here, so the
-		 * next record cannot glue onto it: the chain then continues
-		 * from the partial line, which stays covered by the hashes, and
-		 * verify reports it as the one broken line. */
-		if (torn) {
-			err = write_full(a->fd, "\n", 1, &written);
-			if (err)
-				goto fail;
-		}
-	}
+	err = catch_up(a);
+	flock(a->fd, LOCK_UN);
+	if (err)
+		goto fail;
 
 	*out = a;
 	return 0;
@@ -251,7 +284,7 @@ static int add_time(cJSON *record)
 
 int fsb_audit_write(struct fsb_audit *a, cJSON *record)
 {
-	const char *prev = a->torn ? a->torn_hash : a->head;
+	const char *prev;
 	char hash[FSB_SHA256_HEX_LEN + 1];
 	char *json = NULL, *line = NULL;
 	size_t jlen, off, len, written;
@@ -262,17 +295,26 @@ int fsb_audit_write(struct fsb_audit *a, cJSON *record)
 	err = add_time(record);
 	if (err)
 		return err;
+	if ((err = lock_log(a->fd, LOCK_EX)) < 0)
+		return err;
+	if ((err = catch_up(a)) < 0)
+		goto fail;
+	prev = a->torn ? a->torn_hash : a->head;
 
 	/* `prev` is the core's to set, and goes last: drop any the caller
 	 * put in, under that exact name. */
 	while (cJSON_GetObjectItemCaseSensitive(record, "prev") != NULL)
 		cJSON_DeleteItemFromObjectCaseSensitive(record, "prev");
-	if (cJSON_AddStringToObject(record, "prev", prev) == NULL)
-		return -ENOMEM;
+	if (cJSON_AddStringToObject(record, "prev", prev) == NULL) {
+		err = -ENOMEM;
+		goto fail;
+	}
 
 	json = cJSON_PrintUnformatted(record);
-	if (json == NULL)
-		return -ENOMEM;
+	if (json == NULL) {
+		err = -ENOMEM;
+		goto fail;
+	}
 	jlen = strlen(json);
 	/* One record is one line: a raw item carrying a newline would let a
 	 * record forge a line of its own. */
@@ -299,6 +341,7 @@ int fsb_audit_write(struct fsb_audit *a, cJSON *record)
 	 * or, on a short write, leaves a partial line that the next record
 	 * ends before it starts. */
 	err = write_full(a->fd, line, len, &written);
+	a->end += (off_t)written;
 	if (err) {
 		if (off == 1 && written >= 1) {
 			/* The newline went out: the earlier partial line is now
@@ -316,6 +359,7 @@ int fsb_audit_write(struct fsb_audit *a, cJSON *record)
 	a->torn = false;
 
 fail:
+	flock(a->fd, LOCK_UN);
 	free(line);
 	cJSON_free(json);
 	return err;

@@ -19,8 +19,9 @@ struct fsb_audit;
  * Open (or create, mode 0600) the log at `path` for appending, O_CLOEXEC.
  * When the file has lines, the chain continues from the hash of its last
  * complete line; a partial last line (a crash mid-write) is ended with a
- * newline first so it cannot glue onto the next record. The log is locked
- * (flock) while open: another writer gets -EBUSY. 0 or -errno.
+ * newline first so it cannot glue onto the next record. Many writers may
+ * have the log open (the cores of one session): each append, under the
+ * log's flock, chains from the last line whoever wrote it. 0 or -errno.
  */
 int fsb_audit_open(const char *path, struct fsb_audit **out);
 

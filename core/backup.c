@@ -99,8 +99,8 @@ struct journal_sync {
 
 struct fsb_store {
 	char *dir;		/* …/modify_backup */
-	int rootfd;		/* …/modify_backup, flock(LOCK_EX) held while open */
-	int objfd, cycfd;
+	int rootfd;		/* …/modify_backup, flock(LOCK_SH) held while open */
+	int objfd, cycfd;	/* cycfd's flock(LOCK_EX): the store's short admin lock */
 	bool tmpfile_ok;	/* O_TMPFILE works in objects/ (until it does not) */
 	unsigned long grants;	/* fsb_store_note_write_grant calls so far */
 	struct cycle c;
@@ -855,23 +855,37 @@ fail:
 	return rc;
 }
 
-/* On open: an unsealed highest cycle was left by a crash; seal it now. */
-static int recover(struct fsb_store *s, char *err, size_t errlen)
+/*
+ * flock that retries on EINTR: the admin lock and the shared lock are
+ * taken blocking, and a signal to the core must not make that fail.
+ */
+static int lock_fd(int fd, int how)
+{
+	while (flock(fd, how) < 0) {
+		if (errno != EINTR)
+			return -errno;
+	}
+	return 0;
+}
+
+/*
+ * Cycle `n` has no cycle.json: a crash left it open, or a core that is
+ * still running writes it (it holds its journal's flock until the seal).
+ * Seal it as recovered only in the first case. Called with the admin lock
+ * held, so no core is between making a cycle and locking its journal.
+ */
+static int recover_one(struct fsb_store *s, unsigned n, char *err, size_t errlen)
 {
 	struct stat st;
-	unsigned n;
 	char name[16];
-	int rc;
+	int rc, jfd;
 
-	rc = highest_cycle(s->cycfd, &n);
-	if (rc < 0 || n == 0)
-		goto out;
 	snprintf(name, sizeof(name), "%u", n);
 	rc = open_subdir(s->cycfd, name, false);
-	if (rc == -ENOTDIR)
-		return 0;	/* not a cycle */
+	if (rc == -ENOTDIR || rc == -ENOENT)
+		return 0;	/* not a cycle, or a failed restore's, just removed */
 	if (rc < 0)
-		goto out;
+		goto fail;
 	s->c.dirfd = rc;
 	if (fstatat(s->c.dirfd, "cycle.json", &st, AT_SYMLINK_NOFOLLOW) == 0) {
 		cycle_reset(s);
@@ -879,7 +893,26 @@ static int recover(struct fsb_store *s, char *err, size_t errlen)
 	}
 	if (errno != ENOENT) {
 		rc = -errno;
-		goto out;
+		goto fail;
+	}
+	jfd = openat(s->c.dirfd, "journal.jsonl", O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	if (jfd < 0 && errno == ENOENT) {
+		/* No journal, nothing to recover: a crash between the mkdir
+		 * and the journal's create, or a restore that removes its
+		 * failed cycle right now. Taken away when empty, never sealed:
+		 * a sealed cycle would stand for a turn that did nothing. */
+		cycle_reset(s);
+		unlinkat(s->cycfd, name, AT_REMOVEDIR);
+		return 0;
+	}
+	if (jfd >= 0 && flock(jfd, LOCK_EX | LOCK_NB) < 0) {
+		rc = errno == EWOULDBLOCK ? 0 : -errno;
+		close(jfd);
+		if (rc == 0) {
+			cycle_reset(s);
+			return 0;	/* the cycle of a live core */
+		}
+		goto fail;
 	}
 	s->c.n = n;
 	/* The cycle's directory changed last when its journal was created,
@@ -889,12 +922,75 @@ static int recover(struct fsb_store *s, char *err, size_t errlen)
 	/* Sealed with no end states (see cycle_json): the journal keeps
 	 * every path and prior state, so nothing backed up is lost. */
 	rc = seal_cycle(s, RECOVERED_MSG, "", true, err, errlen);
+	if (jfd >= 0)
+		close(jfd);
 	return rc < 0 ? rc : 0;
 
-out:
+fail:
+	snprintf(err, errlen, "cannot recover the open backup cycle %u in %s/cycles: %s", n,
+		 s->dir, strerror(-rc));
+	cycle_reset(s);
+	return rc;
+}
+
+/* The numbers of the cycles in cycles/, in no order. */
+static int cycle_numbers(int cycfd, unsigned **nums, size_t *count)
+{
+	size_t cap = 0;
+	struct dirent *de;
+	DIR *d;
+	int fd, rc = 0;
+
+	*nums = NULL;
+	*count = 0;
+	fd = openat(cycfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	d = fdopendir(fd);
+	if (d == NULL) {
+		close(fd);
+		return -ENOMEM;
+	}
+	while (rc == 0 && (de = readdir(d)) != NULL) {
+		unsigned long v;
+		char *end;
+
+		if (de->d_name[0] < '1' || de->d_name[0] > '9')
+			continue;
+		v = strtoul(de->d_name, &end, 10);
+		if (*end != '\0' || v > INT_MAX)
+			continue;
+		if (*count == cap) {
+			unsigned *g = realloc(*nums, (cap ? cap * 2 : 16) * sizeof(*g));
+
+			if (g == NULL) {
+				rc = -ENOMEM;
+				break;
+			}
+			*nums = g;
+			cap = cap ? cap * 2 : 16;
+		}
+		(*nums)[(*count)++] = (unsigned)v;
+	}
+	closedir(d);
+	return rc;
+}
+
+/* On open: every unsealed cycle whose core is gone was left by a crash;
+ * seal each now. Called with the admin lock held. */
+static int recover(struct fsb_store *s, char *err, size_t errlen)
+{
+	unsigned *nums = NULL;
+	size_t count = 0;
+	int rc;
+
+	rc = cycle_numbers(s->cycfd, &nums, &count);
 	if (rc < 0)
-		snprintf(err, errlen, "cannot recover the open backup cycle in %s/cycles: %s",
+		snprintf(err, errlen, "cannot recover the open backup cycles in %s/cycles: %s",
 			 s->dir, strerror(-rc));
+	for (size_t i = 0; rc == 0 && i < count; i++)
+		rc = recover_one(s, nums[i], err, errlen);
+	free(nums);
 	cycle_reset(s);
 	return rc < 0 ? rc : 0;
 }
@@ -959,25 +1055,6 @@ int fsb_store_open_at(const char *state_dir, const char *session, const char *na
 	if ((rc = open_subdir(sess, name, true)) < 0)
 		goto fail;
 	s->rootfd = rc;
-	/* One core per store: a second one would seal the first one's live
-	 * cycle as recovered and remove its objects in flight. The lock
-	 * lives as long as rootfd (O_CLOEXEC: no command inherits it). */
-	if (flock(s->rootfd, LOCK_EX | LOCK_NB) < 0) {
-		rc = errno == EWOULDBLOCK ? -EBUSY : -errno;
-		if (rc == -EBUSY) {
-			if (strcmp(name, "modify_backup") == 0)
-				snprintf(err, errlen, "the backup store of session %s is in use "
-					 "by another fsbroker core", session);
-			else
-				snprintf(err, errlen, "the %s store of session %s is in use by "
-					 "another fsbroker process", name, session);
-			close(fd);
-			close(sess);
-			fsb_store_close(s);
-			return rc;
-		}
-		goto fail;
-	}
 	if ((rc = open_subdir(s->rootfd, "objects", true)) < 0)
 		goto fail;
 	s->objfd = rc;
@@ -988,9 +1065,34 @@ int fsb_store_open_at(const char *state_dir, const char *session, const char *na
 	close(sess);
 	fd = sess = -1;
 
-	/* Only with the lock held: no other core has a temporary in flight. */
-	fsb_object_clean(s->objfd);
+	/*
+	 * Many cores share a store (docs/decisions.md, "Two runs at once"):
+	 * each holds a shared flock on it while open, and each open cycle's
+	 * journal is flocked by its core. What needs the store to itself
+	 * (making a cycle, recovery, removing temporaries, pruning) runs under
+	 * the admin lock on cycles/, held only that long. Both locks live as
+	 * long as their fds (O_CLOEXEC: no command inherits them).
+	 */
+	if ((rc = lock_fd(s->cycfd, LOCK_EX)) < 0)
+		goto fail;
+	/* Alone on the store: no other core has a temporary in flight. */
+	if (flock(s->rootfd, LOCK_EX | LOCK_NB) == 0)
+		fsb_object_clean(s->objfd);
+	/* Whoever holds the store exclusively takes the admin lock first
+	 * and lets go of both at once: here only one that does not (an
+	 * older fsbroker) can. Never wait for it with the admin lock held. */
+	if (flock(s->rootfd, LOCK_SH | LOCK_NB) < 0) {
+		rc = errno == EWOULDBLOCK ? -EBUSY : -errno;
+		flock(s->cycfd, LOCK_UN);
+		if (rc != -EBUSY)
+			goto fail;
+		snprintf(err, errlen, "the %s store of session %s is locked by another "
+			 "fsbroker process that does not share it", name, session);
+		fsb_store_close(s);
+		return rc;
+	}
 	rc = recover(s, err, errlen);
+	flock(s->cycfd, LOCK_UN);
 	if (rc < 0) {
 		fsb_store_close(s);
 		return rc;
@@ -1031,25 +1133,31 @@ void fsb_store_close(struct fsb_store *s)
 int fsb_store_begin(struct fsb_store *s)
 {
 	struct cycle *c = &s->c;
+	bool made = false;
 	char name[16];
 	unsigned n;
 	int rc;
 
 	if (c->n != 0)
 		return (int)c->n;
+	/* Under the admin lock from the new number to its journal's flock:
+	 * another core's recovery never finds this cycle open and unlocked. */
+	if ((rc = lock_fd(s->cycfd, LOCK_EX)) < 0)
+		return rc;
 	rc = highest_cycle(s->cycfd, &n);
 	if (rc < 0)
-		return rc;
-	for (int tries = 0;; tries++) {
-		if (n >= INT_MAX)
-			return -EOVERFLOW;
+		goto fail;
+	for (int tries = 0; !made; tries++) {
+		if (n >= INT_MAX) {
+			rc = -EOVERFLOW;
+			goto fail;
+		}
 		n++;
 		snprintf(name, sizeof(name), "%u", n);
-		if (mkdirat(s->cycfd, name, 0700) == 0)
-			break;
-		rc = -errno;
-		if (rc != -EEXIST || tries == 16)
-			return nospace(rc);
+		made = mkdirat(s->cycfd, name, 0700) == 0;
+		rc = made ? 0 : -errno;
+		if (!made && (rc != -EEXIST || tries == 16))
+			goto fail;
 	}
 	c->opened = now();
 	rc = open_subdir(s->cycfd, name, false);
@@ -1058,10 +1166,12 @@ int fsb_store_begin(struct fsb_store *s)
 	c->dirfd = rc;
 	c->journal = openat(c->dirfd, "journal.jsonl",
 			    O_WRONLY | O_APPEND | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-	if (c->journal < 0 || fsync(c->dirfd) < 0 || fsync(s->cycfd) < 0) {
+	if (c->journal < 0 || flock(c->journal, LOCK_EX | LOCK_NB) < 0 ||
+	    fsync(c->dirfd) < 0 || fsync(s->cycfd) < 0) {
 		rc = -errno;
 		goto fail;
 	}
+	flock(s->cycfd, LOCK_UN);
 	c->n = n;
 	c->jsize = 0;
 	c->need_sync_to = 0;
@@ -1071,10 +1181,13 @@ int fsb_store_begin(struct fsb_store *s)
 
 fail:
 	/* Leave no empty cycle behind for the next start to "recover". */
-	if (c->dirfd >= 0)
-		unlinkat(c->dirfd, "journal.jsonl", 0);
-	unlinkat(s->cycfd, name, AT_REMOVEDIR);
-	cycle_reset(s);
+	if (made) {
+		if (c->dirfd >= 0)
+			unlinkat(c->dirfd, "journal.jsonl", 0);
+		unlinkat(s->cycfd, name, AT_REMOVEDIR);
+		cycle_reset(s);
+	}
+	flock(s->cycfd, LOCK_UN);
 	return nospace(rc);
 }
 
@@ -1279,12 +1392,67 @@ void fsb_store_note_write_grant(struct fsb_store *s, dev_t dev, ino_t ino)
 		e->dirty = true;
 }
 
+/* A cycle without a line restores nothing: it goes, under the admin lock
+ * (a recovery must not find it without its journal and seal it). */
+static int discard_cycle(struct fsb_store *s, char *err, size_t errlen)
+{
+	unsigned n = s->c.n;
+	char name[16];
+	int rc;
+
+	snprintf(name, sizeof(name), "%u", n);
+	if ((rc = lock_fd(s->cycfd, LOCK_EX)) < 0)
+		goto fail;
+	if (unlinkat(s->c.dirfd, "journal.jsonl", 0) < 0 ||
+	    unlinkat(s->cycfd, name, AT_REMOVEDIR) < 0) {
+		rc = -errno;
+		flock(s->cycfd, LOCK_UN);
+		goto fail;
+	}
+	flock(s->cycfd, LOCK_UN);
+	cycle_reset(s);
+	return 0;
+
+fail:
+	if (err != NULL && errlen > 0)
+		snprintf(err, errlen, "cannot remove the empty backup cycle %s/cycles/%u: %s",
+			 s->dir, n, strerror(-rc));
+	return rc;
+}
+
 int fsb_store_seal(struct fsb_store *s, const char *message, const char *audit_head,
 		   char *err, size_t errlen)
 {
 	if (s->c.n == 0)
 		return 0;
+	if (s->c.jsize == 0 && !s->c.broken)
+		return discard_cycle(s, err, errlen);
 	return seal_cycle(s, message, audit_head, false, err, errlen);
+}
+
+int fsb_store_alone(struct fsb_store *s)
+{
+	int rc;
+
+	if ((rc = lock_fd(s->cycfd, LOCK_EX)) < 0)
+		return rc;
+	/* flock converts by letting go first: a failed try has dropped the
+	 * shared lock, taken again before the admin lock is let go (nobody
+	 * can hold the store exclusively meanwhile: that needs the admin
+	 * lock, so the retry cannot fail for want of it). */
+	if (flock(s->rootfd, LOCK_EX | LOCK_NB) == 0)
+		return 1;
+	rc = errno == EWOULDBLOCK ? 0 : -errno;
+	if (flock(s->rootfd, LOCK_SH | LOCK_NB) < 0 && rc == 0)
+		rc = -errno;
+	flock(s->cycfd, LOCK_UN);
+	return rc;
+}
+
+void fsb_store_share(struct fsb_store *s)
+{
+	flock(s->rootfd, LOCK_SH | LOCK_NB);
+	flock(s->cycfd, LOCK_UN);
 }
 
 int fsb_store_sync(struct fsb_store *s)

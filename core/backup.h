@@ -17,10 +17,12 @@
 struct fsb_store;
 
 /**
- * Open (creating, mode 0700) <state_dir>/sessions/<session>/modify_backup
- * and lock it (flock, exclusive) until fsb_store_close: -EBUSY when another
- * core holds it. Then an open cycle left by a crash is sealed at once as
- * recovered. Returns 0, or -errno with a sentence in `err`.
+ * Open (creating, mode 0700) <state_dir>/sessions/<session>/modify_backup,
+ * shared with every other core that has it open (a shared flock held until
+ * fsb_store_close; -EBUSY only when a process that does not share it holds
+ * it exclusively). Then every open cycle left by a crash (its journal no
+ * longer flocked by a live core) is sealed at once as recovered. Returns 0,
+ * or -errno with a sentence in `err`.
  */
 int fsb_store_open(const char *state_dir, const char *session, struct fsb_store **out,
 		   char *err, size_t errlen);
@@ -37,6 +39,16 @@ void fsb_store_close(struct fsb_store *s);
 
 /** Open a new cycle unless one is open. Returns its number (> 0) or -errno. */
 int fsb_store_begin(struct fsb_store *s);
+
+/**
+ * Take the store for this core alone (a prune of it): 1 when no other core
+ * has it open, and then it stays so until fsb_store_share; 0 when another
+ * has it (nothing to undo), or -errno.
+ */
+int fsb_store_alone(struct fsb_store *s);
+
+/** Share the store again after fsb_store_alone returned 1. */
+void fsb_store_share(struct fsb_store *s);
 
 /** The open cycle's number, or 0 when none is open. */
 unsigned fsb_store_cycle(const struct fsb_store *s);
@@ -118,7 +130,8 @@ void fsb_store_note_write_grant(struct fsb_store *s, dev_t dev, ino_t ino);
  * Seal the open cycle: cycle.json with the message, the times, `audit_head`
  * and the end state of every path the cycle touched, written to a temporary
  * name, fsynced and renamed into place. Returns the sealed cycle's number,
- * 0 when no cycle was open (nothing to seal), or -errno with `err` set.
+ * 0 when no cycle was open or the open one has no line (it is removed: a
+ * turn that changed nothing leaves no cycle), or -errno with `err` set.
  */
 int fsb_store_seal(struct fsb_store *s, const char *message, const char *audit_head,
 		   char *err, size_t errlen);

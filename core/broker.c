@@ -681,11 +681,7 @@ static struct fsb_session *session_of(struct fsb_broker *b, const char *id)
 	memset(s, 0, sizeof(*s));
 	snprintf(path, sizeof(path), "%s/audit/%s.jsonl", b->cfg.state_dir, id);
 	if ((rc = fsb_audit_open(path, &s->audit)) < 0) {
-		if (rc == -EBUSY)
-			fsb_error("another fsbroker core is serving session %s with the state dir "
-				  "%s (its audit log %s is locked)", id, b->cfg.state_dir, path);
-		else
-			fsb_error("cannot open the audit log %s: %s", path, strerror(-rc));
+		fsb_error("cannot open the audit log %s: %s", path, strerror(-rc));
 		return NULL;
 	}
 	snprintf(s->id, sizeof(s->id), "%s", id);

@@ -8,21 +8,25 @@
 #include <getopt.h>
 #include <limits.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "approval_files.h"
 #include "broker.h"
 #include "cli.h"
 #include "config.h"
+#include "session_name.h"
 
 static const char usage[] =
-	"usage: fsbroker approve [--session ID] [--state-dir DIR] [--scope once|session] BLOCK-ID\n"
+	"usage: fsbroker approve [--session ID | --workspace DIR] [--state-dir DIR]\n"
+	"                        [--scope once|session] BLOCK-ID\n"
 	"\n"
 	"Approve the call a `fsbroker run` left waiting as BLOCK-ID (its summary names\n"
 	"it), then rerun the same command. once (the default): the first request of\n"
 	"that exact op, path and file is allowed, then the approval is used up.\n"
 	"session: every such request of the session, until its approvals are removed.\n"
-	"An approval never lifts a deny. Defaults: session \"default\", the state dir\n"
+	"An approval never lifts a deny. Defaults: the session of the workspace (the\n"
+	"current directory; as `fsbroker backup` finds it), the state dir\n"
 	"$XDG_STATE_HOME/fsbroker. Exit: 0 approved, 1 not recorded, 2 usage or no\n"
 	"such block.\n";
 
@@ -30,14 +34,15 @@ int fsb_cli_approve(int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{ "session", required_argument, NULL, 'S' },
+		{ "workspace", required_argument, NULL, 'w' },
 		{ "state-dir", required_argument, NULL, 'd' },
 		{ "scope", required_argument, NULL, 's' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	const char *session = "default", *state_dir = NULL, *scope = "once";
+	const char *session = NULL, *state_dir = NULL, *scope = "once", *ws = ".";
 	struct fsb_approval_rec rec;
-	char state[PATH_MAX], err[1024];
+	char state[PATH_MAX], err[1024], real[PATH_MAX], found[NAME_MAX + 1];
 	int c, rc;
 
 	optind = 1;
@@ -46,6 +51,9 @@ int fsb_cli_approve(int argc, char **argv)
 		switch (c) {
 		case 'S':
 			session = optarg;
+			break;
+		case 'w':
+			ws = optarg;
 			break;
 		case 'd':
 			state_dir = optarg;
@@ -74,14 +82,31 @@ int fsb_cli_approve(int argc, char **argv)
 		fprintf(stderr, "fsbroker approve: --scope is once or session, not '%s'\n", scope);
 		return 2;
 	}
+	if (state_dir == NULL) {
+		fsb_default_state_dir(state, sizeof(state));
+		state_dir = state;
+	}
+	/* As `fsbroker backup` finds it: the session of the workspace the
+	 * command runs in, never another project's. */
+	if (session == NULL) {
+		if (realpath(ws, real) == NULL) {
+			fprintf(stderr, "fsbroker approve: workspace %s: %s\n", ws, strerror(errno));
+			return 2;
+		}
+		rc = fsb_session_find(state_dir, real, found, sizeof(found));
+		if (rc < 0) {
+			fprintf(stderr, "fsbroker approve: no session of the workspace %s under "
+				"%s/sessions%s%s; name it with --session (the command the run "
+				"printed does)\n", real, state_dir, rc == -ENOENT ? "" : ": ",
+				rc == -ENOENT ? "" : strerror(-rc));
+			return 2;
+		}
+		session = found;
+	}
 	if (!fsb_id_valid(session)) {
 		fprintf(stderr, "fsbroker approve: session id '%s' must be 1-128 characters of "
 			"A-Z a-z 0-9 . _ : - and not start with '.'\n", session);
 		return 2;
-	}
-	if (state_dir == NULL) {
-		fsb_default_state_dir(state, sizeof(state));
-		state_dir = state;
 	}
 	rc = fsb_approvals_record(state_dir, session, argv[optind], scope, &rec, err, sizeof(err));
 	if (rc < 0) {

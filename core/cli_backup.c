@@ -33,9 +33,10 @@
 #include "proto_json.h"
 #include "resolve.h"
 #include "restore_undo.h"
+#include "session_name.h"
 
 static const char usage[] =
-	"usage: fsbroker backup list [--json]\n"
+	"usage: fsbroker backup list [--all] [--json]\n"
 	"       fsbroker backup show CYCLE|--last [--json]\n"
 	"       fsbroker backup restore CYCLE|--last [PATH...] [--tool-call ID] [--dry-run]\n"
 	"                               [--force] [--no-undo] [--json]\n"
@@ -45,7 +46,8 @@ static const char usage[] =
 	"       fsbroker backup prune (--keep N | --older-than DAYS | --max-size SIZE)\n"
 	"                             [--dry-run]\n"
 	"options that locate the store: --state-dir DIR (default $XDG_STATE_HOME/fsbroker),\n"
-	"  --session ID (needed when the state dir holds more than one session);\n"
+	"  --session ID, else the session of --workspace DIR (default: the current\n"
+	"  directory; docs/runtime.md, \"Sessions\"); list --all lists every session's;\n"
 	"  list, show, diff and prune take --undo for the store of the restores\n"
 	"exit: 0 done, 1 something was skipped or failed, 2 usage error or no such\n"
 	"  session, cycle or tool call; diff: 0 no differences, 1 differences, 2 trouble\n"
@@ -55,6 +57,8 @@ struct cli {
 	char state[PATH_MAX];
 	char session[NAME_MAX + 1];
 	char store[PATH_MAX];
+	const char *workspace;	/* --workspace DIR, else NULL: the current directory */
+	bool all;		/* list --all: every session */
 	const char *cycle_arg;	/* CYCLE as given, NULL with --last */
 	char **paths;		/* restore: the PATH arguments */
 	int npaths;
@@ -112,42 +116,46 @@ static void print_json(cJSON *v)
 
 /* ---- locating the store ------------------------------------------------- */
 
+/*
+ * Without --session, the session of the workspace (--workspace, else the
+ * current directory), as fsb_session_find says: never another project's.
+ * 0, or the exit status after saying why.
+ */
+static int session_of_workspace(struct cli *c)
+{
+	char real[PATH_MAX], own[FSB_SESSION_NAME_LEN] = "";
+	const char *ws = c->workspace != NULL ? c->workspace : ".";
+	int rc;
+
+	if (realpath(ws, real) == NULL) {
+		fprintf(stderr, "fsbroker backup: workspace %s: %s\n", ws, strerror(errno));
+		return 2;
+	}
+	rc = fsb_session_find(c->state, real, c->session, sizeof(c->session));
+	if (rc == 0)
+		return 0;
+	if (rc != -ENOENT) {
+		fprintf(stderr, "fsbroker backup: cannot read %s/sessions: %s\n", c->state,
+			strerror(-rc));
+		return 2;
+	}
+	fsb_session_for_workspace(real, own, sizeof(own));
+	fputs("fsbroker backup: no session has backups of the workspace ", stderr);
+	put_safe(stderr, real);
+	fprintf(stderr, " (its own would be %s) under %s/sessions; name one with --session "
+		"or --workspace, or see them all with `fsbroker backup list --all`\n", own,
+		c->state);
+	return 2;
+}
+
 static int locate_store(struct cli *c)
 {
 	char dir[PATH_MAX + 16];
 	struct stat st;
-	char **names;
-	size_t n;
 	int rc;
 
-	if (c->session[0] == '\0') {
-		rc = fsb_backup_sessions(c->state, &names, &n);
-		if (rc < 0 && rc != -ENOENT) {
-			fprintf(stderr, "fsbroker backup: cannot read %s/sessions: %s\n", c->state,
-				strerror(-rc));
-			return 2;
-		}
-		if (rc == -ENOENT || n == 0) {
-			fprintf(stderr, "fsbroker backup: there are no sessions under %s/sessions "
-				"(another state dir? name it with --state-dir)\n", c->state);
-			if (rc == 0)
-				fsb_backup_sessions_free(names, n);
-			return 2;
-		}
-		if (n > 1) {
-			fprintf(stderr, "fsbroker backup: %s/sessions holds %zu sessions; name one "
-				"with --session:", c->state, n);
-			for (size_t i = 0; i < n; i++) {
-				fputs(i ? ", " : " ", stderr);
-				put_safe(stderr, names[i]);
-			}
-			fputc('\n', stderr);
-			fsb_backup_sessions_free(names, n);
-			return 2;
-		}
-		snprintf(c->session, sizeof(c->session), "%s", names[0]);
-		fsb_backup_sessions_free(names, n);
-	}
+	if (c->session[0] == '\0' && (rc = session_of_workspace(c)) != 0)
+		return rc;
 	rc = fsb_backup_store_dir(c->state, c->session, c->store, sizeof(c->store));
 	if (rc < 0) {
 		fprintf(stderr, "fsbroker backup: '%s' is not a session id\n", c->session);
@@ -235,12 +243,13 @@ static cJSON *cycle_summary_json(const struct fsb_cycle *cy)
 	return o;
 }
 
-static int cmd_list(const struct cli *c)
+/* The cycles of c->store: as a table on stdout, or into `arr` with --json.
+ * 0, or 1 when some could not be read. */
+static int list_cycles(const struct cli *c, cJSON *arr)
 {
 	unsigned *nums;
 	size_t n;
 	int rc, status = 0;
-	cJSON *arr = NULL;
 
 	rc = fsb_cycles_list(c->store, &nums, &n);
 	if (rc < 0) {
@@ -248,8 +257,6 @@ static int cmd_list(const struct cli *c)
 			strerror(-rc));
 		return 1;
 	}
-	if (c->json)
-		arr = cJSON_CreateArray();
 	if (n == 0 && !c->json)
 		printf("Session %s has no backup cycles yet: nothing was backed up in it.\n",
 		       c->session);
@@ -276,11 +283,79 @@ static int cmd_list(const struct cli *c)
 		}
 		fsb_cycle_free(&cy);
 	}
+	free(nums);
+	return status;
+}
+
+static int cmd_list(const struct cli *c)
+{
+	cJSON *arr = c->json ? cJSON_CreateArray() : NULL;
+	int status = list_cycles(c, arr);
+
 	if (c->json) {
 		print_json(arr);
 		cJSON_Delete(arr);
 	}
-	free(nums);
+	return status;
+}
+
+/* `list --all`: every session of the state dir, with the workspace it
+ * recorded, and its cycles. */
+static int cmd_list_all(struct cli *c)
+{
+	cJSON *all = c->json ? cJSON_CreateArray() : NULL;
+	char ws[PATH_MAX + 2];
+	char **names = NULL;
+	size_t n = 0;
+	int rc, status = 0;
+
+	rc = fsb_backup_sessions(c->state, &names, &n);
+	if (rc < 0 && rc != -ENOENT) {
+		fprintf(stderr, "fsbroker backup: cannot read %s/sessions: %s\n", c->state,
+			strerror(-rc));
+		cJSON_Delete(all);
+		return 1;
+	}
+	if (n == 0 && !c->json)
+		printf("There are no sessions under %s/sessions.\n", c->state);
+	for (size_t i = 0; i < n; i++) {
+		bool has_ws = fsb_session_workspace(c->state, names[i], ws, sizeof(ws)) == 0;
+		cJSON *o = NULL, *arr = NULL;
+
+		snprintf(c->session, sizeof(c->session), "%s", names[i]);
+		if ((c->undo_store ? fsb_undo_store_dir(c->state, c->session, c->store,
+							 sizeof(c->store))
+				   : fsb_backup_store_dir(c->state, c->session, c->store,
+							  sizeof(c->store))) < 0) {
+			status = 1;
+			continue;
+		}
+		if (c->json) {
+			o = cJSON_CreateObject();
+			cJSON_AddStringToObject(o, "session", names[i]);
+			if (has_ws)
+				fsb_json_add_path(o, "workspace", ws, false);
+			else
+				cJSON_AddNullToObject(o, "workspace");
+			arr = cJSON_AddArrayToObject(o, "cycles");
+			cJSON_AddItemToArray(all, o);
+		} else {
+			printf("%sSession %s, workspace ", i ? "\n" : "", names[i]);
+			if (has_ws)
+				put_safe(stdout, ws);
+			else
+				fputs("(none recorded)", stdout);
+			putchar('\n');
+		}
+		if (list_cycles(c, arr) != 0)
+			status = 1;
+	}
+	if (rc == 0)
+		fsb_backup_sessions_free(names, n);
+	if (c->json) {
+		print_json(all);
+		cJSON_Delete(all);
+	}
 	return status;
 }
 
@@ -1727,7 +1802,7 @@ static int cmd_prune(const struct cli *c)
 		.dry_run = c->dry_run, .report = prune_say,
 	};
 	struct fsb_prune_result res;
-	int rootfd, rc, status;
+	int rootfd, admfd, rc, status;
 
 	rootfd = open(c->store, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (rootfd < 0) {
@@ -1743,7 +1818,14 @@ static int cmd_prune(const struct cli *c)
 	/* The lock a core holds while it runs (docs/backup-store.md), or a
 	 * restore while it writes restore_backup: pruning under either would
 	 * delete an open cycle's objects in flight. backup_prune.c takes no
-	 * lock of its own; this one is held until rootfd is closed. */
+	 * lock of its own; this one is held until rootfd is closed. The
+	 * admin lock on cycles/ first, as the cores take it: a core that
+	 * checks whether it is alone lets go of its shared lock for a moment,
+	 * under that lock only. */
+	admfd = openat(rootfd, "cycles", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (admfd >= 0)
+		while (flock(admfd, LOCK_EX) < 0 && errno == EINTR)
+			;
 	if (flock(rootfd, LOCK_EX | LOCK_NB) < 0) {
 		if (errno == EWOULDBLOCK)
 			fprintf(stderr, "fsbroker backup prune: the store is in use by a running "
@@ -1753,6 +1835,8 @@ static int cmd_prune(const struct cli *c)
 		else
 			fprintf(stderr, "fsbroker backup prune: cannot lock %s: %s\n", c->store,
 				strerror(errno));
+		if (admfd >= 0)
+			close(admfd);
 		close(rootfd);
 		return 1;
 	}
@@ -1781,6 +1865,8 @@ static int cmd_prune(const struct cli *c)
 			       (unsigned long long)res.size_after, (unsigned long long)c->max_size);
 		}
 	}
+	if (admfd >= 0)
+		close(admfd);
 	close(rootfd);	/* and with it the lock */
 	return status;
 }
@@ -1823,6 +1909,8 @@ int fsb_cli_backup(int argc, char **argv)
 	static const struct option opts[] = {
 		{ "state-dir", required_argument, NULL, 's' },
 		{ "session", required_argument, NULL, 'S' },
+		{ "workspace", required_argument, NULL, 'w' },
+		{ "all", no_argument, NULL, 'a' },
 		{ "json", no_argument, NULL, 'j' },
 		{ "last", no_argument, NULL, 'l' },
 		{ "tool-call", required_argument, NULL, 't' },
@@ -1877,6 +1965,12 @@ int fsb_cli_backup(int argc, char **argv)
 			}
 			snprintf(c.session, sizeof(c.session), "%s", optarg);
 			break;
+		case 'w':
+			c.workspace = optarg;
+			break;
+		case 'a':
+			c.all = true;
+			break;
 		case 'j':
 			c.json = true;
 			break;
@@ -1930,7 +2024,7 @@ int fsb_cli_backup(int argc, char **argv)
 			return 0;
 		default:
 			fprintf(stderr, "fsbroker backup: %s '%s'\n%s",
-				opt == ':' || (optopt != 0 && strchr("sStkom", optopt))
+				opt == ':' || (optopt != 0 && strchr("sSwtkom", optopt))
 				? "this option needs a value:" : "unknown option",
 				argv[optind - 1], usage);
 			return 2;
@@ -1989,8 +2083,15 @@ int fsb_cli_backup(int argc, char **argv)
 		c.paths = argv + pos;
 		c.npaths = argc - pos;
 	}
+	if (c.all && (!is(sub, "list") || c.session[0] != '\0' || c.workspace != NULL)) {
+		fprintf(stderr, "fsbroker backup %s: --all belongs to list, without --session or "
+			"--workspace\n", sub);
+		return 2;
+	}
 	if (c.state[0] == '\0')
 		fsb_default_state_dir(c.state, sizeof(c.state));
+	if (c.all)
+		return cmd_list_all(&c);
 	rc = locate_store(&c);
 	if (rc != 0)
 		return rc;

@@ -33,11 +33,10 @@
 #include "run_mode.h"
 #include "seccomp_filter.h"
 #include "server.h"
+#include "session_name.h"
 
 /* The descriptor fsbroker-init finds its end of the admin connection on. */
 #define INIT_SOCKET_FD 3
-
-#define DEFAULT_SESSION "default"
 
 static const char usage[] =
 	"usage: fsbroker run [--rules PACK] [--workspace DIR] [--session ID] [--tool-call ID]\n"
@@ -57,8 +56,10 @@ static const char usage[] =
 	"and exit with CMD's status (125: fsbroker run failed). A call the pack asks\n"
 	"about fails with EACCES and is listed with the `fsbroker approve` command\n"
 	"(deferred), or waits for Approve/Deny on the control fd (--approvals inline).\n"
-	"Defaults: the workspace is the current directory, the session \"" DEFAULT_SESSION "\"\n"
-	"(the core's with --core), the tool call tc-<time>-<pid>. --explain prints the\n"
+	"Defaults: the workspace is the current directory, the session the workspace's\n"
+	"own (its last path component and a hash of its real path, as\n"
+	"`fsbroker backup` finds it; the core's with --core), the tool call\n"
+	"tc-<time>-<pid>. --explain prints the\n"
 	"sandbox's mode and mount plan. On a machine without Landlock or user\n"
 	"namespaces the run refuses unless --without-landlock or --without-namespaces\n"
 	"accepts a weaker mode (docs/runtime-degraded.md). --shell zsh runs CMD, its\n"
@@ -710,6 +711,10 @@ static int start_embedded_core(struct run *r, const struct run_opts *o, bool nam
 	/* A cycle a crash left open is sealed as recovered first. */
 	if (fsb_backup_recover(&r->broker, session, err, sizeof(err)) < 0)
 		return fail("%s", err);
+	/* For `fsbroker backup` run inside the project, and `list --all`. */
+	if ((rc = fsb_session_note_workspace(r->broker.cfg.state_dir, session,
+					     r->broker.cfg.workspace)) < 0)
+		fsb_warn("cannot record the workspace of session %s: %s", session, strerror(-rc));
 	fsb_server_init(&r->server, &r->loop, &r->broker);
 	r->server_up = true;
 	if (fsb_run_socket_dir(r->sockdir, sizeof(r->sockdir)) < 0 ||
@@ -739,8 +744,8 @@ static int start_embedded_core(struct run *r, const struct run_opts *o, bool nam
 	snprintf(scope.session, sizeof(scope.session), "%s", session);
 	snprintf(scope.tool_call, sizeof(scope.tool_call), "%s", tool_call);
 	if (fsb_broker_session(&r->broker, session) == NULL)
-		return fail("cannot open session %s (its audit log or store is in use by "
-			    "another core?)", session);
+		return fail("cannot open session %s: its audit log could not be opened "
+			    "(see above)", session);
 	if (fsb_server_open_scope(&r->server, conn, &scope, r->scoped, sizeof(r->scoped),
 				  err, sizeof(err)) < 0)
 		return fail("%s", err);
@@ -758,6 +763,7 @@ int fsb_cli_run(int argc, char **argv)
 {
 	const char *session, *tool_call;
 	char tc_buf[64], state[PATH_MAX], cwd[PATH_MAX], err[2048];
+	char sess_buf[FSB_SESSION_NAME_LEN];
 	char bwrap[PATH_MAX], init[PATH_MAX];
 	char env_sock[PATH_MAX + 32], env_sid[160], env_tc[160];
 	char env_home[PATH_MAX + 8], env_tmp[PATH_MAX + 8];
@@ -825,7 +831,6 @@ int fsb_cli_run(int argc, char **argv)
 			snprintf(cfg.tmp, sizeof(cfg.tmp), "%s", at.tmp);
 		cfg.one_shot = true;	/* only for the plan: no state, no audit here */
 	} else {
-		session = o.session != NULL ? o.session : DEFAULT_SESSION;
 		if (o.workspace == NULL) {
 			if (getcwd(cwd, sizeof(cwd)) == NULL) {
 				rc = fail("cannot tell the current directory: %s", strerror(errno));
@@ -841,6 +846,16 @@ int fsb_cli_run(int argc, char **argv)
 				     sizeof(err)) < 0) {
 			rc = fail("%s", err);
 			goto out;
+		}
+		/* Each project its own history: the session of the workspace's
+		 * real path, unless one is named. */
+		session = o.session;
+		if (session == NULL) {
+			if (fsb_session_for_workspace(cfg.workspace, sess_buf, sizeof(sess_buf)) < 0) {
+				rc = fail("cannot name a session for the workspace %s", cfg.workspace);
+				goto out;
+			}
+			session = sess_buf;
 		}
 	}
 

@@ -326,8 +326,8 @@ int fsb_cli_shell(int argc, char **argv)
 		goto out;
 	}
 	if (fsb_broker_session(&s->broker, session) == NULL) {
-		rc = fail("cannot open session %s (its audit log or store is in use by another "
-			  "core?)", session);
+		rc = fail("cannot open session %s: its audit log could not be opened (see "
+			  "above)", session);
 		goto out;
 	}
 	fsb_approvals_load(&s->broker, session);

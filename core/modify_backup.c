@@ -578,10 +578,14 @@ static int commit(struct fsb_broker *b, const char *sid, const char *message, bo
 		struct settings set;
 
 		/* The pack's quota, oldest sealed cycles first; the turn just
-		 * sealed always stays. */
+		 * sealed always stays. Only with the store to itself: another
+		 * core's object not yet in its journal looks unreferenced. */
 		settings_of(b, s, &set);
-		fsb_backup_prune_to(fsb_store_dir(s->store), set.quota_bytes, false,
-				    report_quota, s->id);
+		if (fsb_store_alone(s->store) == 1) {
+			fsb_backup_prune_to(fsb_store_dir(s->store), set.quota_bytes, false,
+					    report_quota, s->id);
+			fsb_store_share(s->store);
+		}
 	}
 	if (n > 0 && carry)
 		carried = carry_over(b, s);

@@ -108,6 +108,19 @@ describe("rule packs", function()
 			assert.is_false(eng:evaluate({ op = "write", path = "/tmp/a" }).backup)
 		end)
 
+		it("backs up a workspace under tmp: the tmp scratch skip never covers the workspace", function()
+			for _, vars in ipairs({
+				{ workspace = "/tmp/ws", home = "/home/u", tmp = "/tmp", state = "/st" },
+				{ workspace = "/tmp/ci/ws", home = "/tmp/ci/home", tmp = "/tmp", state = "/st" },
+			}) do
+				local e = assert(load_pack("default", vars))
+				assert.is_true(e:evaluate({ op = "write", path = vars.workspace .. "/src/a.c" }).backup)
+				assert.is_true(e:evaluate({ op = "delete", path = vars.workspace .. "/b" }).backup)
+				assert.is_false(e:evaluate({ op = "write", path = "/tmp/scratch.log" }).backup)
+				assert.is_false(e:evaluate({ op = "write", path = "/tmp/ws2/a" }).backup)
+			end
+		end)
+
 		it("allows reads of the system and denies changes to it", function()
 			decides(eng, "read", "/etc/os-release", "allow", "fsProfile.read /**")
 			decides(eng, "write", "/etc/os-release", "deny", "default deny")

@@ -389,12 +389,30 @@ local function explain(v, req)
 	return reason, hint
 end
 
+-- `path` is `dir` or below it.
+local function within(path, dir)
+	return dir == "/" or path == dir or string_sub(path, 1, #dir + 1) == dir .. "/"
+end
+
+-- Whether a modify of `primary` is backed up. A ${tmp} scratch entry of
+-- backup.skip never covers the workspace: a project under ${tmp} (a CI
+-- checkout, a scratch clone) is backed up like any other, else its run
+-- would offer a restore that has nothing to give back.
+local function backed_up(st, primary)
+	local e = st.m["backup.skip"](primary)
+	if e ~= nil and st.workspace ~= nil and string_sub(e.text, 1, 6) == "${tmp}"
+		and within(primary, st.workspace) then
+		return true
+	end
+	return e == nil
+end
+
 local function finish(st, v, req, is_modify)
 	local reason, hint = explain(v, req)
 	local backup = false
 	if is_modify then
 		local primary = normalize.canonical(req.path, st.platform)
-		backup = st.m["backup.skip"](primary) == nil
+		backup = backed_up(st, primary)
 	end
 	return { decision = v.decision, rule = v.rule, backup = backup, reason = reason, hint = hint }
 end
@@ -600,6 +618,8 @@ function M.new(cfg, ctx)
 		hardlinks = cfg.scalars.hardlinks,
 		platform = ctx.platform,
 		vars = ctx.vars,
+		workspace = ctx.vars.workspace ~= nil
+			and normalize.canonical(ctx.vars.workspace, ctx.platform) or nil,
 		files = ctx.files,
 		approvals = approvals.new(function(op)
 			return pack.OPS[op] == true

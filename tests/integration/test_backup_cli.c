@@ -1016,7 +1016,8 @@ static void test_empty_and_missing_sessions_say_so(void **state)
 	assert_int_equal(r.status, 2);
 	assert_non_null(strstr(r.err, "there is no session 'nosuch'"));
 
-	/* The one session is found without --session; two need it. */
+	/* The one session, recording no workspace (a serve's), is found
+	 * without --session; with two, neither is taken for this directory. */
 	run_fsbroker(&r, (const char *const[]){ "backup", "list", "--state-dir", S.state, NULL });
 	assert_int_equal(r.status, 0);
 	assert_non_null(strstr(r.out, "Session s1 has no backup cycles yet"));
@@ -1024,7 +1025,73 @@ static void test_empty_and_missing_sessions_say_so(void **state)
 	mkdirs(dir);
 	run_fsbroker(&r, (const char *const[]){ "backup", "list", "--state-dir", S.state, NULL });
 	assert_int_equal(r.status, 2);
-	assert_non_null(strstr(r.err, "holds 2 sessions; name one with --session: s1, s2"));
+	assert_non_null(strstr(r.err, "no session has backups of the workspace "));
+	assert_non_null(strstr(r.err, "`fsbroker backup list --all`"));
+}
+
+/*
+ * Without --session, `backup` takes the session whose recorded workspace
+ * holds --workspace (or the current directory), from a subdirectory too;
+ * never a session of another project; `list --all` shows each session
+ * with its workspace.
+ */
+static void test_session_is_found_by_its_recorded_workspace(void **state)
+{
+	char dir[PATH_MAX * 2], proj[PATH_MAX * 2], sub[PATH_MAX * 2], other[PATH_MAX * 2];
+	struct run r;
+	cJSON *all;
+
+	(void)state;
+	snprintf(proj, sizeof(proj), "%s/proj", S.root);
+	snprintf(sub, sizeof(sub), "%s/proj/src", S.root);
+	snprintf(other, sizeof(other), "%s/other", S.root);
+	mkdirs(sub);
+	mkdirs(other);
+	snprintf(dir, sizeof(dir), "%s/sessions/p1/modify_backup/cycles", S.state);
+	mkdirs(dir);
+	snprintf(dir, sizeof(dir), "%s/sessions/p1/workspace", S.state);
+	{
+		char text[PATH_MAX * 2 + 2];
+
+		snprintf(text, sizeof(text), "%s\n", proj);
+		fsbt_write_file(dir, text);
+	}
+	run_fsbroker(&r, (const char *const[]){ "backup", "list", "--state-dir", S.state,
+						"--workspace", sub, NULL });
+	assert_int_equal(r.status, 0);
+	assert_non_null(strstr(r.out, "Session p1 has no backup cycles yet"));
+	/* Another project: not p1, not s1 (there are two sessions). */
+	run_fsbroker(&r, (const char *const[]){ "backup", "restore", "--last", "--state-dir",
+						S.state, "--workspace", other, NULL });
+	assert_int_equal(r.status, 2);
+	assert_non_null(strstr(r.err, "no session has backups of the workspace "));
+	assert_null(strstr(r.out, "p1"));
+
+	run_fsbroker(&r, (const char *const[]){ "backup", "list", "--all", "--json",
+						"--state-dir", S.state, NULL });
+	assert_int_equal(r.status, 0);
+	all = cJSON_Parse(r.out);
+	assert_true(cJSON_IsArray(all));
+	assert_int_equal(cJSON_GetArraySize(all), 2);
+	for (int i = 0; i < 2; i++) {
+		cJSON *o = cJSON_GetArrayItem(all, i), *ws = cJSON_GetObjectItem(o, "workspace");
+		const char *id = cJSON_GetObjectItem(o, "session")->valuestring;
+
+		assert_true(cJSON_IsArray(cJSON_GetObjectItem(o, "cycles")));
+		if (strcmp(id, "p1") == 0)
+			assert_string_equal(ws->valuestring, proj);
+		else
+			assert_true(strcmp(id, SESSION) == 0 && cJSON_IsNull(ws));
+	}
+	cJSON_Delete(all);
+	run_fsbroker(&r, (const char *const[]){ "backup", "list", "--all", "--state-dir",
+						S.state, NULL });
+	assert_int_equal(r.status, 0);
+	assert_non_null(strstr(r.out, "Session p1, workspace "));
+	assert_non_null(strstr(r.out, "(none recorded)"));
+	run_fsbroker(&r, (const char *const[]){ "backup", "restore", "--all", "--last",
+						"--state-dir", S.state, NULL });
+	assert_int_equal(r.status, 2);
 }
 
 static void test_usage_errors_exit_2(void **state)
@@ -1846,6 +1913,7 @@ int main(void)
 		T(test_list_json_parses_and_text_lists),
 		T(test_show_lists_paths_and_reports_bad_lines),
 		T(test_empty_and_missing_sessions_say_so),
+		T(test_session_is_found_by_its_recorded_workspace),
 		T(test_usage_errors_exit_2),
 		T(test_recovered_cycle_needs_force_for_every_path),
 		T(test_fifo_object_is_refused),

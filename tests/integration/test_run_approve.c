@@ -167,8 +167,8 @@ static void approve_refuses_what_it_cannot_find(void **state)
 	free(out);
 	out = NULL;
 	/* A path in place of an id reaches no file outside the state dir. */
-	st = fsbt_run((char *[]){ (char *)fsbt_binary(), "approve", "--state-dir", f->state,
-				  "../../x", NULL }, &out);
+	st = fsbt_run((char *[]){ (char *)fsbt_binary(), "approve", "--session", "s",
+				  "--state-dir", f->state, "../../x", NULL }, &out);
 	assert_true(WIFEXITED(st));
 	assert_int_equal(WEXITSTATUS(st), 2);
 	assert_non_null(strstr(out, "is not a block id"));

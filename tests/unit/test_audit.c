@@ -436,6 +436,47 @@ static void test_reopen_continues_chain(void **state)
 	expect_intact(f->log, NULL);
 }
 
+static void write_one(struct fsb_audit *a, int seq)
+{
+	cJSON *rec = cJSON_CreateObject();
+
+	cJSON_AddStringToObject(rec, "phase", "ipc-host-op");
+	cJSON_AddNumberToObject(rec, "seq", seq);
+	assert_int_equal(fsb_audit_write(a, rec), 0);
+	cJSON_Delete(rec);
+}
+
+/*
+ * Two writers on one log at once (the cores of two runs of one session),
+ * their lines interleaved: one chain, each line naming the line before it
+ * whoever wrote that, and each writer's head its own last line.
+ */
+static void test_two_writers_keep_one_chain(void **state)
+{
+	struct fixture *f = *state;
+	struct fsb_audit *a, *b;
+	char *buf, *lines[16], want[65];
+	size_t len;
+
+	assert_int_equal(fsb_audit_open(f->log, &a), 0);
+	assert_int_equal(fsb_audit_open(f->log, &b), 0);
+	write_one(a, 1);
+	write_one(b, 2);
+	write_one(b, 3);
+	write_one(a, 4);
+	write_one(b, 5);
+	buf = slurp(f->log, &len);
+	assert_int_equal(split_lines(buf, lines, 16), 5);
+	ref_sha256(lines[3], strlen(lines[3]), want);
+	assert_string_equal(fsb_audit_head(a), want);
+	ref_sha256(lines[4], strlen(lines[4]), want);
+	assert_string_equal(fsb_audit_head(b), want);
+	free(buf);
+	fsb_audit_close(a);
+	fsb_audit_close(b);
+	expect_intact(f->log, NULL);
+}
+
 static void test_reopen_long_line(void **state)
 {
 	struct fixture *f = *state;
@@ -653,6 +694,7 @@ int main(void)
 		T(test_line_not_json),
 		T(test_reopen_continues_chain),
 		T(test_reopen_long_line),
+		T(test_two_writers_keep_one_chain),
 		T(test_partial_last_line_on_reopen),
 		T(test_expect_head),
 		T(test_short_write_keeps_lines_apart),

@@ -989,11 +989,13 @@ static void test_recovered_cycle_records_no_end_state(void **state)
 	cJSON_Delete(j);
 }
 
+/* A cycle a crash left before its journal existed holds nothing to
+ * recover: it is removed, not sealed (no cycle stands for a turn that did
+ * nothing), and the next cycle is numbered as if it never was. */
 static void test_recovery_of_an_empty_cycle(void **state)
 {
 	struct fixture *f = *state;
 	char path[PATHBUF];
-	cJSON *c;
 
 	open_store(f);
 	fsb_store_close(f->s);
@@ -1002,12 +1004,9 @@ static void test_recovery_of_an_empty_cycle(void **state)
 	assert_int_equal(mkdir(path, 0700), 0);
 
 	open_store(f);
-	c = cycle_file(f, 4);
-	assert_non_null(c);
-	assert_true(cJSON_IsTrue(get(c, "recovered")));
-	assert_int_equal(cJSON_GetArraySize(get(c, "paths")), 0);
-	cJSON_Delete(c);
-	assert_int_equal(fsb_store_begin(f->s), 5);
+	assert_null(cycle_file(f, 4));
+	assert_int_not_equal(access(path, F_OK), 0);
+	assert_int_equal(fsb_store_begin(f->s), 1);
 }
 
 static void test_crash_mid_object(void **state)
@@ -1857,21 +1856,25 @@ static void test_group_commit_covers_concurrent_lines(void **state)
 /* ---- regressions --------------------------------------------------------- */
 
 /*
- * A second core on the same store would seal the first one's live cycle as
- * recovered and remove its temporaries in flight. The store is locked: the
- * second open fails with -EBUSY, says why, and touches nothing.
+ * Two cores on one store (two runs of one workspace at once): the second
+ * open neither seals the first one's live cycle as recovered nor removes
+ * its temporaries in flight; each core gets a cycle of its own, and both
+ * seal.
  */
-static void test_second_core_on_one_store_is_refused(void **state)
+static void test_second_core_on_one_store_is_not_refused(void **state)
 {
 	struct fixture *f = *state;
 	struct fsb_backup_result res;
 	struct fsb_store *second = NULL;
-	char a[PATHBUF], tmp[PATHBUF], err[256] = "";
+	char a[PATHBUF], b[PATHBUF], tmp[PATHBUF], err[256] = "";
+	cJSON *c;
 	int fd;
 
 	open_store(f);
 	src_path(f, "live", a);
+	src_path(f, "other", b);
 	free(make_file(a, 100, 40));
+	free(make_file(b, 100, 41));
 	assert_int_equal(backup_path(f, a, &res), 0);
 	assert_int_equal(fsb_store_cycle(f->s), 1);
 	/* An object the first core is writing right now. */
@@ -1880,27 +1883,89 @@ static void test_second_core_on_one_store_is_refused(void **state)
 	assert_true(fd >= 0);
 	close(fd);
 
-	assert_int_equal(fsb_store_open(f->state, SESSION, &second, err, sizeof(err)), -EBUSY);
-	assert_null(second);
-	assert_string_equal(err, "the backup store of session " SESSION
-			    " is in use by another fsbroker core");
+	assert_int_equal(fsb_store_open(f->state, SESSION, &second, err, sizeof(err)), 0);
 	assert_null(cycle_file(f, 1));		/* the live cycle is not sealed */
 	assert_int_equal(access(tmp, F_OK), 0);	/* nor its temporary removed */
+	assert_int_equal(fsb_store_begin(second), 2);
 	assert_int_equal(backup_path(f, a, &res), 0);
 	assert_int_equal(fsb_store_cycle(f->s), 1);
-
-	/* Once the first core is gone, the store opens (and recovers). */
-	fsb_store_close(f->s);
-	f->s = NULL;
-	open_store(f);
-	assert_int_not_equal(access(tmp, F_OK), 0);
+	assert_int_equal(fsb_store_seal(second, "second", "", err, sizeof(err)), 0);
+	assert_null(cycle_file(f, 2));		/* it had no line: removed */
+	assert_int_equal(fsb_store_begin(second), 2);
+	assert_int_equal(fsb_store_alone(second), 0);	/* the first one has it */
 	{
-		cJSON *c = cycle_file(f, 1);
+		struct fsb_backup_req r;
+		struct stat st;
 
-		assert_non_null(c);
-		assert_true(cJSON_IsTrue(get(c, "recovered")));
-		cJSON_Delete(c);
+		assert_int_equal(lstat(b, &st), 0);
+		fd = open(b, O_RDONLY | O_CLOEXEC);
+		req_for(&r, b, &st, fd);
+		assert_int_equal(fsb_store_record(second, &r, &res), 0);
+		close(fd);
 	}
+	assert_int_equal(fsb_store_seal(second, "second", "", err, sizeof(err)), 2);
+	c = cycle_file(f, 2);
+	assert_non_null(c);
+	assert_false(cJSON_IsTrue(get(c, "recovered")));
+	cJSON_Delete(c);
+	assert_int_equal(fsb_store_seal(f->s, "first", "", err, sizeof(err)), 1);
+	c = cycle_file(f, 1);
+	assert_non_null(c);
+	assert_false(cJSON_IsTrue(get(c, "recovered")));
+	cJSON_Delete(c);
+	fsb_store_close(second);
+	/* Alone now: the store is the first core's to prune. */
+	assert_int_equal(fsb_store_alone(f->s), 1);
+	fsb_store_share(f->s);
+}
+
+/*
+ * A core that dies with its cycle open, while another core of the same
+ * store runs: the next open seals the dead one's cycle as recovered and
+ * leaves the live one's open.
+ */
+static void test_dead_cores_cycle_is_recovered_while_another_core_runs(void **state)
+{
+	struct fixture *f = *state;
+	struct fsb_backup_result res;
+	struct fsb_store *dead = NULL, *third = NULL;
+	char a[PATHBUF], err[256] = "";
+	cJSON *c;
+
+	open_store(f);
+	src_path(f, "live", a);
+	free(make_file(a, 100, 40));
+	assert_int_equal(fsb_store_open(f->state, SESSION, &dead, err, sizeof(err)), 0);
+	assert_int_equal(fsb_store_begin(dead), 1);
+	assert_int_equal(backup_path(f, a, &res), 0);
+	assert_int_equal(fsb_store_cycle(f->s), 2);
+	fsb_store_close(dead);			/* as a SIGKILL leaves it */
+
+	assert_int_equal(fsb_store_open(f->state, SESSION, &third, err, sizeof(err)), 0);
+	c = cycle_file(f, 1);
+	assert_non_null(c);
+	assert_true(cJSON_IsTrue(get(c, "recovered")));
+	cJSON_Delete(c);
+	assert_null(cycle_file(f, 2));		/* alive: still open */
+	assert_int_equal(backup_path(f, a, &res), 0);
+	assert_int_equal(fsb_store_seal(f->s, "live", "", err, sizeof(err)), 2);
+	fsb_store_close(third);
+}
+
+/* A turn that backed nothing up leaves no cycle behind, and the next one
+ * takes the same number. */
+static void test_empty_cycle_is_not_sealed(void **state)
+{
+	struct fixture *f = *state;
+	char dir[PATHBUF], err[256] = "";
+
+	open_store(f);
+	assert_int_equal(fsb_store_begin(f->s), 1);
+	assert_int_equal(fsb_store_seal(f->s, "nothing", "", err, sizeof(err)), 0);
+	assert_int_equal(fsb_store_cycle(f->s), 0);
+	snprintf(dir, sizeof(dir), "%s/cycles/1", f->store);
+	assert_int_not_equal(access(dir, F_OK), 0);
+	assert_int_equal(fsb_store_begin(f->s), 1);
 }
 
 /* The lock does not leak into a command the core runs. */
@@ -2244,8 +2309,11 @@ int main(void)
 						teardown),
 		cmocka_unit_test_setup_teardown(test_recovered_cycle_records_no_end_state, setup,
 						teardown),
-		cmocka_unit_test_setup_teardown(test_second_core_on_one_store_is_refused, setup,
+		cmocka_unit_test_setup_teardown(test_second_core_on_one_store_is_not_refused, setup,
 						teardown),
+		cmocka_unit_test_setup_teardown(
+			test_dead_cores_cycle_is_recovered_while_another_core_runs, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_empty_cycle_is_not_sealed, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_store_lock_is_not_inherited_by_exec, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(
