@@ -161,6 +161,26 @@ static size_t host_denials(FILE *f, const char *tool_call, char (*ids)[32], size
 	return n;
 }
 
+/* A line of the git guard (phase "git-guard", no tool call: it undid at
+ * the seal) into s->undone as "<path>: <reason>"; true when it was one. */
+static bool add_undone(struct fsb_run_summary *s, cJSON *o)
+{
+	const char *phase = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(o, "phase"));
+	const char *p = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(o, "path"));
+	const char *why = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(o, "reason"));
+	char **grown, line[PATH_MAX + 600];
+
+	if (phase == NULL || strcmp(phase, "git-guard") != 0)
+		return false;
+	snprintf(line, sizeof(line), "%s: %s", p ? p : "?", why ? why : "?");
+	if (s->nundone < SHOWN &&
+	    (grown = realloc(s->undone, (s->nundone + 1) * sizeof(*grown))) != NULL &&
+	    ((s->undone = grown)[s->nundone] = strdup(line)) != NULL)
+		s->nundone++;
+	cJSON_Delete(o);
+	return true;
+}
+
 /*
  * The audit lines of the tool call written since `from` that refuse a call
  * or hold it for approval. A host operation writes two lines for one
@@ -192,6 +212,8 @@ static void collect_refusals(struct fsb_run_summary *s, off_t from)
 		const char *op, *target, *rule, *blk;
 		bool ask, dup = false;
 
+		if (add_undone(s, o))
+			continue;
 		if (tc == NULL || strcmp(tc, s->tool_call) != 0 || dec == NULL ||
 		    (strcmp(dec, "deny") != 0 && strcmp(dec, "ask") != 0)) {
 			cJSON_Delete(o);
@@ -274,6 +296,8 @@ void fsb_run_summary_print(const struct fsb_run_summary *s, const char *who, FIL
 	else
 		fprintf(f, "%s: no file changed; %zu refused by the pack, %zu waiting for "
 			"approval\n", who, s->ndenied, s->nwaiting);
+	for (size_t i = 0; i < s->nundone; i++)
+		fprintf(f, "%s: undone: %s\n", who, s->undone[i]);
 	if (s->restore != NULL)
 		fprintf(f, "%s: to undo: %s\n", who, s->restore);
 	for (size_t i = 0; i < s->nwaiting; i++)
@@ -319,6 +343,8 @@ cJSON *fsb_run_summary_json(const struct fsb_run_summary *s)
 	for (size_t i = 0; i < s->nchanged; i++)
 		cJSON_AddItemToArray(changed, cJSON_CreateString(s->changed[i]));
 	cJSON_AddItemToObject(o, "changed", changed);
+	cJSON_AddItemToObject(o, "undone", cJSON_CreateStringArray((const char *const *)s->undone,
+								    (int)s->nundone));
 	cJSON_AddNumberToObject(o, "backedUp", (double)s->backed_up);
 	cJSON_AddItemToObject(o, "denied", refusals_json(s->denied, s->ndenied));
 	cJSON_AddItemToObject(o, "waiting", refusals_json(s->waiting, s->nwaiting));
@@ -375,6 +401,9 @@ void fsb_run_summary_free(struct fsb_run_summary *s)
 	for (size_t i = 0; i < s->nchanged; i++)
 		free(s->changed[i]);
 	free(s->changed);
+	for (size_t i = 0; i < s->nundone; i++)
+		free(s->undone[i]);
+	free(s->undone);
 	free_refusals(s->denied, s->ndenied);
 	free_refusals(s->waiting, s->nwaiting);
 	free(s->restore);

@@ -58,11 +58,12 @@ return {
 		{ op = "read", path = "${workspace}/.envrc", expect = "allow" },
 		{ op = "write", path = "${workspace}/.envrc", expect = "deny", rule = "denyModify **/.envrc" },
 		{ op = "read", path = "${workspace}/.git/hooks/pre-commit", expect = "allow" },
-		{ op = "write", path = "${workspace}/.git/hooks/pre-commit", expect = "deny", rule = "denyModify **/.git/hooks/*" },
+		{ op = "write", path = "${workspace}/.git/hooks/pre-commit", expect = "deny", rule = "denyModify **/.git/hooks/?*" },
 		-- git init and git clone: the repository, its config and the
 		-- template's samples (the git guard undoes risky config keys).
 		{ op = "mkdir", path = "${workspace}/.git", expect = "allow" },
 		{ op = "mkdir", path = "${workspace}/.git/hooks", expect = "allow" },
+		{ op = "mkdir", path = "${workspace}/.git/hooks/", expect = "allow" },
 		{ op = "create", path = "${workspace}/.git/hooks/pre-commit.sample", expect = "allow" },
 		{ op = "write", path = "${workspace}/.git/config", expect = "allow" },
 		{ op = "rename-to", path = "${workspace}/.git/config", expect = "allow" },

@@ -21,11 +21,13 @@ return {
 	denyModify = {
 		-- Hooks run on commit, checkout, merge, push ... Git runs
 		-- hooks/<name>, never *.sample, which `git init` copies from its
-		-- templates; the hooks directory itself may be made and removed.
-		"**/.git/hooks/*",
+		-- templates; the hooks directory itself may be made and removed
+		-- ("?*": git names it "hooks/", and "*" matches the empty name
+		-- after that slash).
+		"**/.git/hooks/?*",
 		"!**/.git/hooks/*.sample",
 		-- Submodules keep a whole Git directory each, nested at any depth.
-		"**/.git/modules/**/hooks/*",
+		"**/.git/modules/**/hooks/?*",
 		"!**/.git/modules/**/hooks/*.sample",
 		-- The main git directory's pointer to a common directory: git
 		-- never writes one there, and it would lend the repository the
@@ -39,7 +41,7 @@ return {
 	},
 
 	tests = {
-		{ op = "write", path = "/srv/repo/.git/hooks/pre-commit", expect = "deny", rule = "denyModify **/.git/hooks/*" },
+		{ op = "write", path = "/srv/repo/.git/hooks/pre-commit", expect = "deny", rule = "denyModify **/.git/hooks/?*" },
 		{ op = "create", path = "/srv/repo/.git/hooks/post-checkout", expect = "deny" },
 		{ op = "chmod", path = "/srv/repo/.git/hooks/pre-push", expect = "deny" },
 		{ op = "rename-to", path = "/srv/repo/.git/hooks/pre-commit", expect = "deny" },
@@ -53,6 +55,7 @@ return {
 		-- the .git entry itself, config.
 		{ op = "create", path = "/srv/repo/.git/hooks/pre-commit.sample", expect = "deny", rule = "default deny" },
 		{ op = "mkdir", path = "/srv/repo/.git/hooks", expect = "deny", rule = "default deny" },
+		{ op = "mkdir", path = "/srv/repo/.git/hooks/", expect = "deny", rule = "default deny" },
 		{ op = "mkdir", path = "/srv/repo/.git", expect = "deny", rule = "default deny" },
 		{ op = "write", path = "/srv/repo/.git/config", expect = "deny", rule = "default deny" },
 		{ op = "read", path = "/srv/repo/.git/config", expect = "deny", rule = "default deny" },
