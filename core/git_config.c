@@ -354,8 +354,8 @@ void fsb_git_config_free(struct fsb_git_cfg *c)
  * (or with the value check named), because git reads it as data, never as
  * a program, a path to run or a file to include. Why an allow-list and not
  * the list of keys that run programs: that list grows with git (fsmonitor
- * came in 2.16, hook.<name>.command in 2.46) and a key it lacks runs code
- * on the host; a key missing here only costs the run that setting.
+ * came in 2.16, newer releases add hook.<name>.command) and a key it lacks
+ * runs code on the host; a key missing here only costs the run that setting.
  */
 enum check { ANY, WORKTREE, URL, ALIAS, SUBMODULE_UPDATE };
 

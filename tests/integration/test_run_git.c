@@ -251,6 +251,56 @@ static void a_hook_planted_in_a_renamed_git_directory_is_undone(void **state)
 	free(out);
 }
 
+/* The run's core killed before it could seal: the next start seals the
+ * cycle as recovered, and the guard undoes it then. */
+static void a_cycle_a_killed_run_left_open_is_guarded_when_it_is_recovered(void **state)
+{
+	struct fixture *f = *state;
+	char cmd[PATH_MAX * 4], path[PATH_MAX * 2], ready[PATH_MAX * 2], canary[PATH_MAX * 2];
+	char *text, *out = NULL;
+	struct runproc p;
+
+	need_git();
+	snprintf(cmd, sizeof(cmd), "cd '%s' && git init -q -b main . && git add a.txt && "
+		 G " commit -q -m base", f->ws);
+	host_ok(cmd);
+	snprintf(canary, sizeof(canary), "%s/pwned", f->root);
+	snprintf(ready, sizeof(ready), "%s/ready", f->ws);
+	snprintf(cmd, sizeof(cmd), "git config core.fsmonitor 'touch %s' && touch ready && "
+		 "exec sleep 30", canary);
+	run_start((char *[]){ (char *)fsbt_binary(), "run", "--workspace", f->ws, "--state-dir",
+			      f->state, "--session", "s", "--", "sh", "-c", cmd, NULL }, false, &p);
+	/* A hang detector, not a measure: the config is written well before. */
+	for (int i = 0; i < 600 && !exists(ready); i++)
+		usleep(50 * 1000);
+	if (!exists(ready)) {
+		kill(p.pid, SIGKILL);
+		run_finish_within(&p, 45);
+		fsbt_fail_long("the run never got to its sleep:\n%s", p.ebuf ? p.ebuf : "");
+	}
+	assert_int_equal(kill(p.pid, SIGKILL), 0);
+	run_finish_within(&p, 45);
+	run_free(&p);
+	snprintf(path, sizeof(path), "%s/.git/config", f->ws);
+	text = fsbt_read_file(path, NULL);
+	assert_non_null(strstr(text, "fsmonitor"));	/* nobody sealed: still there */
+	free(text);
+
+	run_ok(f, "true", &out);
+	free(out);
+	text = fsbt_read_file(path, NULL);
+	if (strstr(text, "fsmonitor") != NULL)
+		fail_msg("the recovered cycle kept core.fsmonitor:\n%s", text);
+	free(text);
+	snprintf(path, sizeof(path), "%s/audit/s.jsonl", f->state);
+	text = fsbt_read_file(path, NULL);
+	assert_non_null(strstr(text, "\"phase\":\"git-guard\""));
+	free(text);
+	snprintf(cmd, sizeof(cmd), "cd '%s' && git status -s >/dev/null", f->ws);
+	host_ok(cmd);
+	assert_false(exists(canary));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -270,6 +320,9 @@ int main(void)
 			teardown),
 		cmocka_unit_test_setup_teardown(a_hook_planted_in_a_renamed_git_directory_is_undone,
 						setup, teardown),
+		cmocka_unit_test_setup_teardown(
+			a_cycle_a_killed_run_left_open_is_guarded_when_it_is_recovered, setup,
+			teardown),
 	};
 
 	return fsbt_run_group(tests, NULL, NULL);
