@@ -41,6 +41,9 @@
 #define SCAN_DEPTH 12
 #define SCAN_ENTRIES 20000
 
+/* What an undo did. */
+enum { PUT_BACK = 1, PUT_REMOVED = 2 };
+
 struct guard {
 	const char *store;
 	const struct fsb_cycle *cy;
@@ -295,12 +298,64 @@ static int scan(struct guard *g, const char *dir, int depth)
 	return rc;
 }
 
+/* The paths find_dirs() has looked at: a set, open addressing, so that a
+ * cycle of 100,000 paths costs a hash per path and not a scan. */
+struct seen {
+	char **slot;
+	size_t cap, n;
+};
+
+static size_t hash(const char *s)
+{
+	size_t h = 14695981039346656037u;
+
+	while (*s)
+		h = (h ^ (unsigned char)*s++) * 1099511628211u;
+	return h;
+}
+
+/* 1 when `p` was new (now added), 0 when seen before, or -ENOMEM. */
+static int seen_add(struct seen *t, const char *p)
+{
+	size_t i;
+
+	if ((t->n + 1) * 2 > t->cap) {
+		struct seen g = { .cap = t->cap ? t->cap * 2 : 1024 };
+
+		if ((g.slot = calloc(g.cap, sizeof(*g.slot))) == NULL)
+			return -ENOMEM;
+		for (size_t k = 0; k < t->cap; k++) {
+			if (t->slot[k] == NULL)
+				continue;
+			for (i = hash(t->slot[k]) & (g.cap - 1); g.slot[i]; i = (i + 1) & (g.cap - 1))
+				;
+			g.slot[i] = t->slot[k];
+		}
+		g.n = t->n;
+		free(t->slot);
+		*t = g;
+	}
+	for (i = hash(p) & (t->cap - 1); t->slot[i]; i = (i + 1) & (t->cap - 1))
+		if (strcmp(t->slot[i], p) == 0)
+			return 0;
+	if ((t->slot[i] = strdup(p)) == NULL)
+		return -ENOMEM;
+	t->n++;
+	return 1;
+}
+
+static void seen_free(struct seen *t)
+{
+	for (size_t k = 0; k < t->cap; k++)
+		free(t->slot[k]);
+	free(t->slot);
+}
+
 /* The git directories at or above each path the cycle touched, those
  * inside each directory renamed in, and the targets of `.git` files. */
 static int find_dirs(struct guard *g)
 {
-	char **seen = NULL;
-	size_t nseen = 0, capseen = 0;
+	struct seen seen = { 0 };
 	int rc = 0;
 
 	for (size_t i = 0; i < g->cy->nrecs && rc == 0; i++) {
@@ -319,14 +374,12 @@ static int find_dirs(struct guard *g)
 			rc = scan(g, p, 0);
 		/* The path itself and every directory above it, each once. */
 		for (char *slash; rc == 0 && p[0] != '\0';) {
-			bool dup = false;
+			int added = seen_add(&seen, p);
 
-			for (size_t k = 0; k < nseen && !dup; k++)
-				dup = strcmp(seen[k], p) == 0;
-			if (dup)
+			if (added <= 0) {
+				rc = added;
 				break;
-			if ((rc = push(&seen, &nseen, &capseen, p)) < 0)
-				break;
+			}
 			if (is_git_dir(g, p))
 				rc = add_dir(g, p);
 			if ((slash = strrchr(p, '/')) == NULL || slash == p)
@@ -334,9 +387,7 @@ static int find_dirs(struct guard *g)
 			*slash = '\0';
 		}
 	}
-	for (size_t k = 0; k < nseen; k++)
-		free(seen[k]);
-	free(seen);
+	seen_free(&seen);
 	return rc;
 }
 
@@ -382,6 +433,8 @@ static int replace_file(struct guard *g, const char *path, const char *data, siz
 	if (pfd < 0)
 		return pfd;
 	snprintf(tmp, sizeof(tmp), ".fsb-git-guard.%d", (int)getpid());
+	/* Left by an undo a crash cut short, or planted: never followed. */
+	unlinkat(pfd, tmp, 0);
 	fd = openat(pfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
 	if (fd < 0) {
 		rc = -errno;
@@ -417,21 +470,36 @@ fail:
 	return rc;
 }
 
+/* Removed, or -errno. */
+static int removed(struct guard *g, const char *path)
+{
+	int rc = remove_file(g, path);
+
+	return rc < 0 ? rc : PUT_REMOVED;
+}
+
 /* Put the start's content of a file back (its first record `first`): from
- * the store, else — no content was kept — it is removed. */
+ * the store, else — no content was kept, or it cannot be read — it is
+ * removed. PUT_BACK, PUT_REMOVED or -errno. */
 static int put_back(struct guard *g, const char *path, const struct fsb_journal_rec *first)
 {
 	int objfd, rc;
 
 	if (first == NULL || !first->prior.exists || strcmp(first->prior.type, "file") != 0 ||
 	    first->prior.object[0] == '\0')
-		return remove_file(g, path);
+		return removed(g, path);
 	if ((objfd = fsb_backup_object_open(g->store, first->prior.object)) < 0)
-		return remove_file(g, path);
+		return removed(g, path);
 	rc = replace_file(g, path, NULL, 0, objfd, first->prior.object,
 			  first->prior.has_mode ? first->prior.mode : 0644);
 	close(objfd);
-	return rc < 0 ? remove_file(g, path) : 0;
+	return rc < 0 ? removed(g, path) : PUT_BACK;
+}
+
+static const char *done_words(int rc)
+{
+	return rc < 0 ? "could not be undone"
+		      : rc == PUT_REMOVED ? "removed" : "its content at the start was put back";
 }
 
 /* Read a regular file (up to CONFIG_MAX) into a malloc'd buffer. */
@@ -526,9 +594,8 @@ static void check_config(struct guard *g, const char *gitdir, const char *path)
 	if (!parsed) {
 		if (rc < 0)
 			snprintf(err, sizeof(err), "%s", strerror(-rc));
-		rc = have_prior ? put_back(g, path, first) : remove_file(g, path);
-		report(g, path, "a git config that cannot be read (%s) %s", err,
-		       rc < 0 ? "could not be undone" : have_prior ? "was put back" : "was removed");
+		rc = have_prior ? put_back(g, path, first) : removed(g, path);
+		report(g, path, "a git config that cannot be read (%s): %s", err, done_words(rc));
 		goto out;
 	}
 	if (have_prior && prior_text(g, first, &old, &oldlen) == 0 &&
@@ -557,8 +624,7 @@ static void check_config(struct guard *g, const char *gitdir, const char *path)
 		goto out;
 	if (have_prior) {
 		rc = put_back(g, path, first);
-		report(g, path, "%s%s: %s", keys, nrisky > 4 ? ", …" : "",
-		       rc < 0 ? "could not be undone" : "its content at the start was put back");
+		report(g, path, "%s%s: %s", keys, nrisky > 4 ? ", …" : "", done_words(rc));
 		goto out;
 	}
 	/* Made in the cycle (git init, git clone): keep the file without the
@@ -568,7 +634,7 @@ static void check_config(struct guard *g, const char *gitdir, const char *path)
 		size_t kn = 0, from = 0;
 
 		if (kept == NULL) {
-			rc = remove_file(g, path);
+			rc = removed(g, path);
 		} else {
 			for (size_t i = 0; i < now.n; i++) {
 				const struct fsb_git_cfg_entry *e = &now.v[i];
@@ -591,10 +657,11 @@ static void check_config(struct guard *g, const char *gitdir, const char *path)
 			rc = replace_file(g, path, kept, kn, -1, NULL, st.st_mode);
 			free(kept);
 			if (rc < 0)
-				rc = remove_file(g, path);
+				rc = removed(g, path);
 		}
 		report(g, path, "%s%s: %s", keys, nrisky > 4 ? ", …" : "",
-		       rc < 0 ? "could not be undone" : "taken out of a config the run created");
+		       rc < 0 || rc == PUT_REMOVED ? done_words(rc)
+						   : "taken out of a config the run created");
 	}
 out:
 	fsb_git_config_free(&now);
@@ -635,12 +702,10 @@ static void check_hooks(struct guard *g, const char *gitdir)
 		snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
 		if ((ch = change_of(g, path, &first)) == UNCHANGED)
 			continue;
-		rc = ch == CHANGED ? put_back(g, path, first) : remove_file(g, path);
+		rc = ch == CHANGED ? put_back(g, path, first) : removed(g, path);
 		report(g, path, "%s: %s", ch == NEW ? "a hook the git directory did not have"
 						   : "a hook the run changed",
-		       rc < 0 ? "could not be undone"
-			      : ch == NEW || first->prior.object[0] == '\0' ? "removed"
-									     : "its content at the start was put back");
+		       done_words(rc));
 	}
 	closedir(d);
 }
