@@ -337,6 +337,32 @@ fail:
 	return rc;
 }
 
+char *fsb_git_config_drop(const char *text, size_t len, const struct fsb_git_cfg *c,
+			  const bool *drop, size_t *outlen)
+{
+	char *out = malloc(len + c->n + 1);
+	size_t n = 0, from = 0;
+
+	if (out == NULL)
+		return NULL;
+	for (size_t i = 0; i < c->n; i++) {
+		const struct fsb_git_cfg_entry *e = &c->v[i];
+
+		if (!drop[i])
+			continue;
+		memcpy(out + n, text + from, e->start - from);
+		n += e->start - from;
+		if (e->start > 0 && text[e->start - 1] != '\n')
+			out[n++] = '\n';
+		from = e->end;
+	}
+	memcpy(out + n, text + from, len - from);
+	n += len - from;
+	out[n] = '\0';
+	*outlen = n;
+	return out;
+}
+
 void fsb_git_config_free(struct fsb_git_cfg *c)
 {
 	for (size_t i = 0; i < c->n; i++) {

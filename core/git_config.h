@@ -47,6 +47,15 @@ void fsb_git_config_free(struct fsb_git_cfg *c);
 const char *fsb_git_config_risk(const struct fsb_git_cfg_entry *e, const char *gitdir);
 
 /**
+ * `text` (`len` bytes, the file `c` was parsed from) without the entries
+ * whose `drop` flag is set, in a malloc'd buffer of *outlen bytes (NULL
+ * when out of memory). Everything else stays byte for byte; an entry on
+ * its section header's line leaves the header on a line of its own.
+ */
+char *fsb_git_config_drop(const char *text, size_t len, const struct fsb_git_cfg *c,
+			  const bool *drop, size_t *outlen);
+
+/**
  * Absolute `path` with its "." and ".." segments taken out, lexically (no
  * symlink is looked at), into `out`. False when it is not absolute or does
  * not fit.

@@ -630,35 +630,22 @@ static void check_config(struct guard *g, const char *gitdir, const char *path)
 	/* Made in the cycle (git init, git clone): keep the file without the
 	 * risky keys, so that the repository still works. */
 	{
-		char *kept = malloc(len + now.n + 1);
-		size_t kn = 0, from = 0;
+		bool *drop = calloc(now.n + 1, sizeof(*drop));
+		char *kept = NULL;
+		size_t kn = 0;
 
-		if (kept == NULL) {
-			rc = removed(g, path);
-		} else {
-			for (size_t i = 0; i < now.n; i++) {
-				const struct fsb_git_cfg_entry *e = &now.v[i];
-				bool risky = fsb_git_config_risk(e, gitdir) != NULL;
-
-				for (size_t k = 0; risky && k < before.n; k++)
-					risky = !same_entry(e, &before.v[k]);
-				if (!risky)
-					continue;
-				memcpy(kept + kn, text + from, e->start - from);
-				kn += e->start - from;
-				/* A variable on its section header's line: the
-				 * header stays, on a line of its own. */
-				if (e->start > 0 && text[e->start - 1] != '\n')
-					kept[kn++] = '\n';
-				from = e->end;
-			}
-			memcpy(kept + kn, text + from, len - from);
-			kn += len - from;
-			rc = replace_file(g, path, kept, kn, -1, NULL, st.st_mode);
-			free(kept);
-			if (rc < 0)
-				rc = removed(g, path);
+		for (size_t i = 0; drop != NULL && i < now.n; i++) {
+			drop[i] = fsb_git_config_risk(&now.v[i], gitdir) != NULL;
+			for (size_t k = 0; drop[i] && k < before.n; k++)
+				drop[i] = !same_entry(&now.v[i], &before.v[k]);
 		}
+		if (drop != NULL)
+			kept = fsb_git_config_drop(text, len, &now, drop, &kn);
+		rc = kept != NULL ? replace_file(g, path, kept, kn, -1, NULL, st.st_mode) : -ENOMEM;
+		if (rc < 0)
+			rc = removed(g, path);
+		free(kept);
+		free(drop);
 		report(g, path, "%s%s: %s", keys, nrisky > 4 ? ", …" : "",
 		       rc < 0 || rc == PUT_REMOVED ? done_words(rc)
 						   : "taken out of a config the run created");
