@@ -420,11 +420,13 @@ out:
 /*
  * Replace the file at `path` with `len` bytes of `data` (or, with
  * `objfd` >= 0, the store object `hex` on it, checked against its name),
- * mode `mode`: a new file beside it renamed over it, so that git never
- * reads half of one. 0 or -errno.
+ * mode `mode`, owner `uid`:`gid` where the core may set it (a core run as
+ * root must not leave the user a config they cannot edit): a new file
+ * beside it renamed over it, so that git never reads half of one. 0 or
+ * -errno.
  */
 static int replace_file(struct guard *g, const char *path, const char *data, size_t len,
-			int objfd, const char *hex, mode_t mode)
+			int objfd, const char *hex, mode_t mode, uid_t uid, gid_t gid)
 {
 	char tmp[64];
 	const char *name;
@@ -453,6 +455,10 @@ static int replace_file(struct guard *g, const char *path, const char *data, siz
 			}
 			off += (size_t)n;
 		}
+	}
+	if (fchown(fd, uid, gid) < 0 && errno != EPERM) {
+		rc = -errno;
+		goto fail;
 	}
 	if (fchmod(fd, mode & 07777) < 0 || fsync(fd) < 0 || renameat(pfd, tmp, pfd, name) < 0) {
 		rc = -errno;
@@ -491,7 +497,9 @@ static int put_back(struct guard *g, const char *path, const struct fsb_journal_
 	if ((objfd = fsb_backup_object_open(g->store, first->prior.object)) < 0)
 		return removed(g, path);
 	rc = replace_file(g, path, NULL, 0, objfd, first->prior.object,
-			  first->prior.has_mode ? first->prior.mode : 0644);
+			  first->prior.has_mode ? first->prior.mode : 0644,
+			  first->prior.has_owner ? first->prior.uid : (uid_t)-1,
+			  first->prior.has_owner ? first->prior.gid : (gid_t)-1);
 	close(objfd);
 	return rc < 0 ? removed(g, path) : PUT_BACK;
 }
@@ -641,7 +649,9 @@ static void check_config(struct guard *g, const char *gitdir, const char *path)
 		}
 		if (drop != NULL)
 			kept = fsb_git_config_drop(text, len, &now, drop, &kn);
-		rc = kept != NULL ? replace_file(g, path, kept, kn, -1, NULL, st.st_mode) : -ENOMEM;
+		rc = kept != NULL ? replace_file(g, path, kept, kn, -1, NULL, st.st_mode, st.st_uid,
+						 st.st_gid)
+				  : -ENOMEM;
 		if (rc < 0)
 			rc = removed(g, path);
 		free(kept);
