@@ -36,6 +36,7 @@ struct fsb_git_cfg {
 int fsb_git_config_parse(const char *text, size_t len, struct fsb_git_cfg *out, char *err,
 			 size_t errlen);
 
+/** Free what fsb_git_config_parse() filled in (`c` is then empty). */
 void fsb_git_config_free(struct fsb_git_cfg *c);
 
 /**

@@ -33,6 +33,7 @@ struct fsb_git_undone {
 int fsb_git_guard_cycle(const char *store_dir, unsigned cycle, struct fsb_git_undone *out,
 			char *err, size_t errlen);
 
+/** Free the list fsb_git_guard_cycle() filled in. */
 void fsb_git_undone_free(struct fsb_git_undone *u);
 
 /**

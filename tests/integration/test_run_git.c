@@ -269,6 +269,60 @@ static void a_hook_planted_in_a_renamed_git_directory_is_undone(void **state)
 	free(out);
 }
 
+/* A clone with a submodule: the submodule's git directory under
+ * .git/modules keeps the core.worktree git writes there. */
+static void a_clone_with_a_submodule_works_and_keeps_its_worktree(void **state)
+{
+	struct fixture *f = *state;
+	char cmd[PATH_MAX * 4], *out = NULL;
+
+	need_git();
+	snprintf(cmd, sizeof(cmd),
+		 "set -e; cd '%s' && git init -q -b main lib && echo l > lib/l && "
+		 "git -C lib add l && " G " -C lib commit -q -m lib && "
+		 "git init -q -b main super && echo s > super/s && git -C super add s && "
+		 G " -C super -c protocol.file.allow=always submodule --quiet add ../lib lib && "
+		 G " -C super commit -q -m super", f->root);
+	host_ok(cmd);
+	snprintf(cmd, sizeof(cmd), "git -c protocol.file.allow=always clone -q "
+		 "--recurse-submodules '%s/super' sc", f->root);
+	run_ok(f, cmd, &out);
+	if (strstr(out, "undone:") != NULL)
+		fsbt_fail_long("the clone was interfered with:\n%s", out);
+	free(out);
+	snprintf(cmd, sizeof(cmd),
+		 "cd '%s/sc' && test \"$(cat lib/l)\" = l && "
+		 "test \"$(git config -f .git/modules/lib/config core.worktree)\" = ../../../lib && "
+		 "test -z \"$(git -C lib status --porcelain)\"", f->ws);
+	host_ok(cmd);
+}
+
+/* A linked worktree's own config (extensions.worktreeConfig). */
+static void an_fsmonitor_in_a_linked_worktrees_config_is_undone(void **state)
+{
+	struct fixture *f = *state;
+	char cmd[PATH_MAX * 4], canary[PATH_MAX * 2], *out = NULL;
+
+	need_git();
+	snprintf(cmd, sizeof(cmd), "cd '%s' && git init -q -b main . && git add a.txt && "
+		 G " commit -q -m base && git worktree add -q wt2 -b side", f->ws);
+	host_ok(cmd);
+	snprintf(canary, sizeof(canary), "%s/pwned", f->root);
+	snprintf(cmd, sizeof(cmd), "git config extensions.worktreeConfig true && "
+		 "git -C wt2 config --worktree core.fsmonitor 'touch %s'", canary);
+	run_ok(f, cmd, &out);
+	snprintf(cmd, sizeof(cmd), "undone: %s/.git/worktrees/wt2/config.worktree: core.fsmonitor",
+		 f->ws);
+	if (strstr(out, cmd) == NULL)
+		fsbt_fail_long("the summary does not name the undo ('%s'):\n%s", cmd, out);
+	free(out);
+	snprintf(cmd, sizeof(cmd), "cd '%s/wt2' && git status -s >/dev/null && "
+		 "! git config --worktree core.fsmonitor && git config extensions.worktreeConfig",
+		 f->ws);
+	host_ok(cmd);
+	assert_false(exists(canary));
+}
+
 /* The run's core killed before it could seal: the next start seals the
  * cycle as recovered, and the guard undoes it then. */
 static void a_cycle_a_killed_run_left_open_is_guarded_when_it_is_recovered(void **state)
@@ -337,6 +391,10 @@ int main(void)
 			a_planted_hook_is_refused_while_the_samples_of_git_init_are_fine, setup,
 			teardown),
 		cmocka_unit_test_setup_teardown(a_hook_planted_in_a_renamed_git_directory_is_undone,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(a_clone_with_a_submodule_works_and_keeps_its_worktree,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(an_fsmonitor_in_a_linked_worktrees_config_is_undone,
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(
 			a_cycle_a_killed_run_left_open_is_guarded_when_it_is_recovered, setup,
