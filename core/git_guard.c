@@ -590,14 +590,22 @@ static void check_config(struct guard *g, const char *gitdir, const char *path)
 	struct stat st;
 	int fd, rc;
 
-	if (ch == UNCHANGED)
-		return;
-	if ((fd = fsb_at_open(g->root, path, O_RDONLY | O_NONBLOCK | O_NOCTTY, 0)) < 0)
-		return;	/* gone, or not reachable without a symlink: git will not read it either */
-	rc = fstat(fd, &st) < 0 ? -errno : slurp_fd(fd, &text, &len);
-	close(fd);
+	if (ch == UNCHANGED || !lstat_at(g, path, &st))
+		return;	/* as at the start, or gone */
 	have_prior = ch == CHANGED && first->prior.object[0] != '\0' &&
 		     strcmp(first->prior.type, "file") == 0;
+	/* Git follows a symlink where it reads config; the guard never does,
+	 * so one the run made is undone whatever it points at. */
+	if (!S_ISREG(st.st_mode)) {
+		rc = have_prior ? put_back(g, path, first) : removed(g, path);
+		report(g, path, "a git config that is not a regular file (git would read what "
+		       "it points at): %s", done_words(rc));
+		goto out;
+	}
+	if ((fd = fsb_at_open(g->root, path, O_RDONLY | O_NONBLOCK | O_NOCTTY, 0)) < 0)
+		return;	/* replaced since the lstat: the next seal looks again */
+	rc = fstat(fd, &st) < 0 ? -errno : slurp_fd(fd, &text, &len);
+	close(fd);
 	parsed = rc == 0 && fsb_git_config_parse(text, len, &now, err, sizeof(err)) == 0;
 	if (!parsed) {
 		if (rc < 0)
@@ -678,6 +686,21 @@ static void check_hooks(struct guard *g, const char *gitdir)
 
 	if (snprintf(dir, sizeof(dir), "%s/hooks", gitdir) >= (int)sizeof(dir))
 		return;
+	/* A hooks "directory" that is a symlink lends git the hooks of
+	 * another directory, where the pack's hook rule does not look. */
+	{
+		const struct fsb_journal_rec *first;
+		struct stat st;
+		int rc;
+
+		if (lstat_at(g, dir, &st) && !S_ISDIR(st.st_mode) &&
+		    change_of(g, dir, &first) != UNCHANGED) {
+			rc = removed(g, dir);
+			report(g, dir, "a hooks directory that is not a directory (git would run the "
+			       "hooks where it points): %s", done_words(rc));
+			return;
+		}
+	}
 	if ((fd = fsb_at_open(g->root, dir, O_RDONLY | O_DIRECTORY, 0)) < 0)
 		return;
 	if ((d = fdopendir(fd)) == NULL) {

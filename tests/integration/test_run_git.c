@@ -269,6 +269,47 @@ static void a_hook_planted_in_a_renamed_git_directory_is_undone(void **state)
 	free(out);
 }
 
+/* Symlinks where git follows them and the guard does not: a hooks
+ * directory pointing at hooks the pack never saw as hooks, and a config
+ * pointing at a file with an fsmonitor. */
+static void a_hooks_directory_or_a_config_made_a_symlink_is_undone(void **state)
+{
+	struct fixture *f = *state;
+	char cmd[PATH_MAX * 4], canary[PATH_MAX * 2], path[PATH_MAX * 2], *before, *after;
+	char *out = NULL;
+	struct stat st;
+
+	need_git();
+	snprintf(cmd, sizeof(cmd), "cd '%s' && git init -q -b main . && git add a.txt && "
+		 G " commit -q -m base", f->ws);
+	host_ok(cmd);
+	snprintf(path, sizeof(path), "%s/.git/config", f->ws);
+	before = fsbt_read_file(path, NULL);
+	snprintf(canary, sizeof(canary), "%s/pwned", f->root);
+	snprintf(cmd, sizeof(cmd),
+		 "mkdir myhooks && printf '#!/bin/sh\\ntouch %s\\n' > myhooks/pre-commit && "
+		 "chmod +x myhooks/pre-commit && rm -r .git/hooks && ln -s ../myhooks .git/hooks && "
+		 "cp .git/config evil.cfg && printf '[core]\\n\\tfsmonitor = touch %s\\n' >> evil.cfg && "
+		 "rm .git/config && ln -s ../evil.cfg .git/config", canary, canary);
+	run_ok(f, cmd, &out);
+	snprintf(path, sizeof(path), "%s/.git/hooks", f->ws);
+	if (lstat(path, &st) == 0 && S_ISLNK(st.st_mode))
+		fsbt_fail_long("the hooks symlink stayed:\n%s", out);
+	snprintf(path, sizeof(path), "%s/.git/config", f->ws);
+	assert_int_equal(lstat(path, &st), 0);
+	if (!S_ISREG(st.st_mode))
+		fsbt_fail_long("the config symlink stayed:\n%s", out);
+	free(out);
+	after = fsbt_read_file(path, NULL);
+	assert_string_equal(after, before);
+	snprintf(cmd, sizeof(cmd), "cd '%s' && git status -s >/dev/null && echo x >> a.txt && "
+		 G " commit -q -am two", f->ws);
+	host_ok(cmd);
+	assert_false(exists(canary));
+	free(before);
+	free(after);
+}
+
 /* A clone with a submodule: the submodule's git directory under
  * .git/modules keeps the core.worktree git writes there. */
 static void a_clone_with_a_submodule_works_and_keeps_its_worktree(void **state)
@@ -391,6 +432,8 @@ int main(void)
 			a_planted_hook_is_refused_while_the_samples_of_git_init_are_fine, setup,
 			teardown),
 		cmocka_unit_test_setup_teardown(a_hook_planted_in_a_renamed_git_directory_is_undone,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(a_hooks_directory_or_a_config_made_a_symlink_is_undone,
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(a_clone_with_a_submodule_works_and_keeps_its_worktree,
 						setup, teardown),
