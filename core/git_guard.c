@@ -812,7 +812,7 @@ void fsb_git_guard_commit(struct fsb_broker *b, const char *sid, const char *sto
 	for (size_t i = 0; i < u.n; i++) {
 		cJSON *rec = cJSON_CreateObject();
 
-		fsb_warn("session %s, cycle %u: undone: %s: %s", sid, cycle, u.path[i],
+		fsb_debug("session %s, cycle %u: undone: %s: %s", sid, cycle, u.path[i],
 			 u.reason[i]);
 		cJSON_AddStringToObject(rec, "phase", "git-guard");
 		cJSON_AddStringToObject(rec, "session", sid);

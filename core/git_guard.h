@@ -39,7 +39,9 @@ void fsb_git_undone_free(struct fsb_git_undone *u);
 /**
  * fsb_git_guard_cycle on cycle `cycle` of session `sid` (its store at
  * `store_dir`), each undo written to the session's audit log (phase
- * "git-guard", decision "undone", path, reason) and to the core's log.
+ * "git-guard", decision "undone", path, reason), where the summary of
+ * `fsbroker run` finds it (the core's log has it at debug level only: a
+ * run's stderr is CMD's).
  * Before a cycle seals, so that its end state is what the guard left.
  */
 void fsb_git_guard_commit(struct fsb_broker *b, const char *sid, const char *store_dir,

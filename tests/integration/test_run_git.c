@@ -161,6 +161,9 @@ static void risky_keys_leave_a_config_the_run_made_and_the_rest_stays(void **sta
 	st = run_finish(&p);
 	if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
 		fsbt_fail_long("fsbroker run exited 0x%x:\n%s", (unsigned)st, p.ebuf ? p.ebuf : "");
+	/* With --summary-fd, stderr is CMD's own. */
+	if (p.ebuf != NULL && strstr(p.ebuf, "undone") != NULL)
+		fsbt_fail_long("the undo reached stderr:\n%s", p.ebuf);
 	sum = run_summary(&p);
 	undone = cJSON_GetObjectItemCaseSensitive(sum, "undone");
 	assert_int_equal(cJSON_GetArraySize(undone), 1);
