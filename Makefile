@@ -331,7 +331,7 @@ test-integration: all toybox zsh $(INTEG_BIN)
 # The harnesses are built twice: by clang with libFuzzer, ASan and UBSan
 # into build/fuzz, and by $(CC) with tests/fuzz/replay.c as their main, the
 # replay drivers `make test` runs over the seed corpus and the regressions.
-FUZZ_TARGETS := text json control glob journal
+FUZZ_TARGETS := text json control glob journal gitconfig
 FUZZ_SECONDS ?= 60
 FUZZ_CC      ?= clang
 FUZZ_BUILD   := build/fuzz

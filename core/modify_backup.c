@@ -24,6 +24,7 @@
 
 #include "at.h"
 #include "backup_prune.h"
+#include "git_guard.h"
 #include "holders.h"
 #include "log.h"
 #include "modify_backup.h"
@@ -32,12 +33,19 @@
 static struct fsb_store *store_of(struct fsb_broker *b, struct fsb_session *s,
 				  char *why, size_t whylen)
 {
+	unsigned crashed;
 	int rc;
 
-	if (s->store == NULL &&
-	    (rc = fsb_store_open(b->cfg.state_dir, s->id, &s->store, why, whylen)) < 0) {
+	if (s->store != NULL)
+		return s->store;
+	crashed = fsb_git_guard_unsealed(b->cfg.state_dir, s->id);
+	if ((rc = fsb_store_open(b->cfg.state_dir, s->id, &s->store, why, whylen)) < 0) {
 		fsb_error("backup store of session %s: %s", s->id, why);
 		s->store = NULL;
+	} else if (crashed > 0) {
+		/* Sealed as recovered just now: a crash must not keep what the
+		 * guard would have undone at the seal. */
+		fsb_git_guard_commit(b, s->id, fsb_store_dir(s->store), crashed);
 	}
 	return s->store;
 }
@@ -559,6 +567,9 @@ static int commit(struct fsb_broker *b, const char *sid, const char *message, bo
 		n = 0;
 		goto out;
 	}
+	/* What git would run later goes before the seal records the end
+	 * state, and its audit lines before the head. */
+	fsb_git_guard_commit(b, s->id, fsb_store_dir(s->store), fsb_store_cycle(s->store));
 	/* The sealed cycle names the audit chain's head: that line must be on
 	 * disk before the cycle that vouches for it. */
 	fsb_broker_lock(b);

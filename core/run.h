@@ -48,13 +48,15 @@ struct fsb_run_summary {
 	struct fsb_run_refusal *unsaved;
 	size_t nunsaved;
 	char *restore;		/* the command that undoes the run, or NULL */
+	char **undone;		/* "<path>: <reason>": what the git guard undid */
+	size_t nundone;
 };
 
 /**
  * Fill what the run did: from the store, the paths tool call `s->tool_call`
  * changed in cycle `cycle` (0: none) and the objects saved for them; from
  * the session's audit log (read from offset `audit_from`), each distinct
- * refusal and prompt block of the tool call.
+ * refusal and prompt block of the tool call, and what the git guard undid.
  */
 void fsb_run_summary_collect(struct fsb_run_summary *s, unsigned cycle, off_t audit_from);
 

@@ -170,6 +170,26 @@ static const char *field(const cJSON *o, const char *name)
 	return cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(o, name));
 }
 
+/* A line of the git guard (phase "git-guard", no tool call: it undid at
+ * the seal) into s->undone as "<path>: <reason>"; true when it was one. */
+static bool add_undone(struct fsb_run_summary *s, cJSON *o)
+{
+	const char *phase = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(o, "phase"));
+	const char *p = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(o, "path"));
+	const char *why = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(o, "reason"));
+	char **grown, line[PATH_MAX + 600];
+
+	if (phase == NULL || strcmp(phase, "git-guard") != 0)
+		return false;
+	snprintf(line, sizeof(line), "%s: %s", p ? p : "?", why ? why : "?");
+	if (s->nundone < SHOWN &&
+	    (grown = realloc(s->undone, (s->nundone + 1) * sizeof(*grown))) != NULL &&
+	    ((s->undone = grown)[s->nundone] = strdup(line)) != NULL)
+		s->nundone++;
+	cJSON_Delete(o);
+	return true;
+}
+
 /*
  * What an audit line of the tool call says to its user, and the rule to
  * name: the pack refused the call or holds it for approval ("decision"),
@@ -243,6 +263,8 @@ static void collect_refusals(struct fsb_run_summary *s, off_t from)
 		const char *tc = field(o, "toolCallId"), *op, *target, *rule, *blk;
 		enum line_kind kind;
 
+		if (add_undone(s, o))
+			continue;
 		if (tc == NULL || strcmp(tc, s->tool_call) != 0 ||
 		    (kind = classify(o, &rule, why, sizeof(why))) == LINE_OTHER) {
 			cJSON_Delete(o);
@@ -326,6 +348,8 @@ void fsb_run_summary_print(const struct fsb_run_summary *s, const char *who, FIL
 	else
 		fprintf(f, "%s: no file changed; %zu refused by the pack, %zu waiting for "
 			"approval\n", who, s->ndenied, s->nwaiting);
+	for (size_t i = 0; i < s->nundone; i++)
+		fprintf(f, "%s: undone: %s\n", who, s->undone[i]);
 	if (s->restore != NULL)
 		fprintf(f, "%s: to undo: %s\n", who, s->restore);
 	for (size_t i = 0; i < s->nwaiting; i++)
@@ -355,7 +379,7 @@ static cJSON *refusals_json(const struct fsb_run_refusal *v, size_t n)
 
 cJSON *fsb_run_summary_json(const struct fsb_run_summary *s)
 {
-	cJSON *o = cJSON_CreateObject(), *changed = cJSON_CreateArray();
+	cJSON *o = cJSON_CreateObject(), *changed = cJSON_CreateArray(), *undone = cJSON_CreateArray();
 
 	cJSON_AddNumberToObject(o, "exitStatus", s->exit_status);
 	if (s->signal > 0)
@@ -371,6 +395,9 @@ cJSON *fsb_run_summary_json(const struct fsb_run_summary *s)
 	for (size_t i = 0; i < s->nchanged; i++)
 		cJSON_AddItemToArray(changed, cJSON_CreateString(s->changed[i]));
 	cJSON_AddItemToObject(o, "changed", changed);
+	for (size_t i = 0; i < s->nundone; i++)
+		cJSON_AddItemToArray(undone, cJSON_CreateString(s->undone[i]));
+	cJSON_AddItemToObject(o, "undone", undone);
 	cJSON_AddNumberToObject(o, "backedUp", (double)s->backed_up);
 	cJSON_AddItemToObject(o, "denied", refusals_json(s->denied, s->ndenied));
 	cJSON_AddItemToObject(o, "waiting", refusals_json(s->waiting, s->nwaiting));
@@ -428,6 +455,9 @@ void fsb_run_summary_free(struct fsb_run_summary *s)
 	for (size_t i = 0; i < s->nchanged; i++)
 		free(s->changed[i]);
 	free(s->changed);
+	for (size_t i = 0; i < s->nundone; i++)
+		free(s->undone[i]);
+	free(s->undone);
 	free_refusals(s->denied, s->ndenied);
 	free_refusals(s->waiting, s->nwaiting);
 	free_refusals(s->unsaved, s->nunsaved);

@@ -150,13 +150,24 @@ describe("rule packs", function()
 			decides(eng, "write", "/home/u/proj/.envrc", "deny", "denyModify **/.envrc")
 		end)
 
-		it("protects Git hooks and config but lets commits write objects", function()
-			decides(eng, "write", "/home/u/proj/.git/hooks/pre-commit", "deny", "denyModify **/.git/hooks/**")
-			decides(eng, "mkdir", "/home/u/proj/.git/hooks", "deny", "denyModify **/.git/hooks/**")
-			decides(eng, "write", "/home/u/proj/.git/config", "deny", "denyModify **/.git/config")
-			decides(eng, "rename-from", "/home/u/proj/.git", "deny", "denyModify **/.git")
+		it("refuses new Git hooks but lets init, clone and commits write the repository", function()
+			decides(eng, "write", "/home/u/proj/.git/hooks/pre-commit", "deny", "denyModify **/.git/hooks/?*")
+			decides(eng, "rename-to", "/home/u/proj/.git/hooks/post-checkout", "deny", "denyModify **/.git/hooks/?*")
 			decides(eng, "write", "/home/u/proj/.git/modules/lib/hooks/post-checkout", "deny",
-				"denyModify **/.git/modules/**/hooks/**")
+				"denyModify **/.git/modules/**/hooks/?*")
+			decides(eng, "write", "/home/u/.gitconfig", "deny", "denyModify ~/.gitconfig")
+			decides(eng, "write", "/home/u/proj/.git/commondir", "deny", "denyModify **/.git/commondir")
+			-- git init: the directory, the hooks directory and the samples.
+			decides(eng, "mkdir", "/home/u/proj/.git", "allow", "fsProfile.modify ${workspace}/**")
+			decides(eng, "mkdir", "/home/u/proj/.git/hooks", "allow", "fsProfile.modify ${workspace}/**")
+			decides(eng, "create", "/home/u/proj/.git/hooks/pre-commit.sample", "allow",
+				"fsProfile.modify ${workspace}/**")
+			decides(eng, "create", "/home/u/proj/.git/modules/lib/hooks/update.sample", "allow",
+				"fsProfile.modify ${workspace}/**")
+			-- git config writes config.lock and renames it over config;
+			-- the git guard undoes risky keys when the cycle seals.
+			decides(eng, "rename-to", "/home/u/proj/.git/config", "allow", "fsProfile.modify ${workspace}/**")
+			decides(eng, "write", "/home/u/proj/.git/config.worktree", "allow", "fsProfile.modify ${workspace}/**")
 			decides(eng, "write", "/home/u/proj/.git/objects/12/3456", "allow", "fsProfile.modify ${workspace}/**")
 			decides(eng, "write", "/home/u/proj/.git/refs/heads/main", "allow", "fsProfile.modify ${workspace}/**")
 			decides(eng, "read", "/home/u/proj/.git/config", "allow", "fsProfile.read /**")

@@ -62,9 +62,16 @@ return {
 		{ op = "read", path = "${workspace}/.envrc", expect = "allow" },
 		{ op = "write", path = "${workspace}/.envrc", expect = "deny", rule = "denyModify **/.envrc" },
 		{ op = "read", path = "${workspace}/.git/hooks/pre-commit", expect = "allow" },
-		{ op = "write", path = "${workspace}/.git/hooks/pre-commit", expect = "deny", rule = "denyModify **/.git/hooks/**" },
-		{ op = "write", path = "${workspace}/.git/config", expect = "deny" },
-		{ op = "rename-from", path = "${workspace}/.git", expect = "deny" },
+		{ op = "write", path = "${workspace}/.git/hooks/pre-commit", expect = "deny", rule = "denyModify **/.git/hooks/?*" },
+		-- git init and git clone: the repository, its config and the
+		-- template's samples (the git guard undoes risky config keys).
+		{ op = "mkdir", path = "${workspace}/.git", expect = "allow" },
+		{ op = "mkdir", path = "${workspace}/.git/hooks", expect = "allow" },
+		{ op = "mkdir", path = "${workspace}/.git/hooks/", expect = "allow" },
+		{ op = "create", path = "${workspace}/.git/hooks/pre-commit.sample", expect = "allow" },
+		{ op = "write", path = "${workspace}/.git/config", expect = "allow" },
+		{ op = "rename-to", path = "${workspace}/.git/config", expect = "allow" },
+		{ op = "write", path = "~/.gitconfig", expect = "deny", rule = "denyModify ~/.gitconfig" },
 		{ op = "read", path = "${state}/audit/s.jsonl", expect = "deny" },
 		{ op = "write", path = "~/.claude/settings.json", expect = "deny" },
 		-- The tools' caches: written without an ask and without a backup.

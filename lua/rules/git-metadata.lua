@@ -1,56 +1,63 @@
--- git-metadata.lua — the parts of a Git repository that run code or point
--- Git elsewhere: hooks, config, the .git entry itself. Git runs hooks and
--- config-named programs later, outside any sandbox, as the user.
+-- git-metadata.lua — the parts of a Git repository that run code: hooks,
+-- and the user's own Git config. Git runs hooks and config-named programs
+-- later, outside any sandbox, as the user.
+--
+-- A run may make a repository (git init, git clone) and change one's
+-- objects, refs, index and config. What it may not leave behind is a hook
+-- the repository did not have, or a config key that makes Git run a
+-- program (core.fsmonitor, core.hooksPath, filters, `!` aliases, ...), in
+-- any git directory, whatever its name. This pack refuses at the call what
+-- a path can tell (a new hook under a .git directory); the core's git
+-- guard undoes the rest when the cycle is sealed and reports it: config
+-- content arrives through a granted fd after the grant, and `src/` is a
+-- git directory only once HEAD, objects/ and refs/ are in it
+-- (docs/rule-packs.md, "Git metadata").
 
 return {
 	name = "git-metadata",
 
-	-- Readable (git status, log and diff work), never modifiable. Objects,
-	-- refs and the index stay writable, so commits still work.
+	-- Readable (git status, log and diff work). Objects, refs, the index
+	-- and config stay writable, so init, clone and commits work.
 	denyModify = {
-		-- The .git entry itself, file or directory: renaming it aside (to
-		-- edit hooks under another name), replacing it, or writing a
-		-- "gitdir:" file that points Git at a directory with hooks of its
-		-- own. This also refuses `git init` and `git clone` inside.
-		"**/.git",
-		-- Hooks run on commit, checkout, merge, push ... ("/**" at the end
-		-- also matches the directory itself: it can be neither made nor
-		-- removed nor renamed).
-		"**/.git/hooks/**",
-		-- Config names programs (core.hooksPath, core.fsmonitor,
-		-- core.sshCommand, filters, aliases).
-		"**/.git/config",
-		"**/.git/config.worktree",
-		"**/.git/commondir",
-		-- Linked worktrees keep their own config and pointer files.
-		"**/.git/worktrees/*/config.worktree",
-		"**/.git/worktrees/*/commondir",
+		-- Hooks run on commit, checkout, merge, push ... Git runs
+		-- hooks/<name>, never *.sample, which `git init` copies from its
+		-- templates; the hooks directory itself may be made and removed
+		-- ("?*": git names it "hooks/", and "*" matches the empty name
+		-- after that slash).
+		"**/.git/hooks/?*",
+		"!**/.git/hooks/*.sample",
 		-- Submodules keep a whole Git directory each, nested at any depth.
-		"**/.git/modules/**/hooks/**",
-		"**/.git/modules/**/config",
-		"**/.git/modules/**/config.worktree",
-		-- The user's own Git config names programs too.
+		"**/.git/modules/**/hooks/?*",
+		"!**/.git/modules/**/hooks/*.sample",
+		-- The main git directory's pointer to a common directory: git
+		-- never writes one there, and it would lend the repository the
+		-- hooks and config of another.
+		"**/.git/commondir",
+		-- The user's own Git config names programs too, and no guard
+		-- looks there.
 		"~/.gitconfig",
 		"~/.config/git/config",
 		"~/.config/git/attributes",
 	},
 
 	tests = {
-		{ op = "write", path = "/srv/repo/.git/hooks/pre-commit", expect = "deny", rule = "denyModify **/.git/hooks/**" },
+		{ op = "write", path = "/srv/repo/.git/hooks/pre-commit", expect = "deny", rule = "denyModify **/.git/hooks/?*" },
 		{ op = "create", path = "/srv/repo/.git/hooks/post-checkout", expect = "deny" },
 		{ op = "chmod", path = "/srv/repo/.git/hooks/pre-push", expect = "deny" },
-		{ op = "mkdir", path = "/srv/repo/.git/hooks", expect = "deny", rule = "denyModify **/.git/hooks/**" },
-		{ op = "delete", path = "/srv/repo/.git/hooks", expect = "deny" },
-		{ op = "write", path = "/srv/repo/.git/config", expect = "deny", rule = "denyModify **/.git/config" },
-		{ op = "write", path = "/srv/repo/.git/config.worktree", expect = "deny" },
-		{ op = "rename-from", path = "/srv/repo/.git", expect = "deny", rule = "denyModify **/.git" },
-		{ op = "create", path = "/srv/repo/sub/.git", expect = "deny" },
+		{ op = "rename-to", path = "/srv/repo/.git/hooks/pre-commit", expect = "deny" },
 		{ op = "write", path = "/srv/repo/.git/modules/lib/hooks/pre-commit", expect = "deny" },
 		{ op = "write", path = "/srv/repo/.git/modules/a/modules/b/hooks/post-merge", expect = "deny" },
-		{ op = "write", path = "/srv/repo/.git/modules/a/modules/b/config", expect = "deny" },
-		{ op = "write", path = "/srv/repo/.git/worktrees/wt/config.worktree", expect = "deny" },
+		{ op = "write", path = "/srv/repo/.git/commondir", expect = "deny", rule = "denyModify **/.git/commondir" },
 		{ op = "write", path = "~/.gitconfig", expect = "deny" },
-		-- Reading is left to the including pack, so alone nothing is allowed.
+		{ op = "write", path = "~/.config/git/config", expect = "deny" },
+		-- What git init and git clone write is left to the including pack
+		-- (alone, nothing is allowed): the samples, the hooks directory,
+		-- the .git entry itself, config.
+		{ op = "create", path = "/srv/repo/.git/hooks/pre-commit.sample", expect = "deny", rule = "default deny" },
+		{ op = "mkdir", path = "/srv/repo/.git/hooks", expect = "deny", rule = "default deny" },
+		{ op = "mkdir", path = "/srv/repo/.git/hooks/", expect = "deny", rule = "default deny" },
+		{ op = "mkdir", path = "/srv/repo/.git", expect = "deny", rule = "default deny" },
+		{ op = "write", path = "/srv/repo/.git/config", expect = "deny", rule = "default deny" },
 		{ op = "read", path = "/srv/repo/.git/config", expect = "deny", rule = "default deny" },
 		-- Not metadata: a file merely named "hooks" or "config" elsewhere.
 		{ op = "write", path = "/srv/repo/hooks/config", expect = "deny", rule = "default deny" },

@@ -622,13 +622,14 @@ static void delete_directory_holding_a_denied_entry_is_refused_whole(void **stat
 	const char *denied;
 	cJSON *r;
 
-	/* ws/sub/{a.txt, .git/config, z.txt}: git-metadata denies changing
-	 * .git and .git/config. */
+	/* ws/sub/{a.txt, .git/hooks/pre-commit, z.txt}: git-metadata denies
+	 * changing a hook. */
 	mkdir_ok(path_in(sub, sizeof(sub), c->ws, "sub"));
 	fsbt_write_file(path_in(p, sizeof(p), sub, "a.txt"), "a\n");
 	fsbt_write_file(path_in(p, sizeof(p), sub, "z.txt"), "z\n");
-	mkdir_ok(path_in(git, sizeof(git), sub, ".git"));
-	fsbt_write_file(path_in(cfg, sizeof(cfg), sub, ".git/config"), "[core]\n");
+	mkdir_ok(path_in(p, sizeof(p), sub, ".git"));
+	mkdir_ok(path_in(git, sizeof(git), sub, ".git/hooks"));
+	fsbt_write_file(path_in(cfg, sizeof(cfg), sub, ".git/hooks/pre-commit"), "#!/bin/sh\n");
 	assert_int_equal(fsbt_tree_snap(sub, &before), 0);
 
 	for (int trash = 0; trash < 2; trash++) {
@@ -793,10 +794,12 @@ static void mkdir_outside_policy_is_refused(void **state)
 	DENIED(c, "\"operation\":\"mkdir\",\"path\":\"%s\"",
 	       path_in(d, sizeof(d), c->home, ".ssh/newdir"));
 	assert_absent(d);
-	/* A hooks directory in a repository. */
+	/* A hook's name in a repository (git init may make the hooks
+	 * directory itself). */
 	mkdir_ok(path_in(d, sizeof(d), c->ws, ".git"));
+	mkdir_ok(path_in(d, sizeof(d), c->ws, ".git/hooks"));
 	DENIED(c, "\"operation\":\"mkdir\",\"path\":\"%s\"",
-	       path_in(d, sizeof(d), c->ws, ".git/hooks"));
+	       path_in(d, sizeof(d), c->ws, ".git/hooks/pre-commit"));
 	assert_absent(d);
 }
 
@@ -907,20 +910,19 @@ static void rename_directory_with_an_entry_denied_under_its_new_name_is_refused(
 	char buf[4096];
 	cJSON *r;
 
-	/* ws/wt/{config.worktree, HEAD} -> ws/repo/.git/worktrees/wt: the
-	 * directory may move there, but its config.worktree may not be made
-	 * under that name (git-metadata). */
+	/* ws/wt/{pre-commit, update.sample} -> ws/repo/.git/hooks: the
+	 * directory may move there, but its pre-commit may not be made under
+	 * that name (git-metadata). */
 	mkdir_ok(path_in(p, sizeof(p), c->ws, "repo"));
 	mkdir_ok(path_in(p, sizeof(p), c->ws, "repo/.git"));
-	mkdir_ok(path_in(p, sizeof(p), c->ws, "repo/.git/worktrees"));
 	mkdir_ok(path_in(wt, sizeof(wt), c->ws, "wt"));
-	fsbt_write_file(path_in(p, sizeof(p), wt, "config.worktree"), "[core]\n");
-	fsbt_write_file(path_in(p, sizeof(p), wt, "HEAD"), "ref: refs/heads/x\n");
+	fsbt_write_file(path_in(p, sizeof(p), wt, "pre-commit"), "#!/bin/sh\n");
+	fsbt_write_file(path_in(p, sizeof(p), wt, "update.sample"), "#!/bin/sh\n");
 	assert_int_equal(fsbt_tree_snap(c->ws, &before), 0);
-	path_in(to, sizeof(to), c->ws, "repo/.git/worktrees/wt");
+	path_in(to, sizeof(to), c->ws, "repo/.git/hooks");
 	r = hostop(c, "\"operation\":\"rename\",\"from\":\"%s\",\"to\":\"%s\"", wt, to);
 	expect_denied(r);
-	path_in(denied, sizeof(denied), to, "config.worktree");
+	path_in(denied, sizeof(denied), to, "pre-commit");
 	assert_string_equal(fsbt_str(r, "deniedPath"), denied);
 	cJSON_Delete(r);
 	assert_int_equal(fsbt_tree_snap(c->ws, &after), 0);
