@@ -196,9 +196,18 @@ describe("rule packs", function()
 			decides(eng, "write", "/home/u/.npmrc", "deny", "denyRead ~/.npmrc")
 		end)
 
-		it("lets a hard-linked file be changed (the core refuses links to protected files)", function()
-			decides(eng, "write", "/home/u/proj/a", "allow", "fsProfile.modify ${workspace}/**", { exists = true, nlink = 2, dev = 1, ino = 2 })
-			decides(eng, "write", "/home/u/.bashrc", "ask", "ask.modify ~/**", { exists = true, nlink = 2, dev = 1, ino = 3 })
+		it("asks before changing a hard-linked file", function()
+			decides(eng, "write", "/home/u/proj/a", "ask", "hardlinks ask", { exists = true, nlink = 2, dev = 1, ino = 2 })
+		end)
+
+		it("lets pnpm's hard-linked trees be changed and linked again", function()
+			decides(eng, "write", "/home/u/proj/node_modules/.pnpm/a@1.0.0/node_modules/a/index.js", "allow",
+				"fsProfile.modify ${workspace}/**", { exists = true, nlink = 3, dev = 1, ino = 2 })
+			decides(eng, "link", "/home/u/.local/share/pnpm/store/v3/files/ab/cd", "allow",
+				"fsProfile.modify ~/.local/share/pnpm/store/**", { exists = true, nlink = 3, dev = 1, ino = 2 })
+			-- A tree of hard links elsewhere in the workspace still asks.
+			decides(eng, "write", "/home/u/proj/node_modules/a/index.js", "ask", "hardlinks ask",
+				{ exists = true, nlink = 2, dev = 1, ino = 3 })
 		end)
 
 		it("summarises for the mount plan", function()

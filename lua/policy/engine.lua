@@ -429,8 +429,12 @@ local function evaluate(st, req)
 
 	local v = judge_request(st, req)
 
+	-- hardlinkTrees: files that are hard links by design (a pnpm store and
+	-- the node_modules linked into it) are changed as any other file; the
+	-- core still refuses another name of a protected file there.
 	if v.decision == "allow" and HARDLINK_OPS[op] and req.exists == true
-		and math_type(req.nlink) ~= nil and req.nlink > 1 and not DIR_TYPES[req.type] then
+		and math_type(req.nlink) ~= nil and req.nlink > 1 and not DIR_TYPES[req.type]
+		and st.m.hardlinkTrees(normalize.canonical(req.path, st.platform)) == nil then
 		if st.hardlinks == "ask" then
 			v = { decision = "ask", rule = "hardlinks ask", kind = "hardlinks", was = v }
 		elseif st.hardlinks == "deny" then

@@ -43,12 +43,12 @@ M.DEFAULTS = {
 --- The glob lists of a pack, by the name rules are reported under.
 M.LISTS = {
 	"fsProfile.read", "fsProfile.modify", "denyRead", "denyModify",
-	"ask.read", "ask.modify", "backup.skip",
+	"ask.read", "ask.modify", "backup.skip", "hardlinkTrees",
 }
 
 local TOP_FIELDS = {
 	"name", "include", "fsProfile", "denyRead", "denyModify", "ask", "backup",
-	"delete", "reads", "env", "decide", "hardlinks", "tests",
+	"delete", "reads", "env", "decide", "hardlinks", "hardlinkTrees", "tests",
 }
 local TEST_FIELDS = {
 	"op", "path", "expect", "exists", "nlink", "dev", "ino", "requested",
@@ -393,7 +393,7 @@ local function check_pack(raw, file, ctx)
 		{ fs.read, "fsProfile.read" }, { fs.modify, "fsProfile.modify" },
 		{ raw.denyRead, "denyRead" }, { raw.denyModify, "denyModify" },
 		{ ask.read, "ask.read" }, { ask.modify, "ask.modify" },
-		{ backup.skip, "backup.skip" },
+		{ backup.skip, "backup.skip" }, { raw.hardlinkTrees, "hardlinkTrees" },
 	}) do
 		ok, err = list(step[1], step[2])
 		if not ok then

@@ -31,11 +31,11 @@ return {
 	env = {
 		pass = { "PATH", "HOME", "LANG", "LC_ALL", "TERM", "USER", "LOGNAME", "SHELL", "TZ", "TMPDIR" },
 	},
-	-- A file with several names may be changed (a pnpm store linked into
-	-- node_modules, git's objects in a local clone): the core refuses,
-	-- before this pack runs, a change to another name of a file the pack
-	-- protects (docs/rule-packs.md, "Hard links").
-	hardlinks = "allow",
+	-- A change to a file with several names changes them all: asked about,
+	-- except in the trees that are hard links by design (tool-caches.lua's
+	-- hardlinkTrees: pnpm). Another name of a file the pack protects is
+	-- refused by the core in any case (docs/rule-packs.md, "Hard links").
+	hardlinks = "ask",
 
 	-- These hold wherever the workspace is (in home, under ${tmp}, elsewhere),
 	-- so a test names its deciding rule only where no other entry can match.
@@ -79,9 +79,10 @@ return {
 		{ op = "write", path = "~/.cache/go-build/00/x-d", expect = "allow", skipUnder = "${tmp}" },
 		{ op = "write", path = "~/.cache/pre-commit/x/hook", expect = "ask", skipUnder = "${tmp}" },
 		{ op = "read", path = "~/.npmrc", expect = "deny", rule = "denyRead ~/.npmrc" },
-		-- A second name for the same inode: the core's guard decides
-		-- whether the other name is protected; the pack lets it through.
-		{ op = "write", path = "${workspace}/linked.txt", exists = true, nlink = 2, expect = "allow" },
+		-- A second name for the same inode: changing it changes the other.
+		{ op = "write", path = "${workspace}/linked.txt", exists = true, nlink = 2, expect = "ask", rule = "hardlinks ask" },
+		-- Except in pnpm's layout, where every file is one.
+		{ op = "write", path = "${workspace}/node_modules/.pnpm/a@1/node_modules/a/index.js", exists = true, nlink = 3, expect = "allow" },
 		-- A symlink in the workspace pointing at a secret: the resolved path decides.
 		{ op = "read", path = "~/.ssh/id_rsa", requested = "${workspace}/key", expect = "deny" },
 		-- BSD sed -i writes ".!<pid>!name" first: judged as the name too.

