@@ -31,6 +31,10 @@ unset XDG_STATE_HOME XDG_CONFIG_HOME XDG_CACHE_HOME XDG_DATA_HOME XDG_RUNTIME_DI
 export GIT_AUTHOR_NAME=w GIT_AUTHOR_EMAIL=w@example.invalid
 export GIT_COMMITTER_NAME=w GIT_COMMITTER_EMAIL=w@example.invalid
 export GIT_CONFIG_NOSYSTEM=1 PYTHONDONTWRITEBYTECODE=1 npm_config_update_notifier=false
+# Inside the sandbox only the pack's env.pass reaches git: its identity is
+# the user's ~/.gitconfig, as on a real machine.
+git config --global user.name w && git config --global user.email w@example.invalid
+git config --global init.defaultBranch main
 export npm_config_audit=false npm_config_fund=false
 
 n=0
@@ -92,7 +96,9 @@ setup_git() {
 }
 # The index holds inode numbers and times, the reflogs times.
 volatile_git='.git/index,.git/logs/*,.git/ORIG_HEAD'
-cmd_git='git stash -q && git checkout -q other && git checkout -q main && git stash pop -q &&
+# Commits made at another second would be other objects: a fixed date.
+git_date='export GIT_AUTHOR_DATE="2024-05-06T07:08:09Z" GIT_COMMITTER_DATE="2024-05-06T07:08:09Z";'
+cmd_git=$git_date'git stash -q && git checkout -q other && git checkout -q main && git stash pop -q &&
 git -c rebase.autoStash=true rebase -q other && git gc -q --prune=now && git status --short'
 
 setup_git_init_clone() {
@@ -102,7 +108,7 @@ setup_git_init_clone() {
     mv ../origin.git origin.git
 }
 volatile_git_init_clone='*.git/index,*.git/logs/*'
-cmd_git_init_clone='git init -q -b main fresh && echo x >fresh/x && git -C fresh add x &&
+cmd_git_init_clone=$git_date'git init -q -b main fresh && echo x >fresh/x && git -C fresh add x &&
 git -C fresh commit -qm x && git clone -q origin.git copy && git -C copy log --oneline | wc -l'
 
 setup_python_venv() {
