@@ -745,6 +745,11 @@ int fsb_mount_plan_build(struct fsb_policy *p, const struct fsb_mount_inputs *in
 		   "no controlling terminal (TIOCSTI)",
 		   "--unshare-user", "--unshare-pid", "--die-with-parent", "--new-session",
 		   "--disable-userns");
+	/* Root on the host is root inside too, and its capabilities would let
+	 * it chroot, mknod or read past the modes the core relies on. */
+	if (err == 0)
+		err = step(&b, "no capabilities, whoever runs it (root included); an IPC "
+			   "namespace of its own", "--cap-drop", "ALL", "--unshare-ipc");
 	if (err == 0)
 		err = step(&b, "the host tree, read-only at the same paths", "--ro-bind", "/", "/");
 	if (err == 0)

@@ -141,8 +141,9 @@ static const int notify_nrs[] = {
  * Calls the sandbox never gets, answered EPERM:
  * - io_uring performs opens and renames in kernel workers that seccomp
  *   never sees;
- * - mounts, namespaces and pivot_root would change what a path means in
- *   the target's view, the view the supervisor resolves in;
+ * - mounts, namespaces, pivot_root and chroot would change what a path
+ *   means in the target's view, the view the supervisor resolves in (a
+ *   chroot("/var") made the core judge ~/.bashrc as a path under ${tmp});
  * - ptrace, process_vm_writev and pidfd_getfd reach into another sandboxed
  *   process (its registers, its memory, its writable fds);
  * - open_by_handle_at opens by file handle, past any path the supervisor
@@ -152,7 +153,7 @@ static const int deny_nrs[] = {
 	__NR_io_uring_setup, __NR_io_uring_enter, __NR_io_uring_register,
 	__NR_mount, __NR_umount2, __NR_mount_setattr, __NR_move_mount,
 	__NR_open_tree, __NR_open_tree_attr, __NR_fsopen, __NR_fsconfig,
-	__NR_fsmount, __NR_fspick, __NR_pivot_root,
+	__NR_fsmount, __NR_fspick, __NR_pivot_root, __NR_chroot,
 	__NR_unshare, __NR_setns,
 	__NR_ptrace, __NR_process_vm_writev, __NR_pidfd_getfd,
 	__NR_open_by_handle_at,

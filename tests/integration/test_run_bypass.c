@@ -573,6 +573,21 @@ static void ptrace_of_a_sibling_is_refused(void **state)
 	free(err);
 }
 
+/* A static helper did chroot("/var") as root, and the core then judged
+ * ~/.bashrc as a path under ${tmp} while writing the real one. */
+static void root_in_the_sandbox_holds_no_capability_and_cannot_chroot(void **state)
+{
+	struct fixture *f = *state;
+	char *out, *err;
+
+	need_sandbox(f);
+	attack(f, "$P/fsbt_attack chroot /var", &out, &err);
+	expect_answer(out, err, "capabilities", "none");
+	expect_answer(out, err, "chroot", "EPERM");
+	free(out);
+	free(err);
+}
+
 static void tiocsti_cannot_push_input_into_the_terminal(void **state)
 {
 	struct fixture *f = *state;
@@ -979,6 +994,7 @@ int main(void)
 		T(x32_syscall_numbers_get_enosys),
 		T(a_child_cannot_add_its_own_seccomp_listener),
 		T(ptrace_of_a_sibling_is_refused),
+		T(root_in_the_sandbox_holds_no_capability_and_cannot_chroot),
 		T(tiocsti_cannot_push_input_into_the_terminal),
 		T(a_planted_absolute_symlink_cannot_write_a_masked_or_host_only_path),
 		T(a_symlink_swapped_during_writes_never_reaches_the_protected_file),

@@ -199,6 +199,8 @@ static void test_default_pack_plan_in_order(void **state)
 	ns = find3(&pl, "--unshare-user", "--unshare-pid", "--die-with-parent");
 	assert_int_equal(ns, 0);
 	assert_int_equal(find3(&pl, "--new-session", "--disable-userns", NULL), 3);
+	/* No capabilities inside, root's included; IPC of its own. */
+	assert_int_equal(find3(&pl, "--cap-drop", "ALL", "--unshare-ipc"), 5);
 	base = find3(&pl, "--ro-bind", "/", "/");
 	proc = find3(&pl, "--proc", "/proc", NULL);
 	assert_true(find3(&pl, "--dev", "/dev", NULL) > base);

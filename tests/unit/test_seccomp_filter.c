@@ -116,8 +116,8 @@ static uint32_t expected(int nr, const __u64 *args, bool reads_broker)
 		__NR_io_uring_setup, __NR_io_uring_enter, __NR_io_uring_register,
 		__NR_mount, __NR_umount2, __NR_mount_setattr, __NR_move_mount,
 		__NR_open_tree, NR_open_tree_attr, __NR_fsopen, __NR_fsconfig,
-		__NR_fsmount, __NR_fspick, __NR_pivot_root, __NR_unshare, __NR_setns,
-		__NR_ptrace, __NR_process_vm_writev, __NR_pidfd_getfd,
+		__NR_fsmount, __NR_fspick, __NR_pivot_root, __NR_chroot, __NR_unshare,
+		__NR_setns, __NR_ptrace, __NR_process_vm_writev, __NR_pidfd_getfd,
 		__NR_open_by_handle_at,
 	};
 	const uint32_t wflags = O_WRONLY | O_RDWR | O_CREAT | O_TRUNC | TMPFILE_BIT;
@@ -609,6 +609,7 @@ static const struct call refused[] = {
 	{ "fsopen", __NR_fsopen, { (long)"tmpfs", 0 }, EPERM },
 	{ "open_tree", __NR_open_tree, { AT, P_DOT, 0 }, EPERM },
 	{ "pivot_root", __NR_pivot_root, { P_DOT, P_DOT }, EPERM },
+	{ "chroot", __NR_chroot, { P_DOT }, EPERM },
 	{ "unshare(0)", __NR_unshare, { 0 }, EPERM },
 	{ "unshare(CLONE_NEWUSER)", __NR_unshare, { CLONE_NEWUSER }, EPERM },
 	{ "clone(CLONE_NEWUSER)", __NR_clone, { CLONE_NEWUSER | SIGCHLD, 0, 0, 0, 0 }, EPERM },

@@ -16,6 +16,8 @@
  *   fsbt_attack listener                   a filter with SECCOMP_FILTER_FLAG_NEW_LISTENER
  *   fsbt_attack ptrace                     one child attaches to its sibling
  *   fsbt_attack tiocsti                    TIOCSTI on fd 0
+ *   fsbt_attack chroot DIR                 chroot(DIR), and the capabilities it holds
+ *                                          ("capabilities: none" or their mask)
  *   fsbt_attack legacy PROTECTED DIR OTHER the old path calls (open, rename, unlink,
  *                                          truncate, chmod, chown, utimes, mknod, link,
  *                                          symlink, mkdir, rmdir) as raw syscalls on a
@@ -269,6 +271,26 @@ static int attack_legacy(const char *protected, const char *dir, const char *oth
 	return 0;
 }
 
+/* Root on the host is root in the sandbox: it must hold no capability, and
+ * chroot must be refused, or the core judges paths in another root than
+ * the one the call acts in. */
+static int attack_chroot(const char *dir)
+{
+	char line[256];
+	FILE *f = fopen("/proc/self/status", "re");
+
+	while (f != NULL && fgets(line, sizeof(line), f) != NULL) {
+		unsigned long long eff;
+
+		if (sscanf(line, "CapEff: %llx", &eff) == 1)
+			eff ? printf("capabilities: %llx\n", eff) : printf("capabilities: none\n");
+	}
+	if (f != NULL)
+		fclose(f);
+	report("chroot", syscall(__NR_chroot, dir));
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	const char *cmd = argc > 1 ? argv[1] : "";
@@ -292,9 +314,11 @@ int main(int argc, char **argv)
 		return attack_ptrace();
 	if (strcmp(cmd, "tiocsti") == 0)
 		return attack_tiocsti();
+	if (strcmp(cmd, "chroot") == 0 && argc == 3)
+		return attack_chroot(argv[2]);
 	if (strcmp(cmd, "legacy") == 0 && argc == 5)
 		return attack_legacy(argv[2], argv[3], argv[4]);
 	fprintf(stderr, "usage: fsbt_attack openat2|creat|tmpfile-link|exchange|io-uring|x32|"
-			"listener|ptrace|tiocsti|legacy ARGS\n");
+			"listener|ptrace|tiocsti|chroot|legacy ARGS\n");
 	return 2;
 }
