@@ -8,22 +8,54 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include "at.h"
 #include "grant.h"
+
+/* Linux's terminal majors: the virtual consoles and serial lines (4),
+ * /dev/tty, /dev/console and /dev/ptmx (5), the pseudo-terminal slaves
+ * (136-143). */
+#define TTY_MAJOR 4
+#define TTYAUX_MAJOR 5
+#define PTS_MAJOR_FIRST 136
+#define PTS_MAJOR_LAST 143
+
+int fsb_grant_terminal_refusal(const struct stat *st)
+{
+	unsigned maj = major(st->st_rdev), min = minor(st->st_rdev);
+
+	if (!S_ISCHR(st->st_mode))
+		return 0;
+	if (maj == TTYAUX_MAJOR && min == 0)
+		return -ENXIO;
+	/* /dev/ptmx makes a new terminal of the client's own: no deputy. */
+	if (maj == TTYAUX_MAJOR && min == 2)
+		return 0;
+	if (maj == TTY_MAJOR || maj == TTYAUX_MAJOR ||
+	    (maj >= PTS_MAJOR_FIRST && maj <= PTS_MAJOR_LAST))
+		return -EACCES;
+	return 0;
+}
 
 /* Reach the judged inode with O_PATH, never through a symlink, and check it
  * is the one judged. Returns the O_PATH fd or -errno; *st is its stat. */
 static int reach_judged(int rootfd, const struct fsb_resolved *res, struct stat *st)
 {
 	int pathfd = fsb_at_reach(rootfd, res, st);
+	int err;
 
 	/* A directory fd would let its holder openat() anything beneath it,
 	 * past every rule: no directory fd ever reaches a client. */
 	if (pathfd >= 0 && S_ISDIR(st->st_mode)) {
 		close(pathfd);
 		return -EISDIR;
+	}
+	/* Nor a terminal the core would open in its own session. */
+	if (pathfd >= 0 && (err = fsb_grant_terminal_refusal(st)) < 0) {
+		close(pathfd);
+		return err;
 	}
 	return pathfd;
 }

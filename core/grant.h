@@ -47,4 +47,15 @@ int fsb_grant_undo_create(int rootfd, const struct fsb_resolved *res, int fd);
  */
 int fsb_grant_open_for_backup(int rootfd, const struct fsb_resolved *res);
 
+/**
+ * 0 when the core may open the object `st` describes for a client, or the
+ * errno a client gets instead: -ENXIO for /dev/tty, -EACCES for any other
+ * terminal. The core opens a device in its own session, so /dev/tty would
+ * be the core's controlling terminal (a command could prompt for a
+ * password on it and read the answer), and another terminal someone
+ * else's; a sandboxed process has no controlling terminal of its own, so
+ * its native open of /dev/tty fails with ENXIO too.
+ */
+int fsb_grant_terminal_refusal(const struct stat *st);
+
 #endif

@@ -122,7 +122,7 @@ static int open_read(int rootfd, const struct fsb_resolved *res, int flags)
 {
 	int want_nonblock = flags & O_NONBLOCK;
 	struct stat st;
-	int pathfd, fd;
+	int pathfd, fd, err;
 
 	pathfd = fsb_at_reach(rootfd, res, &st);
 	if (pathfd < 0)
@@ -130,6 +130,10 @@ static int open_read(int rootfd, const struct fsb_resolved *res, int flags)
 	if ((flags & O_DIRECTORY) && !S_ISDIR(st.st_mode)) {
 		close(pathfd);
 		return -ENOTDIR;
+	}
+	if ((err = fsb_grant_terminal_refusal(&st)) < 0) {
+		close(pathfd);
+		return err;
 	}
 	/* ADDFD cannot pass an O_PATH fd (fget refuses one): the object is
 	 * opened for reading instead, which the read judged allows. */

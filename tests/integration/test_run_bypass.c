@@ -588,6 +588,46 @@ static void root_in_the_sandbox_holds_no_capability_and_cannot_chroot(void **sta
 	free(err);
 }
 
+/*
+ * /dev/tty as a confused deputy: the default pack lets a command write
+ * /dev/tty, and the core, opening it itself, handed over its own
+ * controlling terminal (a native open inside gets ENXIO). fsbroker run is
+ * given one here by script(1); a fake password prompt must not reach it.
+ */
+static void dev_tty_is_not_the_cores_terminal(void **state)
+{
+	struct fixture *f = *state;
+	char *argv[32], line[PATH_MAX * 4], *out = NULL, *err = NULL, *s;
+	const char *cmd[] = { "/bin/sh", "-c", "", "sh", NULL };
+	size_t n = 0;
+	int st;
+
+	need_sandbox(f);
+	if (access("/usr/bin/script", X_OK) != 0)
+		fsbt_skip("script(1) is not installed: no controlling terminal can be given");
+	s = with_progs(f, "$P/fsbt_attack tty");
+	cmd[2] = s;
+	run_argv(f, "s", cmd, argv, 32);
+	line[0] = '\0';
+	for (n = 0; argv[n] != NULL; n++) {
+		strcat(line, n ? " '" : "'");
+		strcat(line, argv[n]);
+		strcat(line, "'");
+	}
+	st = run_split((char *[]){ "/usr/bin/script", "-qec", line, "/dev/null", NULL }, -1, &out,
+		       &err);
+	(void)st;
+	free(s);
+	/* The terminal ends its lines with "\r\n". */
+	for (char *r = strchr(out, '\r'); r != NULL; r = strchr(r, '\r'))
+		memmove(r, r + 1, strlen(r));
+	expect_answer(out, err, "open /dev/tty", "ENXIO");
+	if (strstr(out, "FAKE PROMPT") != NULL)
+		fsbt_fail_long("the command wrote to the core's terminal:\n%s", out);
+	free(out);
+	free(err);
+}
+
 static void tiocsti_cannot_push_input_into_the_terminal(void **state)
 {
 	struct fixture *f = *state;
@@ -995,6 +1035,7 @@ int main(void)
 		T(a_child_cannot_add_its_own_seccomp_listener),
 		T(ptrace_of_a_sibling_is_refused),
 		T(root_in_the_sandbox_holds_no_capability_and_cannot_chroot),
+		T(dev_tty_is_not_the_cores_terminal),
 		T(tiocsti_cannot_push_input_into_the_terminal),
 		T(a_planted_absolute_symlink_cannot_write_a_masked_or_host_only_path),
 		T(a_symlink_swapped_during_writes_never_reaches_the_protected_file),

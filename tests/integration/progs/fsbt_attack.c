@@ -16,6 +16,8 @@
  *   fsbt_attack listener                   a filter with SECCOMP_FILTER_FLAG_NEW_LISTENER
  *   fsbt_attack ptrace                     one child attaches to its sibling
  *   fsbt_attack tiocsti                    TIOCSTI on fd 0
+ *   fsbt_attack tty                        open /dev/tty for writing; on success
+ *                                          write a fake password prompt to it
  *   fsbt_attack chroot DIR                 chroot(DIR), and the capabilities it holds
  *                                          ("capabilities: none" or their mask)
  *   fsbt_attack legacy PROTECTED DIR OTHER the old path calls (open, rename, unlink,
@@ -271,6 +273,21 @@ static int attack_legacy(const char *protected, const char *dir, const char *oth
 	return 0;
 }
 
+/* The core opening /dev/tty for the sandbox would hand over the core's
+ * controlling terminal: a command could prompt there and read the answer. */
+static int attack_tty(void)
+{
+	int fd = open("/dev/tty", O_RDWR | O_CLOEXEC);
+
+	report("open /dev/tty", fd);
+	if (fd >= 0) {
+		if (write(fd, "FAKE PROMPT Password for sudo: ", 31) < 0)
+			report("write /dev/tty", -1);
+		close(fd);
+	}
+	return 0;
+}
+
 /* Root on the host is root in the sandbox: it must hold no capability, and
  * chroot must be refused, or the core judges paths in another root than
  * the one the call acts in. */
@@ -314,11 +331,13 @@ int main(int argc, char **argv)
 		return attack_ptrace();
 	if (strcmp(cmd, "tiocsti") == 0)
 		return attack_tiocsti();
+	if (strcmp(cmd, "tty") == 0)
+		return attack_tty();
 	if (strcmp(cmd, "chroot") == 0 && argc == 3)
 		return attack_chroot(argv[2]);
 	if (strcmp(cmd, "legacy") == 0 && argc == 5)
 		return attack_legacy(argv[2], argv[3], argv[4]);
 	fprintf(stderr, "usage: fsbt_attack openat2|creat|tmpfile-link|exchange|io-uring|x32|"
-			"listener|ptrace|tiocsti|chroot|legacy ARGS\n");
+			"listener|ptrace|tiocsti|tty|chroot|legacy ARGS\n");
 	return 2;
 }
