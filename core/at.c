@@ -94,3 +94,18 @@ int fsb_at_reopen(int fd, int flags)
 	while (rfd < 0 && errno == EINTR);
 	return rfd < 0 ? -errno : rfd;
 }
+
+int fsb_at_reopen_unblocked(int fd, int flags)
+{
+	int rfd = fsb_at_reopen(fd, flags | O_NONBLOCK), fl;
+
+	if (rfd < 0 || (flags & O_NONBLOCK))
+		return rfd;
+	if ((fl = fcntl(rfd, F_GETFL)) < 0 || fcntl(rfd, F_SETFL, fl & ~O_NONBLOCK) < 0) {
+		int err = -errno;
+
+		close(rfd);
+		return err;
+	}
+	return rfd;
+}

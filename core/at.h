@@ -41,6 +41,16 @@ int fsb_at_reach(int rootfd, const struct fsb_resolved *res, struct stat *st);
  */
 int fsb_at_reopen(int fd, int flags);
 
+/**
+ * fsb_at_reopen() that never waits: O_NONBLOCK is added for the open, so
+ * that no FIFO without a peer, tty waiting for carrier or file lease held
+ * by some process (an open of a leased file waits up to the lease break
+ * time, 45 s, then breaks it) holds the core up; the fd is made blocking
+ * again unless `flags` asked for O_NONBLOCK. A leased file answers
+ * -EWOULDBLOCK at once.
+ */
+int fsb_at_reopen_unblocked(int fd, int flags);
+
 /** "/proc/self/fd/<fd>" into `buf` (at least 32 bytes), for the *at() calls
  * that take no empty path. Returns `buf`. */
 char *fsb_at_fd_path(int fd, char *buf, size_t len);

@@ -76,7 +76,7 @@ static int open_existing(int rootfd, const struct fsb_resolved *res, int flags,
 		return pathfd;
 	/* The backup reads the very inode about to be handed out. */
 	if (backup != NULL && S_ISREG(st.st_mode) && writable(flags)) {
-		int rdfd = fsb_at_reopen(pathfd, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+		int rdfd = fsb_at_reopen_unblocked(pathfd, O_RDONLY | O_CLOEXEC | O_NOCTTY);
 
 		if (rdfd < 0) {
 			err = rdfd;
@@ -89,10 +89,8 @@ static int open_existing(int rootfd, const struct fsb_resolved *res, int flags,
 	}
 	flags &= ~(O_CREAT | O_EXCL | O_NOFOLLOW | O_TRUNC);
 	/* Opening a FIFO blocks until a peer appears, a tty may wait for
-	 * carrier: never on the loop. */
-	if (S_ISFIFO(st.st_mode) || S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode))
-		flags |= O_NONBLOCK;
-	fd = fsb_at_reopen(pathfd, flags);
+	 * carrier, a leased file for the lease's break: never on the loop. */
+	fd = fsb_at_reopen_unblocked(pathfd, flags);
 	err = fd;
 out:
 	close(pathfd);
@@ -107,7 +105,8 @@ int fsb_grant_open_for_backup(int rootfd, const struct fsb_resolved *res)
 	pathfd = reach_judged(rootfd, res, &st);
 	if (pathfd < 0)
 		return pathfd;
-	fd = S_ISREG(st.st_mode) ? fsb_at_reopen(pathfd, O_RDONLY | O_CLOEXEC | O_NOCTTY) : -EINVAL;
+	fd = S_ISREG(st.st_mode) ? fsb_at_reopen_unblocked(pathfd, O_RDONLY | O_CLOEXEC | O_NOCTTY)
+				 : -EINVAL;
 	close(pathfd);
 	return fd;
 }
@@ -116,7 +115,6 @@ int fsb_grant_open(int rootfd, const struct fsb_resolved *res, int flags, mode_t
 		   fsb_grant_backup_fn backup, void *arg)
 {
 	int want_trunc = flags & O_TRUNC;
-	int want_nonblock = flags & O_NONBLOCK;
 	struct stat st;
 	int fd, err;
 
@@ -136,15 +134,6 @@ int fsb_grant_open(int rootfd, const struct fsb_resolved *res, int flags, mode_t
 	if (fstat(fd, &st) < 0) {
 		err = -errno;
 		goto fail;
-	}
-	if ((S_ISFIFO(st.st_mode) || S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode)) &&
-	    !want_nonblock) {
-		int fl = fcntl(fd, F_GETFL);
-
-		if (fl < 0 || fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) < 0) {
-			err = -errno;
-			goto fail;
-		}
 	}
 	if (want_trunc && S_ISREG(st.st_mode) && (flags & O_ACCMODE) != O_RDONLY &&
 	    ftruncate(fd, 0) < 0) {

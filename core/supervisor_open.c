@@ -120,7 +120,6 @@ static int grant_open_as_target(struct call *c, const struct fsb_access *acc, in
  */
 static int open_read(int rootfd, const struct fsb_resolved *res, int flags)
 {
-	int want_nonblock = flags & O_NONBLOCK;
 	struct stat st;
 	int pathfd, fd, err;
 
@@ -140,12 +139,8 @@ static int open_read(int rootfd, const struct fsb_resolved *res, int flags)
 	if (flags & O_PATH)
 		flags = O_RDONLY | (flags & O_DIRECTORY);
 	flags &= ~(O_NOFOLLOW | O_CLOEXEC);
-	if (S_ISFIFO(st.st_mode) || S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode))
-		flags |= O_NONBLOCK;
-	fd = fsb_at_reopen(pathfd, flags | O_NOCTTY);
+	fd = fsb_at_reopen_unblocked(pathfd, flags | O_NOCTTY);
 	close(pathfd);
-	if (fd >= 0 && !want_nonblock && (flags & O_NONBLOCK))
-		fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
 	return fd;
 }
 
@@ -177,14 +172,14 @@ static int open_own_fd(struct call *c, int tfd)
 	 * granted; the open file is reopened as asked. */
 	if ((!S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode)) ||
 	    (writes && (fcntl(fd, F_GETFL) & O_ACCMODE) != O_RDONLY)) {
-		out = fsb_at_reopen(fd, (c->flags & ~(O_CREAT | O_EXCL | O_TRUNC | O_NOFOLLOW |
-						      O_CLOEXEC)) | O_NOCTTY);
+		out = fsb_at_reopen_unblocked(fd, (c->flags & ~(O_CREAT | O_EXCL | O_TRUNC |
+								O_NOFOLLOW | O_CLOEXEC)) | O_NOCTTY);
 		goto done;
 	}
 	if (fsb_sv_fd_path(fd, named, sizeof(named)) < 0) {
 		if (st.st_nlink == 0)
-			out = fsb_at_reopen(fd, c->flags & ~(O_CREAT | O_EXCL | O_NOFOLLOW |
-							     O_CLOEXEC));
+			out = fsb_at_reopen_unblocked(fd, c->flags & ~(O_CREAT | O_EXCL |
+								       O_NOFOLLOW | O_CLOEXEC));
 		goto done;
 	}
 	fsb_sv_access_init(c->sv, c->req, &acc, writes ? FSB_OP_WRITE : FSB_OP_READ, named, -1);
@@ -208,7 +203,7 @@ static int open_own_fd(struct call *c, int tfd)
 			goto done;
 		}
 	}
-	out = fsb_at_reopen(fd, c->flags & ~(O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC));
+	out = fsb_at_reopen_unblocked(fd, c->flags & ~(O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC));
 	audit_call(c, &acc, out, out < 0 ? -out : 0);
 	if (out >= 0 && writes)
 		fsb_backup_note_write_grant(c->sv->b, c->sv->scope.session,

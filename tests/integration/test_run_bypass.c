@@ -628,6 +628,34 @@ static void dev_tty_is_not_the_cores_terminal(void **state)
 	free(err);
 }
 
+/*
+ * A write lease taken through a read-only fd made the core's own open of
+ * the file (for its backup, then the grant) wait for the lease break, 45 s
+ * each, while it held the work gate that every other call of the run
+ * needs. The core opens without blocking: the write is refused at once
+ * with EAGAIN (a blocked open would have gone through after the break),
+ * and the file is untouched.
+ */
+static void a_file_lease_never_holds_the_core_up(void **state)
+{
+	struct fixture *f = *state;
+	char path[PATH_MAX + 16], *out, *err;
+
+	need_sandbox(f);
+	snprintf(path, sizeof(path), "%s/leased.txt", f->ws);
+	fsbt_write_file(path, "before\n");
+	attack(f, "$P/fsbt_attack lease leased.txt", &out, &err);
+	if (answer(out, "F_SETLEASE F_WRLCK") == NULL ||
+	    strcmp(answer(out, "F_SETLEASE F_WRLCK"), "ok") != 0)
+		fsbt_skip("no file lease could be taken here (%s)",
+			  answer(out, "F_SETLEASE F_WRLCK") ? answer(out, "F_SETLEASE F_WRLCK")
+							    : "no answer");
+	expect_answer(out, err, "child open O_WRONLY", "EAGAIN");
+	expect_content(path, "before\n");
+	free(out);
+	free(err);
+}
+
 static void tiocsti_cannot_push_input_into_the_terminal(void **state)
 {
 	struct fixture *f = *state;
@@ -1036,6 +1064,7 @@ int main(void)
 		T(ptrace_of_a_sibling_is_refused),
 		T(root_in_the_sandbox_holds_no_capability_and_cannot_chroot),
 		T(dev_tty_is_not_the_cores_terminal),
+		T(a_file_lease_never_holds_the_core_up),
 		T(tiocsti_cannot_push_input_into_the_terminal),
 		T(a_planted_absolute_symlink_cannot_write_a_masked_or_host_only_path),
 		T(a_symlink_swapped_during_writes_never_reaches_the_protected_file),

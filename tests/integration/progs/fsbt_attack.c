@@ -18,6 +18,9 @@
  *   fsbt_attack tiocsti                    TIOCSTI on fd 0
  *   fsbt_attack tty                        open /dev/tty for writing; on success
  *                                          write a fake password prompt to it
+ *   fsbt_attack lease FILE                 a write lease on FILE (through a read-only
+ *                                          fd), then the lease holder's child opens
+ *                                          FILE for writing
  *   fsbt_attack chroot DIR                 chroot(DIR), and the capabilities it holds
  *                                          ("capabilities: none" or their mask)
  *   fsbt_attack legacy PROTECTED DIR OTHER the old path calls (open, rename, unlink,
@@ -273,6 +276,29 @@ static int attack_legacy(const char *protected, const char *dir, const char *oth
 	return 0;
 }
 
+/* A file lease made the core's own open of the file wait for the lease
+ * break (45 s) while it held the work gate every other call needs. */
+static int attack_lease(const char *file)
+{
+	int fd = open(file, O_RDONLY | O_CLOEXEC), status;
+	pid_t child;
+
+	report("open for the lease", fd);
+	if (fd < 0)
+		return 0;
+	report("F_SETLEASE F_WRLCK", fcntl(fd, F_SETLEASE, F_WRLCK));
+	child = fork();
+	if (child == 0) {
+		/* The lease holder's child: another open file description. */
+		report("child open O_WRONLY", open(file, O_WRONLY | O_CLOEXEC));
+		_exit(0);
+	}
+	waitpid(child, &status, 0);
+	fcntl(fd, F_SETLEASE, F_UNLCK);
+	close(fd);
+	return 0;
+}
+
 /* The core opening /dev/tty for the sandbox would hand over the core's
  * controlling terminal: a command could prompt there and read the answer. */
 static int attack_tty(void)
@@ -331,6 +357,8 @@ int main(int argc, char **argv)
 		return attack_ptrace();
 	if (strcmp(cmd, "tiocsti") == 0)
 		return attack_tiocsti();
+	if (strcmp(cmd, "lease") == 0 && argc == 3)
+		return attack_lease(argv[2]);
 	if (strcmp(cmd, "tty") == 0)
 		return attack_tty();
 	if (strcmp(cmd, "chroot") == 0 && argc == 3)
@@ -338,6 +366,6 @@ int main(int argc, char **argv)
 	if (strcmp(cmd, "legacy") == 0 && argc == 5)
 		return attack_legacy(argv[2], argv[3], argv[4]);
 	fprintf(stderr, "usage: fsbt_attack openat2|creat|tmpfile-link|exchange|io-uring|x32|"
-			"listener|ptrace|tiocsti|tty|chroot|legacy ARGS\n");
+			"listener|ptrace|tiocsti|lease|tty|chroot|legacy ARGS\n");
 	return 2;
 }
