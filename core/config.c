@@ -93,8 +93,28 @@ int fsb_config_build(struct fsb_broker_config *cfg, const char *rules,
 		snprintf(cfg->rules_dirs[cfg->nrules_dirs++], PATH_MAX, "%s", path);
 
 	snprintf(cfg->home, sizeof(cfg->home), "%s", home_dir());
-	if (tmp == NULL || tmp[0] != '/' || realpath(tmp, cfg->tmp) == NULL)
+	/* A TMPDIR that does not exist is refused, not replaced by /tmp: with
+	 * home or the workspace under /tmp, they would silently count as
+	 * scratch (no asks, no backups). */
+	if (tmp != NULL && tmp[0] != '\0') {
+		if (tmp[0] != '/') {
+			snprintf(err, errlen, "TMPDIR %s is not an absolute path: set it to an "
+				 "existing directory, or unset it", tmp);
+			return -1;
+		}
+		if (realpath(tmp, cfg->tmp) == NULL) {
+			snprintf(err, errlen, "TMPDIR %s: %s: set it to an existing directory, or "
+				 "unset it", tmp, strerror(errno));
+			return -1;
+		}
+		if (!is_dir(cfg->tmp)) {
+			snprintf(err, errlen, "TMPDIR %s is not a directory: set it to an existing "
+				 "directory, or unset it", tmp);
+			return -1;
+		}
+	} else {
 		snprintf(cfg->tmp, sizeof(cfg->tmp), "/tmp");
+	}
 
 	if (workspace != NULL) {
 		if (realpath(workspace, cfg->workspace) == NULL) {

@@ -11,7 +11,7 @@ build=${1:-build}
 fsb=$(realpath "$build/fsbroker")
 client=$build/demo-client
 demo=$(mktemp -d /tmp/fsbroker-demo.XXXXXX)
-mkdir -p "$demo/home/.ssh" "$demo/ws" "$demo/rules"
+mkdir -p "$demo/home/.ssh" "$demo/ws" "$demo/rules" "$demo/tmp"
 echo "not a real key" >"$demo/home/.ssh/id_ed25519"
 echo "notes" >"$demo/home/notes.txt"
 printf '# plan\n- ship it\n' >"$demo/ws/plan.md"

@@ -295,9 +295,13 @@ static int live_setup(void **state)
 	put(path, "API_KEY=1\n");
 	at(path, sizeof(path), l->state, "audit.jsonl");
 	put(path, "{}\n");
-	n = readlink("/proc/self/exe", l->exe, sizeof(l->exe) - 1);
+	n = readlink("/proc/self/exe", path, sizeof(path) - 1);
 	assert_true(n > 0);
-	l->exe[n] = '\0';
+	path[n] = '\0';
+	/* The probe runs as the fixture's uid, maybe another than ours: a
+	 * copy in the fixture, since the checkout may lie where only we may
+	 * enter (a 0700 home, mktemp -d). */
+	fsbt_copy_program(path, l->root, "probe", l->exe, sizeof(l->exe));
 	l->listen_fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	assert_true(l->listen_fd >= 0);
 	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", l->sock);

@@ -152,6 +152,27 @@ static void sed_in_place_keeps_the_mode_quietly(void **state)
 	assert_int_equal(st.st_mode & 07777, 0640);
 }
 
+/* TMPDIR named a directory that did not exist yet (make demo's core): the
+ * core silently took /tmp, and a home or workspace under /tmp became
+ * scratch, with no asks and no backups. */
+static void a_tmpdir_that_does_not_exist_is_refused_not_replaced_by_tmp(void **state)
+{
+	struct fixture *f = *state;
+	char missing[PATH_MAX + 16], *out = NULL;
+	int st;
+
+	snprintf(missing, sizeof(missing), "%s/not-made-yet", f->root);
+	setenv("TMPDIR", missing, 1);
+	st = run_sh(f, NULL, "echo ran", &out);
+	setenv("TMPDIR", f->tmp, 1);
+	assert_true(WIFEXITED(st));
+	assert_int_equal(WEXITSTATUS(st), 125);
+	assert_non_null(strstr(out, "TMPDIR"));
+	assert_non_null(strstr(out, missing));
+	assert_null(strstr(out, "ran\n"));
+	free(out);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -165,6 +186,8 @@ int main(void)
 						teardown),
 		cmocka_unit_test_setup_teardown(explain_prints_the_plan_and_runs_nothing, setup,
 						teardown),
+		cmocka_unit_test_setup_teardown(
+			a_tmpdir_that_does_not_exist_is_refused_not_replaced_by_tmp, setup, teardown),
 	};
 
 	return fsbt_run_group(tests, NULL, NULL);
