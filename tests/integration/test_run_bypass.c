@@ -23,6 +23,7 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/shm.h>
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <sys/wait.h>
@@ -656,6 +657,30 @@ static void a_file_lease_never_holds_the_core_up(void **state)
 	free(err);
 }
 
+/* The host's IPC namespace was shared: a sandboxed program read and
+ * overwrote the user's SysV shared memory. */
+static void the_hosts_sysv_shared_memory_is_out_of_reach(void **state)
+{
+	struct fixture *f = *state;
+	const key_t key = 0x46534249;	/* "FSBI" */
+	char *out, *err, script[128];
+	int id;
+
+	need_sandbox(f);
+	if (access("/usr/bin/ipcs", X_OK) != 0)
+		fsbt_skip("ipcs(1) is not installed");
+	if ((id = shmget(key, 4096, IPC_CREAT | IPC_EXCL | 0600)) < 0)
+		fsbt_skip("no SysV shared memory here: %s", strerror(errno));
+	snprintf(script, sizeof(script), "ipcs -m | grep -c 0x%08x || true", (unsigned)key);
+	attack(f, script, &out, &err);
+	shmctl(id, IPC_RMID, NULL);
+	/* ipcs prints the segment's key in hex: not one line inside. */
+	if (strncmp(out, "0\n", 2) != 0)
+		fsbt_fail_long("the sandbox sees the host's segment:\n%s%s", out, err);
+	free(out);
+	free(err);
+}
+
 static void tiocsti_cannot_push_input_into_the_terminal(void **state)
 {
 	struct fixture *f = *state;
@@ -1065,6 +1090,7 @@ int main(void)
 		T(root_in_the_sandbox_holds_no_capability_and_cannot_chroot),
 		T(dev_tty_is_not_the_cores_terminal),
 		T(a_file_lease_never_holds_the_core_up),
+		T(the_hosts_sysv_shared_memory_is_out_of_reach),
 		T(tiocsti_cannot_push_input_into_the_terminal),
 		T(a_planted_absolute_symlink_cannot_write_a_masked_or_host_only_path),
 		T(a_symlink_swapped_during_writes_never_reaches_the_protected_file),
