@@ -266,7 +266,8 @@ $(FAULT_SHIM): tests/faultinject/fsb_fault.c
 	@echo "  CC      $<"
 	$(Q)$(CC) $(PROGS_CFLAGS) -fPIC -shared -o $@ $< -ldl -lpthread
 
-$(BUILD)/tests/test_fault_inject: $(FAULT_SHIM)
+$(BUILD)/tests/test_fault_inject $(BUILD)/tests/test_hostop_regressions \
+		$(BUILD)/tests/test_serve_backup: $(FAULT_SHIM)
 $(BUILD)/tests/test_serve_load: HARNESS_SRC += tests/integration/load_mix.c
 $(BUILD)/tests/test_serve_load: $(LOAD_MIX)
 

@@ -10,7 +10,9 @@
  *             "any" for every one of them (counted together, in order)
  *     ACTION  an errno name (EIO, ENOSPC, EDQUOT, EROFS, EMFILE): the call
  *             is not made and fails with it; KILL: SIGKILL before the
- *             call is made; KILLAFTER: SIGKILL right after it returned
+ *             call is made; KILLAFTER: SIGKILL right after it returned;
+ *             HOLD: the call waits while the file FSB_FAULT_HOLD exists,
+ *             then is made (a test holds a backup in progress)
  *     N       the Nth matching call (1 = the first); "N+" for the Nth and
  *             every later one
  *     MATCH   only calls whose path contains this string count (the path
@@ -18,6 +20,7 @@
  *   FSB_FAULT_ARM=PATH   calls count only while PATH exists, so the test
  *                        arms the injector once the core is ready
  *   FSB_FAULT_LOG=PATH   each fault appends "CALL N ACTION PATH" there
+ *   FSB_FAULT_HOLD=PATH  what HOLD waits on: the test removes it to let go
  *
  * Only regular files and directories count (fds 0-2, sockets and pipes
  * never do): the core's log, its control channel and its clients are left
@@ -45,6 +48,7 @@ struct spec {
 	char call[32];
 	int err;		/* > 0: fail with it */
 	int kill;		/* 1: before the call, 2: after it */
+	bool hold;		/* wait while hold_path exists */
 	long n;
 	bool onward;
 	char match[256];
@@ -53,7 +57,7 @@ struct spec {
 
 static struct spec specs[MAX_SPECS];
 static int nspecs = -1;		/* -1: not parsed yet */
-static const char *arm_path, *log_path;
+static const char *arm_path, *log_path, *hold_path;
 static pthread_once_t parsed = PTHREAD_ONCE_INIT;
 
 static const struct {
@@ -71,6 +75,7 @@ static void parse(void)
 
 	arm_path = getenv("FSB_FAULT_ARM");
 	log_path = getenv("FSB_FAULT_LOG");
+	hold_path = getenv("FSB_FAULT_HOLD");
 	nspecs = 0;
 	if (env == NULL)
 		return;
@@ -94,10 +99,12 @@ static void parse(void)
 			s->kill = 1;
 		else if (strcmp(f[1], "KILLAFTER") == 0)
 			s->kill = 2;
+		else if (strcmp(f[1], "HOLD") == 0)
+			s->hold = true;
 		for (size_t i = 0; i < sizeof(errnos) / sizeof(errnos[0]); i++)
 			if (strcmp(f[1], errnos[i].name) == 0)
 				s->err = errnos[i].err;
-		if (s->kill == 0 && s->err == 0)
+		if (s->kill == 0 && s->err == 0 && !s->hold)
 			continue;
 		s->n = strtol(f[2], &p, 10);
 		s->onward = *p == '+';
@@ -151,7 +158,8 @@ static void note(const struct spec *s, const char *call, long n, const char *pat
 	if (log_path == NULL)
 		return;
 	len = snprintf(line, sizeof(line), "%s %ld %s %s\n", call, n,
-		       s->kill == 1 ? "KILL" : s->kill == 2 ? "KILLAFTER" : "errno", path);
+		       s->kill == 1 ? "KILL" : s->kill == 2 ? "KILLAFTER" : s->hold ? "HOLD" : "errno",
+		       path);
 	fd = (int)syscall(SYS_openat, AT_FDCWD, log_path,
 			  O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
 	if (fd < 0)
@@ -199,6 +207,8 @@ static int decide(const char *call, int fd, const char *name)
 		note(s, call, n, path);
 		if (s->kill == 1)
 			syscall(SYS_kill, getpid(), SIGKILL);
+		while (s->hold && hold_path != NULL && access(hold_path, F_OK) == 0)
+			usleep(10000);
 		verdict = s->kill == 2 ? -1 : s->err;
 	}
 	errno = saved;

@@ -466,6 +466,63 @@ void fsbt_core_start(struct fsbt_core *c)
 		fail_msg("the core did not start (its log is above)");
 }
 
+const char *fsbt_fault_shim(void)
+{
+	static char shim[PATH_MAX];
+	char self[PATH_MAX], *slash;
+	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+
+	if (n <= 0)
+		return NULL;
+	self[n] = '\0';
+	if ((slash = strrchr(self, '/')) == NULL)
+		return NULL;
+	*slash = '\0';
+	snprintf(shim, sizeof(shim), "%s/faultinject/fsb_fault.so", self);
+	return access(shim, R_OK) == 0 ? shim : NULL;
+}
+
+/* `name`=`value`, or unset when `value` is NULL. */
+static void set_or_unset(const char *name, const char *value)
+{
+	if (value != NULL)
+		setenv(name, value, 1);
+	else
+		unsetenv(name);
+}
+
+void fsbt_core_start_with_shim(struct fsbt_core *c, const char *spec, const char *arm,
+			       const char *log, const char *hold)
+{
+	const char *shim = fsbt_fault_shim(), *asan = getenv("ASAN_OPTIONS");
+	char *asan_saved = asan != NULL ? strdup(asan) : NULL, *asan_new = NULL;
+
+	if (shim == NULL)
+		fail_msg("the fault shim is not built (make builds "
+			 "build/tests/faultinject/fsb_fault.so)");
+	/* The environment is the test's own for the spawn only: nothing else
+	 * the test runs (the CLI) gets the shim. */
+	setenv("LD_PRELOAD", shim, 1);
+	setenv("FSB_FAULT", spec, 1);
+	set_or_unset("FSB_FAULT_ARM", arm);
+	set_or_unset("FSB_FAULT_LOG", log);
+	set_or_unset("FSB_FAULT_HOLD", hold);
+	/* A sanitized core wants its runtime first in the library list. */
+	if (asprintf(&asan_new, "%s%sverify_asan_link_order=0", asan ? asan : "",
+		     asan ? ":" : "") < 0)
+		fail_msg("out of memory");
+	setenv("ASAN_OPTIONS", asan_new, 1);
+	fsbt_core_start(c);
+	unsetenv("LD_PRELOAD");
+	unsetenv("FSB_FAULT");
+	unsetenv("FSB_FAULT_ARM");
+	unsetenv("FSB_FAULT_LOG");
+	unsetenv("FSB_FAULT_HOLD");
+	set_or_unset("ASAN_OPTIONS", asan_saved);
+	free(asan_saved);
+	free(asan_new);
+}
+
 struct fsbt_core *fsbt_start(void)
 {
 	struct fsbt_core *c = fsbt_core_new();

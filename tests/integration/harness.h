@@ -93,6 +93,21 @@ int fsbt_core_wait_ready(struct fsbt_core *c);
 /** Spawn and wait until ready; fails the test with the core's log if not. */
 void fsbt_core_start(struct fsbt_core *c);
 
+/**
+ * build/tests/faultinject/fsb_fault.so, next to the test's binary (see
+ * tests/faultinject/fsb_fault.c), or NULL when it is not built.
+ */
+const char *fsbt_fault_shim(void);
+
+/**
+ * fsbt_core_start() with the fault shim loaded into the core alone:
+ * FSB_FAULT=spec, and FSB_FAULT_ARM, FSB_FAULT_LOG, FSB_FAULT_HOLD set to
+ * `arm`, `log`, `hold` where not NULL. Fails the test when the shim is
+ * not built.
+ */
+void fsbt_core_start_with_shim(struct fsbt_core *c, const char *spec, const char *arm,
+			       const char *log, const char *hold);
+
 /** fsbt_core_new() + fsbt_core_start(). */
 struct fsbt_core *fsbt_start(void);
 

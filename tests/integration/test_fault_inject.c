@@ -47,25 +47,6 @@
 /* ------------------------------------------------------------------------ */
 /* The shim. */
 
-static char shim[PATH_MAX];
-
-/* build/tests/faultinject/fsb_fault.so, next to this test's binary. */
-static bool find_shim(void)
-{
-	char self[PATH_MAX];
-	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
-	char *slash;
-
-	if (n <= 0)
-		return false;
-	self[n] = '\0';
-	if ((slash = strrchr(self, '/')) == NULL)
-		return false;
-	*slash = '\0';
-	snprintf(shim, sizeof(shim), "%s/faultinject/fsb_fault.so", self);
-	return access(shim, R_OK) == 0;
-}
-
 /* Paths of the arm and log files of core `c`. */
 static void fault_paths(const struct fsbt_core *c, char *arm, char *log, size_t len)
 {
@@ -73,39 +54,15 @@ static void fault_paths(const struct fsbt_core *c, char *arm, char *log, size_t 
 	snprintf(log, len, "%s/fault.log", c->dir);
 }
 
-/*
- * Start `c` with the shim loaded and `spec` in FSB_FAULT, not armed yet.
- * The environment is the test's own for the spawn only: nothing else this
- * test runs (the CLI) gets the shim.
- */
+/* Start `c` with the shim loaded and `spec` in FSB_FAULT, not armed yet. */
 static void start_with_fault(struct fsbt_core *c, const char *spec)
 {
 	char arm[PATH_MAX + 16], log[PATH_MAX + 16];
-	const char *asan = getenv("ASAN_OPTIONS");
-	char *asan_saved = asan != NULL ? strdup(asan) : NULL, *asan_new = NULL;
 
 	fault_paths(c, arm, log, sizeof(arm));
 	unlink(arm);
 	unlink(log);
-	setenv("LD_PRELOAD", shim, 1);
-	setenv("FSB_FAULT", spec, 1);
-	setenv("FSB_FAULT_ARM", arm, 1);
-	setenv("FSB_FAULT_LOG", log, 1);
-	/* A sanitized core wants its runtime first in the library list. */
-	assert_true(asprintf(&asan_new, "%s%sverify_asan_link_order=0", asan ? asan : "",
-			     asan ? ":" : "") > 0);
-	setenv("ASAN_OPTIONS", asan_new, 1);
-	fsbt_core_start(c);
-	unsetenv("LD_PRELOAD");
-	unsetenv("FSB_FAULT");
-	unsetenv("FSB_FAULT_ARM");
-	unsetenv("FSB_FAULT_LOG");
-	if (asan_saved != NULL)
-		setenv("ASAN_OPTIONS", asan_saved, 1);
-	else
-		unsetenv("ASAN_OPTIONS");
-	free(asan_saved);
-	free(asan_new);
+	fsbt_core_start_with_shim(c, spec, arm, log, NULL);
 }
 
 static void arm(const struct fsbt_core *c)
@@ -520,7 +477,7 @@ static void sweep(const char *opname, const char *call, const char *action, cons
 static int setup_group(void **state)
 {
 	(void)state;
-	if (!find_shim()) {
+	if (fsbt_fault_shim() == NULL) {
 		fprintf(stderr, "# the fault shim is missing next to the test (make builds "
 			"build/tests/faultinject/fsb_fault.so)\n");
 		return -1;

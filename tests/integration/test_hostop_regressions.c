@@ -284,32 +284,36 @@ static void rename_between_two_names_of_one_file_changes_nothing(void **state)
 /*
  * A host operation runs alone: one that would rename a directory waits while
  * a write grant in it is still being served, and runs after it. The grant is
- * held up for certain: the test holds a write lease on the file, so the
- * core's open of it for the backup waits until the lease is let go.
+ * held up for certain: the core runs with the fault shim, which holds its
+ * first copy_file_range (the grant's backup copy) until the test lets go.
  */
 static void host_operation_waits_for_a_write_in_progress(void **state)
 {
-	struct fsbt_core *c = *state;
-	char d[PATH_MAX + 16], e[PATH_MAX + 16], f[PATH_MAX + 32];
+	/* A core of its own, with the fault shim: the fixture's has none. */
+	struct fsbt_core *c = fsbt_core_new();
+	char d[PATH_MAX + 16], e[PATH_MAX + 16], f[PATH_MAX + 32], hold[PATH_MAX + 16];
+	char arm[PATH_MAX + 16];
 	char line[PATH_MAX * 2], reply[4096];
-	int w = fsbt_connect(c), h = fsbt_connect(c), lease, got = -1;
-	struct pollfd p[2] = { { .fd = w, .events = POLLIN }, { .fd = h, .events = POLLIN } };
-	void (*old)(int) = signal(SIGIO, SIG_IGN);
+	struct pollfd p[2];
+	int w, h, got = -1;
 	cJSON *r;
 
+	(void)state;
+	snprintf(hold, sizeof(hold), "%s/hold", c->dir);
+	snprintf(arm, sizeof(arm), "%s/arm", c->dir);
+	fsbt_write_file(hold, "");
+	/* Armed once the core is up, so that only the grant's copy counts. */
+	fsbt_core_start_with_shim(c, "copy_file_range:HOLD:1", arm, NULL, hold);
+	fsbt_write_file(arm, "");
+	w = fsbt_connect(c);
+	h = fsbt_connect(c);
+	p[0] = (struct pollfd){ .fd = w, .events = POLLIN };
+	p[1] = (struct pollfd){ .fd = h, .events = POLLIN };
 	path_in(d, sizeof(d), c->ws, "d");
 	path_in(e, sizeof(e), c->ws, "e");
 	assert_int_equal(mkdir(d, 0755), 0);
 	path_in(f, sizeof(f), d, "f");
-	fsbt_write_file(f, "leased\n");
-	lease = open(f, O_RDONLY | O_CLOEXEC);
-	assert_true(lease >= 0);
-	if (fcntl(lease, F_SETLEASE, F_WRLCK) < 0) {
-		fsbt_skip("cannot take a write lease: %s", strerror(errno));
-		close(lease);
-		signal(SIGIO, old);
-		return;
-	}
+	fsbt_write_file(f, "held\n");
 	fsbt_text_req(line, sizeof(line), FSBT_WRITE, f, c->session, FSBT_OPEN_WRITE);
 	assert_int_equal(fsbt_send(w, line, strlen(line), -1), 0);
 	fsbt_sleep_ms(100);	/* orders the two; measures nothing */
@@ -317,11 +321,10 @@ static void host_operation_waits_for_a_write_in_progress(void **state)
 		 "\"operation\":\"rename\",\"from\":\"%s\",\"to\":\"%s\"}", c->session, d, e);
 	assert_int_equal(fsbt_send(h, line, strlen(line), -1), 0);
 	fsbt_sleep_ms(200);
-	/* The write waits on the lease, and the rename on the write. */
+	/* The write waits in its backup, and the rename on the write. */
 	assert_int_equal(poll(p, 2, 0), 0);
 	assert_true(exists(d));
-	assert_int_equal(fcntl(lease, F_SETLEASE, F_UNLCK), 0);
-	close(lease);
+	assert_int_equal(unlink(hold), 0);
 	assert_true(fsbt_read_reply(w, reply, sizeof(reply), &got) > 0);
 	assert_string_equal(reply, "FD");
 	close(got);
@@ -331,9 +334,9 @@ static void host_operation_waits_for_a_write_in_progress(void **state)
 	cJSON_Delete(r);
 	assert_false(exists(d));
 	assert_true(exists(e));
-	signal(SIGIO, old);
 	fsbt_close(w);
 	fsbt_close(h);
+	assert_int_equal(fsbt_core_stop(c), 0);
 }
 
 /* Two files of a tree over the size limit: approving each block once lets

@@ -465,33 +465,37 @@ static void second_core_on_the_same_session_is_not_refused(void **state)
  * A backup runs on the thread pool: while one client's grant waits for its
  * backup, another client's read, a control request and a third client's
  * small write are all answered. The backup is held up for certain, not by
- * size: the test holds a write lease on the file, so the core's open of it
- * for the copy waits until the lease is let go (the kernel tells the holder
- * with SIGIO, ignored here). A core that backed up on its loop would answer
- * nobody meanwhile, and the read below would time out.
+ * size: the core runs with the fault shim, which holds its first
+ * copy_file_range (the big file's backup copy) until the test lets go. A core
+ * that backed up on its loop would answer nobody meanwhile, and the read
+ * below would time out.
  */
 static void a_backup_in_progress_does_not_hold_up_other_clients(void **state)
 {
-	struct fsbt_core *c = *state;
+	/* A core of its own, with the fault shim: the fixture's has none. */
+	struct fsbt_core *c = fsbt_core_new();
 	char big[PATH_MAX + 16], small[PATH_MAX + 16], line[PATH_MAX + 256], reply[REPLY];
-	int a = fsbt_connect(c), b = fsbt_connect(c), w = fsbt_connect(c), got = -1;
-	struct pollfd p = { .fd = a, .events = POLLIN };
-	void (*old)(int) = signal(SIGIO, SIG_IGN);
-	int lease;
+	char hold[PATH_MAX + 16], arm[PATH_MAX + 16];
+	struct pollfd p;
+	int a, b, w, got = -1;
 	cJSON *r;
+
+	(void)state;
+	snprintf(hold, sizeof(hold), "%s/hold", c->dir);
+	snprintf(arm, sizeof(arm), "%s/arm", c->dir);
+	fsbt_write_file(hold, "");
+	/* Armed once the core is up, so that only the grant's copy counts. */
+	fsbt_core_start_with_shim(c, "copy_file_range:HOLD:1", arm, NULL, hold);
+	fsbt_write_file(arm, "");
+	a = fsbt_connect(c);
+	b = fsbt_connect(c);
+	w = fsbt_connect(c);
+	p = (struct pollfd){ .fd = a, .events = POLLIN };
 
 	snprintf(big, sizeof(big), "%s/big.txt", c->ws);
 	snprintf(small, sizeof(small), "%s/small.txt", c->ws);
 	fsbt_write_file(big, "the file whose backup waits\n");
 	fsbt_write_file(small, "small\n");
-	lease = open(big, O_RDONLY | O_CLOEXEC);
-	assert_true(lease >= 0);
-	if (fcntl(lease, F_SETLEASE, F_WRLCK) < 0) {
-		fsbt_skip("cannot take a write lease on %s: %s", big, strerror(errno));
-		close(lease);
-		signal(SIGIO, old);
-		return;
-	}
 
 	fsbt_text_req(line, sizeof(line), FSBT_WRITE, big, c->session, FSBT_OPEN_WRITE);
 	assert_int_equal(fsbt_send(a, line, strlen(line), -1), 0);
@@ -509,9 +513,8 @@ static void a_backup_in_progress_does_not_hold_up_other_clients(void **state)
 	/* The big grant is still waiting for its backup. */
 	assert_int_equal(poll(&p, 1, 0), 0);
 
-	/* Let go of the lease: the backup is taken, then the grant comes. */
-	assert_int_equal(fcntl(lease, F_SETLEASE, F_UNLCK), 0);
-	close(lease);
+	/* Let go: the backup is taken, then the grant comes. */
+	assert_int_equal(unlink(hold), 0);
 	assert_true(fsbt_read_reply(a, reply, REPLY, &got) > 0);
 	assert_string_equal(reply, "FD");
 	assert_true(got >= 0);
@@ -526,10 +529,10 @@ static void a_backup_in_progress_does_not_hold_up_other_clients(void **state)
 	assert_string_equal(fsbt_str(r, "resolved"), big);
 	assert_int_equal(strlen(fsbt_str(cJSON_GetObjectItem(r, "prior"), "object")), 64);
 	cJSON_Delete(r);
-	signal(SIGIO, old);
 	fsbt_close(a);
 	fsbt_close(b);
 	fsbt_close(w);
+	assert_int_equal(fsbt_core_stop(c), 0);
 }
 
 /* One client of several at once: rewrites its existing files and creates
