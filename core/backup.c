@@ -54,6 +54,10 @@ struct recorded {
 	 * the pair: the end of its first line when that line had to be
 	 * durable (an existing path), 0 when it did not (a created path). */
 	off_t durable_end;
+	/* The first line kept only metadata (chmod, utimes, ...): the first
+	 * later line of the pair that keeps content becomes the one that
+	 * must be durable, and a write grant is copied after all. */
+	bool metadata_only;
 };
 
 struct cycle {
@@ -238,7 +242,7 @@ static struct recorded *recorded_find(struct cycle *c, const char *path, const c
  * later line of the pair is simply treated as a first one: synced, and
  * copied when it needs a copy. */
 static void recorded_add(struct cycle *c, const char *stored_path, const char *tool_call,
-			 off_t durable_end)
+			 off_t durable_end, bool metadata_only)
 {
 	struct recorded *e = calloc(1, sizeof(*e));
 	void **node;
@@ -249,6 +253,7 @@ static void recorded_add(struct cycle *c, const char *stored_path, const char *t
 	}
 	e->path = stored_path;
 	e->durable_end = durable_end;
+	e->metadata_only = metadata_only;
 	node = tsearch(e, &c->recorded, cmp_recorded);
 	if (node == NULL || *node != e)
 		free_recorded(e);
@@ -433,6 +438,8 @@ static cJSON *prior_json(const struct fsb_backup_req *r, const struct fsb_backup
 		ok = cJSON_AddStringToObject(p, "object", res->object) != NULL;
 	if (ok && res->skipped != NULL)
 		ok = cJSON_AddStringToObject(p, "skipped", res->skipped) != NULL;
+	if (ok && res->metadata_only)
+		ok = cJSON_AddTrueToObject(p, "metadataOnly") != NULL;
 	if (ok && S_ISLNK(st->st_mode)) {
 		char target[PATH_MAX];
 		const char *t = r->link_target;
@@ -1169,6 +1176,7 @@ int fsb_store_record(struct fsb_store *s, const struct fsb_backup_req *r,
 {
 	const char *tool_call = r->tool_call ? r->tool_call : "", *stored;
 	struct recorded *first;
+	bool takes_content;
 	off_t durable_end;
 	cJSON *line;
 	int rc;
@@ -1190,14 +1198,17 @@ int fsb_store_record(struct fsb_store *s, const struct fsb_backup_req *r,
 	 * restore needs is in that first line. No copy, no line: only the wait
 	 * for that line to be durable.
 	 */
-	if (first != NULL && r->no_repeat_copy) {
+	takes_content = r->prior != NULL && S_ISREG(r->prior->st_mode) && !r->metadata_only;
+	if (first != NULL && r->no_repeat_copy && !(first->metadata_only && takes_content)) {
 		res->skipped = "recorded-before";
 		res->durable.cycle = s->c.n;
 		res->durable.end = (uint64_t)first->durable_end;
 		return r->defer_sync ? 0 : journal_wait(s, s->c.n, first->durable_end);
 	}
 	if (r->prior != NULL && S_ISREG(r->prior->st_mode)) {
-		if (r->skip_content) {
+		if (r->metadata_only) {
+			res->metadata_only = true;
+		} else if (r->skip_content) {
 			res->skipped = "skip-rule";
 		} else if (r->fd >= 0) {
 			rc = take_content(s, r, res);
@@ -1243,11 +1254,18 @@ int fsb_store_record(struct fsb_store *s, const struct fsb_backup_req *r,
 	 * whose first line is in the journal adds nothing a restore reads:
 	 * it waits only for that first line.
 	 */
-	if (first != NULL) {
+	if (first != NULL && !(first->metadata_only && takes_content)) {
 		durable_end = first->durable_end;
+	} else if (first != NULL) {
+		/* The first line of the pair kept only metadata: this one is
+		 * the only record of the bytes, so it is synced on its own. */
+		durable_end = s->c.jsize;
+		first->durable_end = durable_end;
+		first->metadata_only = false;
+		s->c.need_sync_to = durable_end;
 	} else {
 		durable_end = r->prior != NULL ? s->c.jsize : 0;
-		recorded_add(&s->c, stored, tool_call, durable_end);
+		recorded_add(&s->c, stored, tool_call, durable_end, res->metadata_only);
 		if (durable_end > 0)
 			s->c.need_sync_to = durable_end;
 	}

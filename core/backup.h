@@ -59,6 +59,10 @@ struct fsb_backup_req {
 	uint64_t max_bytes;		/* copy limit when no reflink; 0: none */
 	enum fsb_too_large on_too_large;
 	bool skip_content;		/* the pack's backup.skip matched */
+	bool metadata_only;		/* the change leaves the content as it is
+					 * (chmod, chown, utimes, xattrs): the
+					 * prior metadata is journaled, nothing
+					 * is copied, `fd` is not read */
 	bool defer_sync;		/* the caller waits for res->durable itself
 					 * (fsb_store_wait), or for a batch
 					 * (fsb_store_sync) */
@@ -82,6 +86,8 @@ struct fsb_backup_result {
 	char object[FSB_SHA256_HEX_LEN + 1];	/* "" when no content was taken */
 	bool reflinked;		/* FICLONE made the copy */
 	bool reused;		/* the cycle already held this content */
+	bool metadata_only;	/* a regular file journaled without content
+				 * (req.metadata_only): nothing is lost */
 	const char *skipped;	/* NULL, "too-large", "skip-rule" or
 				 * "recorded-before" (no_repeat_copy) */
 	/* With defer_sync: what must be durable before the change may start

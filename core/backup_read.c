@@ -420,6 +420,11 @@ static int parse_prior(const cJSON *o, struct fsb_prior *p, struct why *w)
 			return bad(w, "%s is not a short string", "prior.skipped");
 		strcpy(p->skipped, it->valuestring);
 	}
+	it = cJSON_GetObjectItemCaseSensitive(o, "metadataOnly");
+	if (it != NULL && !cJSON_IsBool(it))
+		return bad(w, "%s is not a boolean", "prior.metadataOnly");
+	p->metadata_only = cJSON_IsTrue(it) && strcmp(p->type, "file") == 0 &&
+			   p->object[0] == '\0' && p->skipped[0] == '\0';
 	if ((err = get_xattrs(o, p, w)) < 0)
 		return err;
 	return get_path(o, "target", "prior.target", &p->target, w);
@@ -774,6 +779,59 @@ static size_t count_distinct(const char **v, size_t n)
 	return d;
 }
 
+static int cmp_rec_path(const void *a, const void *b)
+{
+	const struct fsb_journal_rec *x = *(const struct fsb_journal_rec *const *)a;
+	const struct fsb_journal_rec *y = *(const struct fsb_journal_rec *const *)b;
+	int d = strcmp(x->resolved, y->resolved);
+
+	return d != 0 ? d : (x->line > y->line) - (x->line < y->line);
+}
+
+/*
+ * A change of metadata leaves a file's bytes as they were, so the first
+ * later record of the same path and inode that kept content (a delete, a
+ * write, a rename over it) saved the very bytes the metadata-only record
+ * stands for: lend them to it, and a restore from the first record brings
+ * back content and metadata both. Sorted by path, then line: n log n.
+ */
+static int lend_content(struct fsb_cycle *c)
+{
+	struct fsb_journal_rec **v;
+	size_t n = 0;
+
+	for (size_t i = 0; i < c->nrecs; i++)
+		n += c->recs[i].prior.metadata_only;
+	if (n == 0)
+		return 0;
+	v = malloc(c->nrecs * sizeof(*v));
+	if (v == NULL)
+		return -ENOMEM;
+	for (size_t i = 0; i < c->nrecs; i++)
+		v[i] = &c->recs[i];
+	qsort(v, c->nrecs, sizeof(*v), cmp_rec_path);
+	for (size_t i = 0; i < c->nrecs; i++) {
+		struct fsb_prior *p = &v[i]->prior;
+
+		if (!p->metadata_only)
+			continue;
+		for (size_t j = i + 1; j < c->nrecs && strcmp(v[j]->resolved, v[i]->resolved) == 0;
+		     j++) {
+			const struct fsb_prior *q = &v[j]->prior;
+
+			if (!q->exists || q->dev != p->dev || q->ino != p->ino ||
+			    (q->object[0] == '\0' && q->skipped[0] == '\0'))
+				continue;
+			memcpy(p->object, q->object, sizeof(p->object));
+			memcpy(p->skipped, q->skipped, sizeof(p->skipped));
+			p->metadata_only = false;
+			break;
+		}
+	}
+	free(v);
+	return 0;
+}
+
 static int count_paths_and_objects(struct fsb_cycle *c)
 {
 	const char **v;
@@ -846,7 +904,9 @@ int fsb_cycle_load(const char *store_dir, unsigned number, struct fsb_cycle *out
 			goto fail;
 		}
 	}
-	rc = count_paths_and_objects(out);
+	rc = lend_content(out);
+	if (rc == 0)
+		rc = count_paths_and_objects(out);
 	if (rc < 0) {
 		snprintf(err, errlen, "out of memory");
 		goto fail;

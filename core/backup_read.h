@@ -30,6 +30,9 @@ struct fsb_prior {
 	struct timespec atime, mtime;
 	char object[FSB_SHA256_HEX_LEN + 1];	/* "" when no content was taken */
 	char skipped[24];	/* "too-large", "skip-rule", or "" */
+	bool metadata_only;	/* a file whose change left its content: only
+				 * the metadata was journaled (and no later
+				 * record of the inode lent it content) */
 	char *target;		/* a symlink's target, else NULL */
 	bool has_xattrs;	/* the journal recorded the xattrs (else unknown) */
 	bool xattrs_truncated;	/* some were left out: over FSB_XATTR_CAP */
@@ -110,7 +113,10 @@ int fsb_cycles_list(const char *store_dir, unsigned **nums, size_t *n);
 
 /**
  * Load cycle `number`: every well-formed journal line, and cycle.json when
- * the cycle is sealed. A malformed journal line is reported to `report`
+ * the cycle is sealed. A file's record that kept only metadata (chmod,
+ * utimes, ...) takes the object (or skip) of the first later record of the
+ * same path and inode that kept content: the bytes that record saved are
+ * the ones the cycle began with. A malformed journal line is reported to `report`
  * (when not NULL) as "<file>:<line>: <what is wrong>" and skipped; so is a
  * malformed entry of cycle.json `paths`. Returns 0, or -errno with a
  * sentence naming the file in `err`: -ENOENT when the cycle does not

@@ -111,9 +111,12 @@ int hop_record(struct hostop *h, enum fsb_op op, const char *requested, const ch
 int hop_backup_at(struct hostop *h, enum fsb_op op, const char *requested, const char *real,
 		  int pfd, const char *name, const struct stat *st, bool skip_content);
 
-/** The same for an object already reached (`pathfd`). */
-int hop_backup_reached(struct hostop *h, const struct fsb_access *a, int pathfd,
-		       const struct stat *st);
+/**
+ * Journal an object already reached (lstat `st`) before a change of its
+ * metadata (chmod, touch): its prior mode, owner, times and xattrs, and no
+ * content.
+ */
+int hop_backup_meta(struct hostop *h, const struct fsb_access *a, const struct stat *st);
 
 /** Sync the backups recorded, once, before anything changes. */
 int hop_sync_backups(struct hostop *h);

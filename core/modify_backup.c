@@ -335,6 +335,7 @@ int fsb_backup_entry(struct fsb_broker *b, const char *sid, const struct fsb_bac
 	r.fd = e->fd;
 	r.link_target = e->link_target;
 	r.skip_content = e->skip_content;
+	r.metadata_only = e->metadata_only;
 	r.no_repeat_copy = e->in_place;
 	r.defer_sync = true;
 	rc = record_locked_store(b, s, &set, &r, res, false, out);

@@ -58,6 +58,9 @@ struct fsb_backup_entry {
 	int fd;				/* a regular file: read-only fd on that inode, else -1 */
 	const char *link_target;	/* a symlink's target, else NULL */
 	bool skip_content;		/* the pack's backup.skip matched */
+	bool metadata_only;		/* chmod, chown, utimes, xattrs: the
+					 * content stays, only the prior
+					 * metadata is journaled (`fd` unused) */
 	bool in_place;			/* the path stays where it is (truncate,
 					 * times, owner, mode): one its tool call
 					 * recorded in the cycle needs nothing more */

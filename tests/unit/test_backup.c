@@ -3,8 +3,9 @@
  * a damaged object replaced), journal lines and their prior states, reuse
  * within a cycle, the size limit (also for a file growing during the copy),
  * sealing, recovery after a crash, one core per store, a full disk, a
- * journal that cannot be cut back, the caller's fd offset, and xattrs in
- * prior states, read back by the journal reader byte for byte.
+ * journal that cannot be cut back, the caller's fd offset, xattrs in
+ * prior states, read back by the journal reader byte for byte, and records
+ * that keep metadata alone.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -1592,6 +1593,94 @@ static void granted_and_changed(struct fixture *f, const char *path, const char 
 }
 
 /*
+ * chmod, utimes and the like change no byte: the record keeps the old
+ * metadata and copies nothing (one journal sync, no object). When the same
+ * tool call then writes or deletes the file, that line is the first to hold
+ * its bytes: it copies them and is synced on its own, and the reader lends
+ * its object to the first record, which a restore reads.
+ */
+static void test_metadata_only_record_copies_nothing(void **state)
+{
+	struct fixture *f = *state;
+	struct fsb_backup_result res;
+	struct fsb_backup_req r;
+	struct fsb_cycle c;
+	char a[PATHBUF], b[PATHBUF], err[256];
+	struct stat st;
+	unsigned js, os;
+	int fd;
+	cJSON *j, *prior;
+
+	open_store(f);
+	assert_true(fsb_store_begin(f->s) > 0);
+	src_path(f, "a", a);
+	src_path(f, "b", b);
+	free(make_file(a, 3000, 71));
+	free(make_file(b, 3000, 72));
+	assert_int_equal(chmod(a, 0640), 0);
+	syncs_take(&js, &os);
+
+	assert_int_equal(lstat(a, &st), 0);
+	req_for(&r, a, &st, -1);
+	r.op = "chmod";
+	r.flags = 0;
+	r.metadata_only = true;
+	r.no_repeat_copy = true;
+	assert_int_equal(fsb_store_record(f->s, &r, &res), 0);
+	assert_true(res.metadata_only);
+	assert_string_equal(res.object, "");
+	assert_null(res.skipped);
+	syncs_take(&js, &os);
+	assert_int_equal(js, 1);	/* the old mode is the only record of it */
+	assert_int_equal(os, 0);	/* no object, no objects/<hh> */
+	assert_int_equal(count_objects(f, NULL), 0);
+
+	/* b: chmod, then nothing else in the cycle. */
+	assert_int_equal(lstat(b, &st), 0);
+	req_for(&r, b, &st, -1);
+	r.op = "utimes";
+	r.metadata_only = true;
+	assert_int_equal(fsb_store_record(f->s, &r, &res), 0);
+
+	/* The same tool call now opens a for writing: copied after all. */
+	assert_int_equal(lstat(a, &st), 0);
+	fd = open(a, O_RDONLY | O_CLOEXEC);
+	assert_true(fd >= 0);
+	req_for(&r, a, &st, fd);
+	r.no_repeat_copy = true;
+	syncs_take(&js, &os);
+	assert_int_equal(fsb_store_record(f->s, &r, &res), 0);
+	close(fd);
+	assert_string_not_equal(res.object, "");
+	syncs_take(&js, &os);
+	assert_int_equal(js, 1);	/* the first line that holds the bytes */
+	assert_int_equal(count_objects(f, NULL), 1);
+
+	j = journal(f, 1);
+	assert_int_equal(cJSON_GetArraySize(j), 3);
+	prior = get(cJSON_GetArrayItem(j, 0), "prior");
+	assert_true(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(prior, "metadataOnly")));
+	assert_true(num(prior, "mode") == 0640);
+	assert_null(cJSON_GetObjectItemCaseSensitive(prior, "object"));
+	prior = get(cJSON_GetArrayItem(j, 2), "prior");
+	assert_null(cJSON_GetObjectItemCaseSensitive(prior, "metadataOnly"));
+	assert_string_equal(str(prior, "object"), res.object);
+	cJSON_Delete(j);
+
+	assert_int_equal(fsb_cycle_load(f->store, 1, &c, stderr, err, sizeof(err)), 0);
+	assert_int_equal(c.nrecs, 3);
+	/* a's first record: its old mode, and the bytes the write saved. */
+	assert_false(c.recs[0].prior.metadata_only);
+	assert_string_equal(c.recs[0].prior.object, res.object);
+	assert_int_equal(c.recs[0].prior.mode, 0640);
+	/* b's: metadata alone, nothing lent. */
+	assert_true(c.recs[1].prior.metadata_only);
+	assert_string_equal(c.recs[1].prior.object, "");
+	assert_int_equal(c.nobjects, 1);
+	fsb_cycle_free(&c);
+}
+
+/*
  * The syncs one change costs, by kind: a created path's line none (a crash
  * could only lose the knowledge that a new file is to be removed), an
  * existing file's first backup its object's and one of the journal (its old
@@ -2236,6 +2325,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_without_copy_file_range, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_journal_write_fails, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_syncs_per_change_kind, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_metadata_only_record_copies_nothing, setup,
+						teardown),
 		cmocka_unit_test_setup_teardown(test_later_line_waits_for_the_first, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_failed_sync_refuses_the_change_and_the_cycle,
