@@ -420,6 +420,12 @@ static int parse_prior(const cJSON *o, struct fsb_prior *p, struct why *w)
 			return bad(w, "%s is not a short string", "prior.skipped");
 		strcpy(p->skipped, it->valuestring);
 	}
+	it = cJSON_GetObjectItemCaseSensitive(o, "kept");
+	if (it != NULL && !cJSON_IsBool(it))
+		return bad(w, "%s is not a boolean", "prior.kept");
+	p->kept = cJSON_IsTrue(it) && p->object[0] != '\0' && p->has_size && p->has_mtime;
+	p->kept_size = p->size;
+	p->kept_mtime = p->mtime;
 	it = cJSON_GetObjectItemCaseSensitive(o, "metadataOnly");
 	if (it != NULL && !cJSON_IsBool(it))
 		return bad(w, "%s is not a boolean", "prior.metadataOnly");
@@ -824,6 +830,9 @@ static int lend_content(struct fsb_cycle *c)
 				continue;
 			memcpy(p->object, q->object, sizeof(p->object));
 			memcpy(p->skipped, q->skipped, sizeof(p->skipped));
+			p->kept = q->kept;
+			p->kept_size = q->kept_size;
+			p->kept_mtime = q->kept_mtime;
 			p->metadata_only = false;
 			break;
 		}
@@ -1114,6 +1123,56 @@ int fsb_backup_object_copy(int fd, const char *hex, int out_fd)
 	err = strcmp(got, hex) == 0 ? 0 : -EBADMSG;
 out:
 	EVP_MD_CTX_free(ctx);
+	free(buf);
+	return err;
+}
+
+int fsb_backup_object_check(int fd, const struct fsb_prior *p)
+{
+	struct stat st;
+
+	if (!p->kept)
+		return fsb_backup_object_copy(fd, p->object, -1);
+	if (fstat(fd, &st) < 0)
+		return -errno;
+	if (!S_ISREG(st.st_mode))
+		return -ENXIO;
+	/* A kept inode is the file itself: had anything written to it since
+	 * (a holder of an open fd), its size or mtime would tell. */
+	if ((uint64_t)st.st_size != p->kept_size || st.st_mtim.tv_sec != p->kept_mtime.tv_sec ||
+	    st.st_mtim.tv_nsec != p->kept_mtime.tv_nsec)
+		return -ESTALE;
+	return 0;
+}
+
+int fsb_backup_object_restore(int fd, const struct fsb_prior *p, int out_fd)
+{
+	char *buf;
+	off_t off = 0;
+	int err;
+
+	if (!p->kept)
+		return fsb_backup_object_copy(fd, p->object, out_fd);
+	if ((err = fsb_backup_object_check(fd, p)) < 0)
+		return err;
+	buf = malloc(COPY_CHUNK);
+	if (buf == NULL)
+		return -ENOMEM;
+	for (;;) {
+		ssize_t n = pread(fd, buf, COPY_CHUNK, off);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			err = -errno;
+			break;
+		}
+		if (n == 0)
+			break;
+		off += n;
+		if ((err = write_full(out_fd, buf, (size_t)n)) < 0)
+			break;
+	}
 	free(buf);
 	return err;
 }

@@ -30,6 +30,12 @@ struct fsb_prior {
 	struct timespec atime, mtime;
 	char object[FSB_SHA256_HEX_LEN + 1];	/* "" when no content was taken */
 	char skipped[24];	/* "too-large", "skip-rule", or "" */
+	bool kept;		/* `object` is the file's inode, linked into the
+				 * store under a random name: not its hash */
+	/* A kept inode's size and mtime when it was kept (by the record
+	 * that kept it): a restore checks it still has them. */
+	uint64_t kept_size;
+	struct timespec kept_mtime;
 	bool metadata_only;	/* a file whose change left its content: only
 				 * the metadata was journaled (and no later
 				 * record of the inode lent it content) */
@@ -173,5 +179,21 @@ int fsb_backup_object_open(const char *store_dir, const char *hex);
  * wrote), or -errno.
  */
 int fsb_backup_object_copy(int fd, const char *hex, int out_fd);
+
+/**
+ * Check the object of `p` on `fd` before it is read back: its SHA-256 for
+ * a copy (fsb_backup_object_copy), for a kept inode (p->kept) that it is
+ * still the file the record describes (a regular file of the recorded size
+ * and mtime). Returns 0, -EBADMSG (damaged), -ESTALE (a kept inode changed
+ * since), -ENXIO (not a regular file) or -errno.
+ */
+int fsb_backup_object_check(int fd, const struct fsb_prior *p);
+
+/**
+ * Copy the object of `p` on `fd` to `out_fd`: fsb_backup_object_copy for a
+ * copy; a kept inode is checked with fsb_backup_object_check and copied
+ * as it is. 0, or -errno as those.
+ */
+int fsb_backup_object_restore(int fd, const struct fsb_prior *p, int out_fd);
 
 #endif

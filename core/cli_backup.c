@@ -721,10 +721,14 @@ static void plan_item(const struct cli *c, const struct fsb_cycle *cy, struct it
 		/* A corrupted object is found before anything is changed, and a
 		 * dry run reports it too; the copy checks the hash once more. */
 		fd = fsb_backup_object_open(c->store, p->object);
-		rc = fd < 0 ? fd : fsb_backup_object_copy(fd, p->object, -1);
+		rc = fd < 0 ? fd : fsb_backup_object_check(fd, p);
 		if (fd >= 0)
 			close(fd);
-		if (rc == -EBADMSG)
+		if (rc == -ESTALE)
+			settle(it, RES_SKIPPED, "skipped", false,
+			       "the inode kept as its backup (%s) was changed after it was kept "
+			       "(its size or mtime differs); nothing was written", p->object);
+		else if (rc == -EBADMSG)
 			settle(it, RES_SKIPPED, "skipped", false,
 			       "its backup object %s is corrupted (its content does not match its "
 			       "SHA-256 name); nothing was written", p->object);
@@ -866,9 +870,14 @@ static void do_file(const struct cli *c, struct item *it, int pfd, const char *n
 		return;
 	}
 	obj = fsb_backup_object_open(c->store, p->object);
-	rc = obj < 0 ? obj : fsb_backup_object_copy(obj, p->object, fd);
+	rc = obj < 0 ? obj : fsb_backup_object_restore(obj, p, fd);
 	if (obj >= 0)
 		close(obj);
+	if (rc == -ESTALE) {
+		what = "the inode kept as its backup was changed after it was kept; nothing was "
+		       "written";
+		goto fail_msg;
+	}
 	if (rc == -EBADMSG) {
 		what = "its backup object is corrupted (its content does not match its SHA-256 "
 		       "name); nothing was written";
@@ -1652,10 +1661,11 @@ static enum dstat diff_one(const struct cli *c, unsigned num, const struct fsb_p
 		return D_NOBACKUP;
 	}
 	obj = fsb_backup_object_open(c->store, pr->object);
-	rc = obj < 0 ? obj : fsb_backup_object_copy(obj, pr->object, -1);
+	rc = obj < 0 ? obj : fsb_backup_object_check(obj, pr);
 	if (rc < 0) {
 		snprintf(detail, dlen, "its backup object %s %s", pr->object,
-			 rc == -EBADMSG ? "does not match its SHA-256 (damaged)"
+			 rc == -ESTALE ? "(its inode, kept) changed after it was kept"
+			 : rc == -EBADMSG ? "does not match its SHA-256 (damaged)"
 			 : rc == -ENXIO ? "is not a regular file"
 			 : rc == -ENOENT ? "is missing" : strerror(-rc));
 		res = D_ERROR;

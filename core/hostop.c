@@ -269,6 +269,12 @@ static int hop_record_entry(struct hostop *h, enum fsb_op op, const char *reques
 		.link_target = target,
 		.skip_content = skip_content,
 		.metadata_only = metadata_only,
+		/* A name that goes for good: its inode can be kept rather than
+		 * copied. Not a rename's source nor a file moved to the trash,
+		 * which live on (a second link would show, and a later write
+		 * would change the backup). */
+		.keep_inode = (op == FSB_OP_DELETE && !h->req->delete_trash) ||
+			      op == FSB_OP_RENAME_TO,
 		.tool_call = h->who->tool_call,
 		.trace = h->req->trace,
 	};
@@ -304,6 +310,18 @@ static int hop_record_entry(struct hostop *h, enum fsb_op op, const char *reques
 		h->too_large = v;
 		v[h->ntoo_large].st = *st;
 		h->ntoo_large++;
+	}
+	if (res.kept) {
+		void *v = realloc(h->kept, (h->nkept + 1) * sizeof(*h->kept));
+
+		/* Without memory to remember it, the link would outlive a
+		 * failed change: make it a copy now. */
+		if (v == NULL) {
+			fsb_backup_unshare(h->b, h->who->session, res.object);
+			return hop_fail(h, ENOMEM, "out of memory");
+		}
+		h->kept = v;
+		memcpy(h->kept[h->nkept++], res.object, sizeof(*h->kept));
 	}
 	if (res.object[0] != '\0')
 		h->backups++;
@@ -621,6 +639,10 @@ static void run(struct hostop *h)
 		hop_touch(h);
 		break;
 	}
+	/* A refused or failed change leaves each file it kept by link with
+	 * its name: a second link, shared with the store, must not stay. */
+	for (size_t i = 0; h->err != 0 && i < h->nkept; i++)
+		fsb_backup_unshare(b, h->who->session, h->kept[i]);
 	audit_after(h);
 	if (h->err == 0)
 		b->stats.allowed++;
@@ -646,6 +668,7 @@ static struct hostop *hostop_new(struct fsb_broker *b, const struct fsb_hostop_c
 
 static void hostop_free(struct hostop *h)
 {
+	free(h->kept);
 	free(h->judged.keys);
 	free(h->unsaved.keys);
 	for (size_t i = 0; i < h->napproved; i++)

@@ -63,6 +63,10 @@ struct hostop {
 	struct inode_set judged, unsaved;
 	bool src_unsaved;		/* the source's content is not in the backup */
 	bool last_unsaved;		/* the same, for the last path hop_record()ed */
+	/* Objects kept by link for this operation: when it fails, each
+	 * becomes a copy, and the file it still names has one link again. */
+	char (*kept)[FSB_SHA256_HEX_LEN + 1];
+	size_t nkept;
 	struct approved *approved;	/* the pack's approvals to take */
 	size_t napproved;
 	struct approved *too_large;	/* approvals of changes without a backup */

@@ -1592,6 +1592,113 @@ static void granted_and_changed(struct fixture *f, const char *path, const char 
 	close(fd);
 }
 
+/* Back up `path` before `op`, taking its name away (keep_inode). */
+static int keep_record(struct fixture *f, const char *path, const char *op, uint64_t max_bytes,
+		       struct fsb_backup_result *res)
+{
+	struct fsb_backup_req r;
+	struct stat st;
+	int fd, rc;
+
+	assert_int_equal(lstat(path, &st), 0);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	assert_true(fd >= 0);
+	req_for(&r, path, &st, fd);
+	r.op = op;
+	r.flags = 0;
+	r.keep_inode = true;
+	r.max_bytes = max_bytes;
+	r.on_too_large = FSB_TOO_LARGE_FAIL;
+	rc = fsb_store_record(f->s, &r, res);
+	close(fd);
+	return rc;
+}
+
+/*
+ * A delete (or the target a rename replaces) of a file with one link keeps
+ * its inode: linked into objects/ under a name that is not its hash, no
+ * byte copied, and the size limit does not apply. After the delete the
+ * reader gives the bytes back, and a kept inode written to afterwards is
+ * reported, not restored. A file with two links is copied.
+ */
+static void test_delete_keeps_the_inode_by_link(void **state)
+{
+	struct fixture *f = *state;
+	struct fsb_backup_result res;
+	char a[PATHBUF], b[PATHBUF], b2[PATHBUF], c[PATHBUF], obj[PATHBUF], out[PATHBUF],
+	     err[256], hex[65], *data, *got;
+	struct fsb_cycle cy;
+	struct stat st, ost;
+	unsigned js, os;
+	size_t len;
+	int fd, ofd;
+
+	open_store(f);
+	assert_true(fsb_store_begin(f->s) > 0);
+	src_path(f, "big", a);
+	src_path(f, "two", b);
+	src_path(f, "two-again", b2);
+	src_path(f, "later", c);
+	data = make_file(a, 3 << 20, 81);
+	assert_int_equal(lstat(a, &st), 0);
+	syncs_take(&js, &os);
+
+	/* Over the 1 MiB limit, yet kept: a delete never meets it. */
+	assert_int_equal(keep_record(f, a, "delete", 1 << 20, &res), 0);
+	assert_true(res.kept);
+	ref_sha256(data, 3 << 20, hex);
+	assert_string_not_equal(res.object, hex);
+	object_path(f, res.object, obj);
+	assert_int_equal(lstat(obj, &ost), 0);
+	assert_int_equal(ost.st_ino, st.st_ino);	/* the very inode */
+	assert_int_equal(ost.st_nlink, 2);
+	syncs_take(&js, &os);
+	assert_int_equal(js, 1);
+	assert_true(os <= 2);	/* objects/<hh> when new, and its entry; no object fsync */
+	assert_int_equal(unlink(a), 0);
+
+	free(make_file(b, 5000, 82));
+	assert_int_equal(link(b, b2), 0);
+	assert_int_equal(keep_record(f, b, "rename-to", 0, &res), 0);
+	assert_false(res.kept);		/* it lives on as two-again: copied */
+	object_path(f, res.object, obj);
+	assert_int_equal(lstat(obj, &ost), 0);
+	assert_int_equal(lstat(b, &st), 0);
+	assert_int_not_equal(ost.st_ino, st.st_ino);
+
+	free(make_file(c, 100, 83));
+	assert_int_equal(keep_record(f, c, "delete", 0, &res), 0);
+	assert_true(res.kept);
+	/* The delete did not happen after all, and the file was written. */
+	fd = open(c, O_WRONLY | O_APPEND | O_CLOEXEC);
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, "more", 4), 4);
+	close(fd);
+
+	assert_int_equal(fsb_cycle_load(f->store, 1, &cy, stderr, err, sizeof(err)), 0);
+	assert_int_equal(cy.nrecs, 3);
+	assert_true(cy.recs[0].prior.kept);
+	assert_false(cy.recs[1].prior.kept);
+	fd = fsb_backup_object_open(f->store, cy.recs[0].prior.object);
+	assert_true(fd >= 0);
+	src_path(f, "restored", out);
+	ofd = open(out, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	assert_true(ofd >= 0);
+	assert_int_equal(fsb_backup_object_restore(fd, &cy.recs[0].prior, ofd), 0);
+	close(ofd);
+	close(fd);
+	got = slurp(out, &len);
+	assert_int_equal(len, 3 << 20);
+	assert_memory_equal(got, data, len);
+	free(got);
+	fd = fsb_backup_object_open(f->store, cy.recs[2].prior.object);
+	assert_true(fd >= 0);
+	assert_int_equal(fsb_backup_object_check(fd, &cy.recs[2].prior), -ESTALE);
+	close(fd);
+	fsb_cycle_free(&cy);
+	free(data);
+}
+
 /*
  * chmod, utimes and the like change no byte: the record keeps the old
  * metadata and copies nothing (one journal sync, no object). When the same
@@ -2326,6 +2433,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_journal_write_fails, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_syncs_per_change_kind, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_metadata_only_record_copies_nothing, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_delete_keeps_the_inode_by_link, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_later_line_waits_for_the_first, setup,
 						teardown),
