@@ -1183,7 +1183,7 @@ static int take_content(struct fsb_store *s, const struct fsb_backup_req *r,
 	if (r->keep_inode && can_keep(&st, e)) {
 		if (r->caller_lock != NULL)
 			pthread_mutex_unlock(r->caller_lock);
-		rc = fsb_object_keep(s->objfd, r->fd, kept);
+		rc = fsb_object_keep(s->objfd, r->fd, r->resolved, kept);
 		if (r->caller_lock != NULL)
 			pthread_mutex_lock(r->caller_lock);
 		if (rc == 0) {

@@ -377,11 +377,21 @@ static int link_in(int objfd, struct tmp *t, const char *hex, off_t size, unsign
 	return err;
 }
 
-int fsb_object_keep(int objfd, int srcfd, struct fsb_object *out)
+/* link(2) the inode of `fd` as `name` in `dirfd`; 0 or -errno. */
+static int link_fd(int fd, int dirfd, const char *name)
+{
+	char proc[32];
+
+	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
+	return linkat(AT_FDCWD, proc, dirfd, name, AT_SYMLINK_FOLLOW) < 0 ? -errno : 0;
+}
+
+int fsb_object_keep(int objfd, int srcfd, const char *path, struct fsb_object *out)
 {
 	static const char digits[] = "0123456789abcdef";
 	unsigned char r[FSB_SHA256_HEX_LEN / 2];
-	char proc[32];
+	struct stat want, got;
+	int err, fd;
 
 	memset(out, 0, sizeof(*out));
 	/* A random name of the form of a SHA-256: never the hash of anything
@@ -400,10 +410,22 @@ int fsb_object_keep(int objfd, int srcfd, struct fsb_object *out)
 	 * /proc/self/fd: exactly the inode the caller opened and checked,
 	 * whatever its name is now. */
 	tmp_name(out->tmp, sizeof(out->tmp));
-	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", srcfd);
-	if (linkat(AT_FDCWD, proc, objfd, out->tmp, AT_SYMLINK_FOLLOW) < 0) {
-		int err = -errno;
-
+	err = link_fd(srcfd, objfd, out->tmp);
+	/*
+	 * link(2) stays within one mount: a descriptor opened through a
+	 * sandbox's bind mount of the workspace cannot be linked into the
+	 * store even on the same file system. The same inode reached by its
+	 * name in the core's own view can; it is used only when it is the
+	 * very inode of `srcfd` (a rename racing in finds another: copied).
+	 */
+	if (err == -EXDEV && path != NULL && fstat(srcfd, &want) == 0 &&
+	    (fd = open(path, O_PATH | O_NOFOLLOW | O_CLOEXEC)) >= 0) {
+		if (fstat(fd, &got) == 0 && S_ISREG(got.st_mode) && got.st_dev == want.st_dev &&
+		    got.st_ino == want.st_ino)
+			err = link_fd(fd, objfd, out->tmp);
+		close(fd);
+	}
+	if (err < 0) {
 		memset(out, 0, sizeof(*out));
 		return nospace(err);
 	}

@@ -42,11 +42,14 @@ int fsb_object_store(int objfd, int srcfd, uint64_t max_bytes, bool *tmpfile_ok,
  * hashing a byte: link it into objects/ under a temporary name (removed at
  * the next start after a crash) and pick its name, 64 random hex digits.
  * Meant for a file whose own name is about to go (a delete, the target a
- * rename replaces). Once a journal line names it, fsb_object_keep_commit
+ * rename replaces). `path` (may be NULL) names the file in the core's own
+ * view, for when `srcfd` was opened through another mount (EXDEV): it is
+ * linked only when it is the very inode of `srcfd`. Once a journal line
+ * names it, fsb_object_keep_commit
  * moves it to objects/<hh>/<name>; fsb_object_keep_abort takes it away.
  * -EXDEV across file systems, or another -errno: the caller copies instead.
  */
-int fsb_object_keep(int objfd, int srcfd, struct fsb_object *out);
+int fsb_object_keep(int objfd, int srcfd, const char *path, struct fsb_object *out);
 
 /** Move a kept inode to its name, the directory fsynced. 0 or -errno (then
  * it is taken away, as by fsb_object_keep_abort). */
