@@ -54,6 +54,10 @@ struct recorded {
 	 * the pair: the end of its first line when that line had to be
 	 * durable (an existing path), 0 when it did not (a created path). */
 	off_t durable_end;
+	/* The first line kept only metadata (chmod, utimes, ...): the first
+	 * later line of the pair that keeps content becomes the one that
+	 * must be durable, and a write grant is copied after all. */
+	bool metadata_only;
 };
 
 struct cycle {
@@ -238,7 +242,7 @@ static struct recorded *recorded_find(struct cycle *c, const char *path, const c
  * later line of the pair is simply treated as a first one: synced, and
  * copied when it needs a copy. */
 static void recorded_add(struct cycle *c, const char *stored_path, const char *tool_call,
-			 off_t durable_end)
+			 off_t durable_end, bool metadata_only)
 {
 	struct recorded *e = calloc(1, sizeof(*e));
 	void **node;
@@ -249,6 +253,7 @@ static void recorded_add(struct cycle *c, const char *stored_path, const char *t
 	}
 	e->path = stored_path;
 	e->durable_end = durable_end;
+	e->metadata_only = metadata_only;
 	node = tsearch(e, &c->recorded, cmp_recorded);
 	if (node == NULL || *node != e)
 		free_recorded(e);
@@ -433,6 +438,10 @@ static cJSON *prior_json(const struct fsb_backup_req *r, const struct fsb_backup
 		ok = cJSON_AddStringToObject(p, "object", res->object) != NULL;
 	if (ok && res->skipped != NULL)
 		ok = cJSON_AddStringToObject(p, "skipped", res->skipped) != NULL;
+	if (ok && res->metadata_only)
+		ok = cJSON_AddTrueToObject(p, "metadataOnly") != NULL;
+	if (ok && res->kept)
+		ok = cJSON_AddTrueToObject(p, "kept") != NULL;
 	if (ok && S_ISLNK(st->st_mode)) {
 		char target[PATH_MAX];
 		const char *t = r->link_target;
@@ -869,6 +878,46 @@ static int lock_fd(int fd, int how)
 }
 
 /*
+ * A crash between a kept inode's commit and its change (a delete, a
+ * rename over the file) leaves the file with its name and a second link in
+ * the store: each kept object the open cycle's journal names becomes a
+ * copy when the file still has another link (fsb_object_unshare does
+ * nothing otherwise). Best effort: what cannot be read is left as it is.
+ */
+static void unshare_kept(struct fsb_store *s)
+{
+	char *text = NULL, *line, *save = NULL;
+	struct stat st;
+	int fd;
+
+	fd = openat(s->c.dirfd, "journal.jsonl", O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && (text = malloc(st.st_size + 1)) != NULL) {
+		ssize_t n = pread(fd, text, st.st_size, 0);
+
+		text[n > 0 ? n : 0] = '\0';
+	}
+	close(fd);
+	for (line = text ? strtok_r(text, "\n", &save) : NULL; line != NULL;
+	     line = strtok_r(NULL, "\n", &save)) {
+		cJSON *j, *p, *o;
+
+		if (strstr(line, "\"kept\":true") == NULL || (j = cJSON_Parse(line)) == NULL)
+			continue;
+		p = cJSON_GetObjectItemCaseSensitive(j, "prior");
+		o = cJSON_GetObjectItemCaseSensitive(p, "object");
+		/* The name becomes a path under objects/: nothing but hex. */
+		if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(p, "kept")) && cJSON_IsString(o) &&
+		    strlen(o->valuestring) == FSB_SHA256_HEX_LEN &&
+		    strspn(o->valuestring, "0123456789abcdef") == FSB_SHA256_HEX_LEN)
+			fsb_object_unshare(s->objfd, o->valuestring);
+		cJSON_Delete(j);
+	}
+	free(text);
+}
+
+/*
  * Cycle `n` has no cycle.json: a crash left it open, or a core that is
  * still running writes it (it holds its journal's flock until the seal).
  * Seal it as recovered only in the first case. Called with the admin lock
@@ -919,6 +968,7 @@ static int recover_one(struct fsb_store *s, unsigned n, char *err, size_t errlen
 	 * right after it: the best record of when the cycle opened. */
 	if (fstat(s->c.dirfd, &st) == 0)
 		s->c.opened = st.st_mtim;
+	unshare_kept(s);
 	/* Sealed with no end states (see cycle_json): the journal keeps
 	 * every path and prior state, so nothing backed up is lost. */
 	rc = seal_cycle(s, RECOVERED_MSG, "", true, err, errlen);
@@ -1201,10 +1251,26 @@ static bool same_time(const struct timespec *a, const struct timespec *b)
 	return a->tv_sec == b->tv_sec && a->tv_nsec == b->tv_nsec;
 }
 
+/*
+ * May the inode `st` be kept by linking it into the store, rather than
+ * copied? Only when the name about to go is its only one (with another,
+ * the file lives on and may change), nobody was handed it for writing in
+ * this cycle (a holder could change it after the keep), and a restore run
+ * as the core's user can read it back.
+ */
+static bool can_keep(const struct stat *st, const struct inode_ent *e)
+{
+	uid_t me = geteuid();
+
+	if (st->st_nlink != 1 || (e != NULL && e->dirty))
+		return false;
+	return me == 0 || (st->st_uid == me && (st->st_mode & S_IRUSR));
+}
+
 /* Put the content of r->fd into the store (or find it already there) and
  * say so in res. Returns 0, -EFBIG or -errno. */
 static int take_content(struct fsb_store *s, const struct fsb_backup_req *r,
-			struct fsb_backup_result *res)
+			struct fsb_backup_result *res, struct fsb_object *kept)
 {
 	struct fsb_object obj;
 	struct inode_ent *e;
@@ -1226,6 +1292,21 @@ static int take_content(struct fsb_store *s, const struct fsb_backup_req *r,
 		memcpy(res->object, e->hex, sizeof(res->object));
 		res->reused = true;
 		return 0;
+	}
+	if (r->keep_inode && can_keep(&st, e)) {
+		if (r->caller_lock != NULL)
+			pthread_mutex_unlock(r->caller_lock);
+		rc = fsb_object_keep(s->objfd, r->fd, r->resolved, kept);
+		if (r->caller_lock != NULL)
+			pthread_mutex_lock(r->caller_lock);
+		if (rc == 0) {
+			memcpy(res->object, kept->hex, sizeof(res->object));
+			res->kept = true;
+			return 0;
+		}
+		if (rc == -ENOSPC)
+			return rc;
+		/* Another file system (EXDEV), links not allowed there: copy. */
 	}
 	/* The copy, its fsync included, runs without the caller's lock: the
 	 * other requests append their lines and share a journal sync
@@ -1281,7 +1362,9 @@ int fsb_store_record(struct fsb_store *s, const struct fsb_backup_req *r,
 		     struct fsb_backup_result *res)
 {
 	const char *tool_call = r->tool_call ? r->tool_call : "", *stored;
+	struct fsb_object kept = { .kept = false };
 	struct recorded *first;
+	bool takes_content, appended = false;
 	off_t durable_end;
 	cJSON *line;
 	int rc;
@@ -1303,17 +1386,20 @@ int fsb_store_record(struct fsb_store *s, const struct fsb_backup_req *r,
 	 * restore needs is in that first line. No copy, no line: only the wait
 	 * for that line to be durable.
 	 */
-	if (first != NULL && r->no_repeat_copy) {
+	takes_content = r->prior != NULL && S_ISREG(r->prior->st_mode) && !r->metadata_only;
+	if (first != NULL && r->no_repeat_copy && !(first->metadata_only && takes_content)) {
 		res->skipped = "recorded-before";
 		res->durable.cycle = s->c.n;
 		res->durable.end = (uint64_t)first->durable_end;
 		return r->defer_sync ? 0 : journal_wait(s, s->c.n, first->durable_end);
 	}
 	if (r->prior != NULL && S_ISREG(r->prior->st_mode)) {
-		if (r->skip_content) {
+		if (r->metadata_only) {
+			res->metadata_only = true;
+		} else if (r->skip_content) {
 			res->skipped = "skip-rule";
 		} else if (r->fd >= 0) {
-			rc = take_content(s, r, res);
+			rc = take_content(s, r, res, &kept);
 			if (rc < 0)
 				goto fail;
 		}
@@ -1345,7 +1431,11 @@ int fsb_store_record(struct fsb_store *s, const struct fsb_backup_req *r,
 	cJSON_Delete(line);
 	if (rc < 0)
 		goto fail;
+	appended = true;
 	s->c.seq++;
+	/* Named by a line now: the kept inode may take its name. */
+	if (kept.kept && (rc = fsb_object_keep_commit(s->objfd, &kept)) < 0)
+		goto fail;
 
 	/*
 	 * What must be on disk before the change (docs/backup-store.md, "When
@@ -1356,11 +1446,18 @@ int fsb_store_record(struct fsb_store *s, const struct fsb_backup_req *r,
 	 * whose first line is in the journal adds nothing a restore reads:
 	 * it waits only for that first line.
 	 */
-	if (first != NULL) {
+	if (first != NULL && !(first->metadata_only && takes_content)) {
 		durable_end = first->durable_end;
+	} else if (first != NULL) {
+		/* The first line of the pair kept only metadata: this one is
+		 * the only record of the bytes, so it is synced on its own. */
+		durable_end = s->c.jsize;
+		first->durable_end = durable_end;
+		first->metadata_only = false;
+		s->c.need_sync_to = durable_end;
 	} else {
 		durable_end = r->prior != NULL ? s->c.jsize : 0;
-		recorded_add(&s->c, stored, tool_call, durable_end);
+		recorded_add(&s->c, stored, tool_call, durable_end, res->metadata_only);
 		if (durable_end > 0)
 			s->c.need_sync_to = durable_end;
 	}
@@ -1377,6 +1474,14 @@ int fsb_store_record(struct fsb_store *s, const struct fsb_backup_req *r,
 	return 0;
 
 fail:
+	/* The change will not happen: a file kept by link keeps its name and
+	 * must not share its inode with the store. Not yet committed, the
+	 * link just goes; committed, the line names it: a copy takes its
+	 * place. */
+	if (kept.kept && kept.tmp[0] != '\0')
+		fsb_object_keep_abort(s->objfd, &kept);
+	else if (kept.kept && appended)
+		fsb_object_unshare(s->objfd, res->object);
 	memset(res, 0, sizeof(*res));
 	return rc;
 }
@@ -1474,6 +1579,11 @@ int fsb_store_wait(struct fsb_store *s, const struct fsb_journal_mark *m)
 	if (m->cycle == 0 || m->end == 0)
 		return 0;
 	return journal_wait(s, m->cycle, (off_t)m->end);
+}
+
+int fsb_store_unshare(struct fsb_store *s, const char *object)
+{
+	return fsb_object_unshare(s->objfd, object);
 }
 
 const char *fsb_store_dir(const struct fsb_store *s)

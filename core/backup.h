@@ -71,6 +71,15 @@ struct fsb_backup_req {
 	uint64_t max_bytes;		/* copy limit when no reflink; 0: none */
 	enum fsb_too_large on_too_large;
 	bool skip_content;		/* the pack's backup.skip matched */
+	bool metadata_only;		/* the change leaves the content as it is
+					 * (chmod, chown, utimes, xattrs): the
+					 * prior metadata is journaled, nothing
+					 * is copied, `fd` is not read */
+	bool keep_inode;		/* the change takes this name away (a
+					 * delete, the target a rename replaces):
+					 * a file with one link is kept by
+					 * linking its inode into the store, no
+					 * copy and no size limit */
 	bool defer_sync;		/* the caller waits for res->durable itself
 					 * (fsb_store_wait), or for a batch
 					 * (fsb_store_sync) */
@@ -93,7 +102,11 @@ struct fsb_journal_mark {
 struct fsb_backup_result {
 	char object[FSB_SHA256_HEX_LEN + 1];	/* "" when no content was taken */
 	bool reflinked;		/* FICLONE made the copy */
+	bool kept;		/* the inode itself was linked in (keep_inode):
+				 * `object` is a random name, not its hash */
 	bool reused;		/* the cycle already held this content */
+	bool metadata_only;	/* a regular file journaled without content
+				 * (req.metadata_only): nothing is lost */
 	const char *skipped;	/* NULL, "too-large", "skip-rule" or
 				 * "recorded-before" (no_repeat_copy) */
 	/* With defer_sync: what must be durable before the change may start
@@ -159,6 +172,13 @@ void fsb_store_pending(const struct fsb_store *s, struct fsb_journal_mark *m);
  * not happen.
  */
 int fsb_store_wait(struct fsb_store *s, const struct fsb_journal_mark *m);
+
+/**
+ * The change a record kept inode `object` for (res->kept) did not happen:
+ * the file keeps its name, so the store's link becomes a copy. Not
+ * thread-safe (under the caller's lock). 0 or -errno.
+ */
+int fsb_store_unshare(struct fsb_store *s, const char *object);
 
 /** The store's directory (…/modify_backup). */
 const char *fsb_store_dir(const struct fsb_store *s);

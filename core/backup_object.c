@@ -3,7 +3,9 @@
  * (see backup_object.h): a new file, reflinked or copied, hashed from the
  * copy, fsynced and only then linked in under its name, so a crash leaves
  * either no object or a whole one. An object already under that name is
- * checked against it and replaced when it does not match. Several threads
+ * checked against it and replaced when it does not match. A file whose
+ * name is about to go (a delete) can instead be kept by linking its inode
+ * in under a random name. Several threads
  * may store objects into one store at once (backup.c lets go of its
  * caller's lock while it copies).
  */
@@ -312,20 +314,22 @@ static int replace_object(int objfd, int dirfd, struct tmp *t, const char *hex, 
  * when its content matches its name, else replaced by the new file. *retry
  * is set when an O_TMPFILE cannot be given a name here at all.
  */
-static int link_in(int objfd, struct tmp *t, const char *hex, off_t size, unsigned char *buf,
-		   bool *retry)
+/*
+ * objects/<hh> under `objfd`, made when new. A directory another thread
+ * has just made may not be durable yet: whoever finds it (EEXIST) waits
+ * until its maker's fsync is done. The new directory's entry is made
+ * durable before anything is linked into it; a failure takes it away
+ * again so that the next object makes (and fsyncs) it anew. Returns its
+ * fd or -errno.
+ */
+static int open_hh(int objfd, const char *hex)
 {
-	/* A directory another thread has just made may not be durable yet:
-	 * whoever finds it (EEXIST) waits until its maker's fsync is done. */
 	static pthread_mutex_t making = PTHREAD_MUTEX_INITIALIZER;
 	char hh[3] = { hex[0], hex[1], '\0' };
-	int dirfd, err = 0;
+	int fd, err = 0;
 
 	pthread_mutex_lock(&making);
 	if (mkdirat(objfd, hh, 0700) == 0) {
-		/* The new directory's entry is made durable before anything
-		 * is linked into it; a failure takes it away again so that
-		 * the next object makes (and fsyncs) it anew. */
 		if (fsync(objfd) < 0) {
 			err = -errno;
 			unlinkat(objfd, hh, AT_REMOVEDIR);
@@ -336,9 +340,17 @@ static int link_in(int objfd, struct tmp *t, const char *hex, off_t size, unsign
 	pthread_mutex_unlock(&making);
 	if (err < 0)
 		return err;
-	dirfd = openat(objfd, hh, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	fd = openat(objfd, hh, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	return fd < 0 ? -errno : fd;
+}
+
+static int link_in(int objfd, struct tmp *t, const char *hex, off_t size, unsigned char *buf,
+		   bool *retry)
+{
+	int dirfd = open_hh(objfd, hex), err;
+
 	if (dirfd < 0)
-		return -errno;
+		return dirfd;
 
 	if (t->name[0] != '\0')
 		err = linkat(objfd, t->name, dirfd, hex, 0) < 0 ? -errno : 0;
@@ -363,6 +375,157 @@ static int link_in(int objfd, struct tmp *t, const char *hex, off_t size, unsign
 	}
 	close(dirfd);
 	return err;
+}
+
+/* link(2) the inode of `fd` as `name` in `dirfd`; 0 or -errno. */
+static int link_fd(int fd, int dirfd, const char *name)
+{
+	char proc[32];
+
+	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
+	return linkat(AT_FDCWD, proc, dirfd, name, AT_SYMLINK_FOLLOW) < 0 ? -errno : 0;
+}
+
+int fsb_object_keep(int objfd, int srcfd, const char *path, struct fsb_object *out)
+{
+	static const char digits[] = "0123456789abcdef";
+	unsigned char r[FSB_SHA256_HEX_LEN / 2];
+	struct stat want, got;
+	int err, fd;
+
+	memset(out, 0, sizeof(*out));
+	/* A random name of the form of a SHA-256: never the hash of anything
+	 * stored, so no copy is ever taken for it or it for a copy, and the
+	 * prune and the quota count it like any object. */
+	if (getrandom(r, sizeof(r), 0) != (ssize_t)sizeof(r))
+		return -EIO;
+	for (size_t i = 0; i < sizeof(r); i++) {
+		out->hex[2 * i] = digits[r[i] >> 4];
+		out->hex[2 * i + 1] = digits[r[i] & 15];
+	}
+	out->hex[FSB_SHA256_HEX_LEN] = '\0';
+	/* First under a temporary name in objects/, which the next start
+	 * removes after a crash: a link no journal line names yet must not
+	 * outlive the core and leave the file with a second link. Through
+	 * /proc/self/fd: exactly the inode the caller opened and checked,
+	 * whatever its name is now. */
+	tmp_name(out->tmp, sizeof(out->tmp));
+	err = link_fd(srcfd, objfd, out->tmp);
+	/*
+	 * link(2) stays within one mount: a descriptor opened through a
+	 * sandbox's bind mount of the workspace cannot be linked into the
+	 * store even on the same file system. The same inode reached by its
+	 * name in the core's own view can; it is used only when it is the
+	 * very inode of `srcfd` (a rename racing in finds another: copied).
+	 */
+	if (err == -EXDEV && path != NULL && fstat(srcfd, &want) == 0 &&
+	    (fd = open(path, O_PATH | O_NOFOLLOW | O_CLOEXEC)) >= 0) {
+		if (fstat(fd, &got) == 0 && S_ISREG(got.st_mode) && got.st_dev == want.st_dev &&
+		    got.st_ino == want.st_ino)
+			err = link_fd(fd, objfd, out->tmp);
+		close(fd);
+	}
+	if (err < 0) {
+		memset(out, 0, sizeof(*out));
+		return nospace(err);
+	}
+	out->kept = true;
+	return 0;
+}
+
+int fsb_object_keep_commit(int objfd, struct fsb_object *o)
+{
+	int dirfd = open_hh(objfd, o->hex), err = 0;
+
+	if (dirfd < 0) {
+		fsb_object_keep_abort(objfd, o);
+		return nospace(dirfd);
+	}
+	if (renameat(objfd, o->tmp, dirfd, o->hex) < 0) {
+		err = -errno;
+		fsb_object_keep_abort(objfd, o);
+	} else {
+		o->tmp[0] = '\0';
+		/* On disk before the change that takes the file's own name. */
+		if (fsync(dirfd) < 0)
+			err = -errno;
+	}
+	close(dirfd);
+	return nospace(err);
+}
+
+void fsb_object_keep_abort(int objfd, struct fsb_object *o)
+{
+	if (o->tmp[0] != '\0')
+		unlinkat(objfd, o->tmp, 0);
+	o->tmp[0] = '\0';
+}
+
+int fsb_object_unshare(int objfd, const char *hex)
+{
+	char hh[3] = { hex[0], hex[1], '\0' }, name[32];
+	unsigned char *buf = NULL;
+	EVP_MD_CTX *ctx = NULL;
+	struct timespec ts[2];
+	struct stat st;
+	int dirfd, src = -1, dst = -1, err;
+	bool hashed;
+
+	dirfd = openat(objfd, hh, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (dirfd < 0)
+		return -errno;
+	src = openat(dirfd, hex, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+	if (src < 0 || fstat(src, &st) < 0) {
+		err = -errno;
+		goto fail;
+	}
+	/* Its own name is gone (the change went ahead): the store's is the
+	 * only one, nothing to do. */
+	if (!S_ISREG(st.st_mode) || st.st_nlink <= 1) {
+		err = 0;
+		goto fail;
+	}
+	/* A temporary in objects/ (which fsb_object_clean empties after a
+	 * crash), O_EXCL|O_NOFOLLOW: never reuse or follow what is there. */
+	tmp_name(name, sizeof(name));
+	dst = openat(objfd, name, O_CREAT | O_EXCL | O_RDWR | O_NOFOLLOW | O_CLOEXEC, 0400);
+	if (dst < 0) {
+		err = -errno;
+		goto fail;
+	}
+	if (ioctl(dst, FICLONE, src) < 0) {
+		buf = malloc(OBJ_CHUNK);
+		ctx = EVP_MD_CTX_new();
+		if (buf == NULL || ctx == NULL || !EVP_DigestInit_ex(ctx, EVP_sha256(), NULL)) {
+			err = -ENOMEM;
+			goto fail;
+		}
+		if ((err = copy_data(src, dst, st.st_size, buf, ctx, &hashed)) < 0)
+			goto fail;
+	}
+	/* The copy keeps the size and mtime a restore checks a kept inode
+	 * by; renamed over the link, it leaves the file one link again. */
+	ts[0] = st.st_atim;
+	ts[1] = st.st_mtim;
+	if (futimens(dst, ts) < 0 || fsync(dst) < 0 ||
+	    renameat(objfd, name, dirfd, hex) < 0 || fsync(dirfd) < 0) {
+		err = -errno;
+		goto fail;
+	}
+	close(dst);
+	dst = -1;
+	err = 0;
+fail:
+	if (dst >= 0) {
+		close(dst);
+		unlinkat(objfd, name, 0);
+	}
+	if (src >= 0)
+		close(src);
+	close(dirfd);
+	free(buf);
+	EVP_MD_CTX_free(ctx);
+	return nospace(err);
 }
 
 static int store_once(int objfd, int srcfd, uint64_t max_bytes, bool *tmpfile_ok,

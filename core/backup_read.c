@@ -420,6 +420,17 @@ static int parse_prior(const cJSON *o, struct fsb_prior *p, struct why *w)
 			return bad(w, "%s is not a short string", "prior.skipped");
 		strcpy(p->skipped, it->valuestring);
 	}
+	it = cJSON_GetObjectItemCaseSensitive(o, "kept");
+	if (it != NULL && !cJSON_IsBool(it))
+		return bad(w, "%s is not a boolean", "prior.kept");
+	p->kept = cJSON_IsTrue(it) && p->object[0] != '\0' && p->has_size && p->has_mtime;
+	p->kept_size = p->size;
+	p->kept_mtime = p->mtime;
+	it = cJSON_GetObjectItemCaseSensitive(o, "metadataOnly");
+	if (it != NULL && !cJSON_IsBool(it))
+		return bad(w, "%s is not a boolean", "prior.metadataOnly");
+	p->metadata_only = cJSON_IsTrue(it) && strcmp(p->type, "file") == 0 &&
+			   p->object[0] == '\0' && p->skipped[0] == '\0';
 	if ((err = get_xattrs(o, p, w)) < 0)
 		return err;
 	return get_path(o, "target", "prior.target", &p->target, w);
@@ -774,6 +785,62 @@ static size_t count_distinct(const char **v, size_t n)
 	return d;
 }
 
+static int cmp_rec_path(const void *a, const void *b)
+{
+	const struct fsb_journal_rec *x = *(const struct fsb_journal_rec *const *)a;
+	const struct fsb_journal_rec *y = *(const struct fsb_journal_rec *const *)b;
+	int d = strcmp(x->resolved, y->resolved);
+
+	return d != 0 ? d : (x->line > y->line) - (x->line < y->line);
+}
+
+/*
+ * A change of metadata leaves a file's bytes as they were, so the first
+ * later record of the same path and inode that kept content (a delete, a
+ * write, a rename over it) saved the very bytes the metadata-only record
+ * stands for: lend them to it, and a restore from the first record brings
+ * back content and metadata both. Sorted by path, then line: n log n.
+ */
+static int lend_content(struct fsb_cycle *c)
+{
+	struct fsb_journal_rec **v;
+	size_t n = 0;
+
+	for (size_t i = 0; i < c->nrecs; i++)
+		n += c->recs[i].prior.metadata_only;
+	if (n == 0)
+		return 0;
+	v = malloc(c->nrecs * sizeof(*v));
+	if (v == NULL)
+		return -ENOMEM;
+	for (size_t i = 0; i < c->nrecs; i++)
+		v[i] = &c->recs[i];
+	qsort(v, c->nrecs, sizeof(*v), cmp_rec_path);
+	for (size_t i = 0; i < c->nrecs; i++) {
+		struct fsb_prior *p = &v[i]->prior;
+
+		if (!p->metadata_only)
+			continue;
+		for (size_t j = i + 1; j < c->nrecs && strcmp(v[j]->resolved, v[i]->resolved) == 0;
+		     j++) {
+			const struct fsb_prior *q = &v[j]->prior;
+
+			if (!q->exists || q->dev != p->dev || q->ino != p->ino ||
+			    (q->object[0] == '\0' && q->skipped[0] == '\0'))
+				continue;
+			memcpy(p->object, q->object, sizeof(p->object));
+			memcpy(p->skipped, q->skipped, sizeof(p->skipped));
+			p->kept = q->kept;
+			p->kept_size = q->kept_size;
+			p->kept_mtime = q->kept_mtime;
+			p->metadata_only = false;
+			break;
+		}
+	}
+	free(v);
+	return 0;
+}
+
 static int count_paths_and_objects(struct fsb_cycle *c)
 {
 	const char **v;
@@ -846,7 +913,9 @@ int fsb_cycle_load(const char *store_dir, unsigned number, struct fsb_cycle *out
 			goto fail;
 		}
 	}
-	rc = count_paths_and_objects(out);
+	rc = lend_content(out);
+	if (rc == 0)
+		rc = count_paths_and_objects(out);
 	if (rc < 0) {
 		snprintf(err, errlen, "out of memory");
 		goto fail;
@@ -1054,6 +1123,56 @@ int fsb_backup_object_copy(int fd, const char *hex, int out_fd)
 	err = strcmp(got, hex) == 0 ? 0 : -EBADMSG;
 out:
 	EVP_MD_CTX_free(ctx);
+	free(buf);
+	return err;
+}
+
+int fsb_backup_object_check(int fd, const struct fsb_prior *p)
+{
+	struct stat st;
+
+	if (!p->kept)
+		return fsb_backup_object_copy(fd, p->object, -1);
+	if (fstat(fd, &st) < 0)
+		return -errno;
+	if (!S_ISREG(st.st_mode))
+		return -ENXIO;
+	/* A kept inode is the file itself: had anything written to it since
+	 * (a holder of an open fd), its size or mtime would tell. */
+	if ((uint64_t)st.st_size != p->kept_size || st.st_mtim.tv_sec != p->kept_mtime.tv_sec ||
+	    st.st_mtim.tv_nsec != p->kept_mtime.tv_nsec)
+		return -ESTALE;
+	return 0;
+}
+
+int fsb_backup_object_restore(int fd, const struct fsb_prior *p, int out_fd)
+{
+	char *buf;
+	off_t off = 0;
+	int err;
+
+	if (!p->kept)
+		return fsb_backup_object_copy(fd, p->object, out_fd);
+	if ((err = fsb_backup_object_check(fd, p)) < 0)
+		return err;
+	buf = malloc(COPY_CHUNK);
+	if (buf == NULL)
+		return -ENOMEM;
+	for (;;) {
+		ssize_t n = pread(fd, buf, COPY_CHUNK, off);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			err = -errno;
+			break;
+		}
+		if (n == 0)
+			break;
+		off += n;
+		if ((err = write_full(out_fd, buf, (size_t)n)) < 0)
+			break;
+	}
 	free(buf);
 	return err;
 }

@@ -30,6 +30,15 @@ struct fsb_prior {
 	struct timespec atime, mtime;
 	char object[FSB_SHA256_HEX_LEN + 1];	/* "" when no content was taken */
 	char skipped[24];	/* "too-large", "skip-rule", or "" */
+	bool kept;		/* `object` is the file's inode, linked into the
+				 * store under a random name: not its hash */
+	/* A kept inode's size and mtime when it was kept (by the record
+	 * that kept it): a restore checks it still has them. */
+	uint64_t kept_size;
+	struct timespec kept_mtime;
+	bool metadata_only;	/* a file whose change left its content: only
+				 * the metadata was journaled (and no later
+				 * record of the inode lent it content) */
 	char *target;		/* a symlink's target, else NULL */
 	bool has_xattrs;	/* the journal recorded the xattrs (else unknown) */
 	bool xattrs_truncated;	/* some were left out: over FSB_XATTR_CAP */
@@ -110,7 +119,10 @@ int fsb_cycles_list(const char *store_dir, unsigned **nums, size_t *n);
 
 /**
  * Load cycle `number`: every well-formed journal line, and cycle.json when
- * the cycle is sealed. A malformed journal line is reported to `report`
+ * the cycle is sealed. A file's record that kept only metadata (chmod,
+ * utimes, ...) takes the object (or skip) of the first later record of the
+ * same path and inode that kept content: the bytes that record saved are
+ * the ones the cycle began with. A malformed journal line is reported to `report`
  * (when not NULL) as "<file>:<line>: <what is wrong>" and skipped; so is a
  * malformed entry of cycle.json `paths`. Returns 0, or -errno with a
  * sentence naming the file in `err`: -ENOENT when the cycle does not
@@ -167,5 +179,21 @@ int fsb_backup_object_open(const char *store_dir, const char *hex);
  * wrote), or -errno.
  */
 int fsb_backup_object_copy(int fd, const char *hex, int out_fd);
+
+/**
+ * Check the object of `p` on `fd` before it is read back: its SHA-256 for
+ * a copy (fsb_backup_object_copy), for a kept inode (p->kept) that it is
+ * still the file the record describes (a regular file of the recorded size
+ * and mtime). Returns 0, -EBADMSG (damaged), -ESTALE (a kept inode changed
+ * since), -ENXIO (not a regular file) or -errno.
+ */
+int fsb_backup_object_check(int fd, const struct fsb_prior *p);
+
+/**
+ * Copy the object of `p` on `fd` to `out_fd`: fsb_backup_object_copy for a
+ * copy; a kept inode is checked with fsb_backup_object_check and copied
+ * as it is. 0, or -errno as those.
+ */
+int fsb_backup_object_restore(int fd, const struct fsb_prior *p, int out_fd);
 
 #endif

@@ -623,7 +623,8 @@ static const char *end_differs(const struct fsb_end_state *e, bool exists, const
 
 /* ---- restore: planning --------------------------------------------------- */
 
-enum act { ACT_NONE, ACT_REMOVE, ACT_FILE, ACT_DIR, ACT_SYMLINK, ACT_FIFO, ACT_OTHER };
+/* ACT_META: a file whose cycle changed only its metadata, put back in place. */
+enum act { ACT_NONE, ACT_REMOVE, ACT_FILE, ACT_META, ACT_DIR, ACT_SYMLINK, ACT_FIFO, ACT_OTHER };
 enum res { RES_PENDING, RES_OK, RES_SKIPPED, RES_FAILED };
 
 struct item {
@@ -686,6 +687,10 @@ static void choose_action(struct item *it)
 		it->act = ACT_FILE;
 		if (p->object[0] != '\0')
 			return;
+		if (p->metadata_only) {
+			it->act = ACT_META;
+			return;
+		}
 		/* A cache the pack chose not to back up: nothing was promised,
 		 * so leaving it is no failure of the restore. */
 		if (strcmp(p->skipped, "skip-rule") == 0) {
@@ -778,14 +783,34 @@ static void plan_item(const struct cli *c, const struct fsb_cycle *cy, struct it
 			snprintf(it->note, sizeof(it->note), "; forced, though it changed after the "
 				 "cycle: %s", diff);
 	}
+	/*
+	 * Only the metadata was journaled: the cycle left the bytes as they
+	 * were, so the file the cycle ended with holds the content it began
+	 * with. A sealed cycle's end state said above whether the file there
+	 * is that one (else --force); an open cycle has none, so the inode
+	 * must be the one recorded.
+	 */
+	if (it->act == ACT_META &&
+	    (!it->exists || !S_ISREG(it->now.st_mode) ||
+	     (cy->state == FSB_CYCLE_OPEN && ((uint64_t)it->now.st_dev != p->dev ||
+					      (uint64_t)it->now.st_ino != p->ino)))) {
+		settle(it, RES_SKIPPED, "skipped", false,
+		       "not restorable: the cycle changed only its metadata and kept no copy of "
+		       "its content, and the file it changed is not there now");
+		return;
+	}
 	if (it->act == ACT_FILE) {
 		/* A corrupted object is found before anything is changed, and a
 		 * dry run reports it too; the copy checks the hash once more. */
 		fd = fsb_backup_object_open(c->store, p->object);
-		rc = fd < 0 ? fd : fsb_backup_object_copy(fd, p->object, -1);
+		rc = fd < 0 ? fd : fsb_backup_object_check(fd, p);
 		if (fd >= 0)
 			close(fd);
-		if (rc == -EBADMSG)
+		if (rc == -ESTALE)
+			settle(it, RES_SKIPPED, "skipped", false,
+			       "the inode kept as its backup (%s) was changed after it was kept "
+			       "(its size or mtime differs); nothing was written", p->object);
+		else if (rc == -EBADMSG)
 			settle(it, RES_SKIPPED, "skipped", false,
 			       "its backup object %s is corrupted (its content does not match its "
 			       "SHA-256 name); nothing was written", p->object);
@@ -927,9 +952,14 @@ static void do_file(const struct cli *c, struct item *it, int pfd, const char *n
 		return;
 	}
 	obj = fsb_backup_object_open(c->store, p->object);
-	rc = obj < 0 ? obj : fsb_backup_object_copy(obj, p->object, fd);
+	rc = obj < 0 ? obj : fsb_backup_object_restore(obj, p, fd);
 	if (obj >= 0)
 		close(obj);
+	if (rc == -ESTALE) {
+		what = "the inode kept as its backup was changed after it was kept; nothing was "
+		       "written";
+		goto fail_msg;
+	}
 	if (rc == -EBADMSG) {
 		what = "its backup object is corrupted (its content does not match its SHA-256 "
 		       "name); nothing was written";
@@ -976,6 +1006,60 @@ fail_msg:
 		close(fd);
 	unlinkat(pfd, tmp, 0);
 	settle(it, RES_FAILED, "failed", false, "%s", what);
+}
+
+/*
+ * A file whose cycle changed only its metadata: owner, xattrs, mode and
+ * times put back on the very inode planned for, its content left alone.
+ * The inode is pinned with O_PATH (a mode of 0 cannot stop that) and
+ * changed through /proc/self/fd, never through its name again.
+ */
+static void do_meta(struct item *it, int pfd, const char *name)
+{
+	const struct fsb_prior *p = &it->pick->rec->prior;
+	struct timespec ts[2];
+	char at[32];
+	struct stat st;
+	int fd, rfd = -1;
+	bool xattrs = false;
+
+	fd = openat(pfd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+	/* Still the file planned for (checked against the journal there). */
+	if (fd < 0 || fstat(fd, &st) < 0 || st.st_dev != it->now.st_dev ||
+	    st.st_ino != it->now.st_ino || !S_ISREG(st.st_mode)) {
+		if (fd >= 0)
+			close(fd);
+		settle(it, RES_FAILED, "failed", false, "it changed while restoring; not touched");
+		return;
+	}
+	snprintf(at, sizeof(at), "/proc/self/fd/%d", fd);
+	/* Owner before mode: chown clears the set-id bits. */
+	if (p->has_owner && (st.st_uid != p->uid || st.st_gid != p->gid) &&
+	    fchownat(fd, "", p->uid, p->gid, AT_EMPTY_PATH) == 0)
+		it->owner_set = true;
+	if (p->has_xattrs) {
+		/* Setting a user.* xattr takes write permission, which the
+		 * mode set right after takes away again. */
+		if (!(st.st_mode & S_IWUSR) || !(st.st_mode & S_IRUSR))
+			chmod(at, (st.st_mode & 07777) | S_IRUSR | S_IWUSR);
+		rfd = open(at, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+		if (rfd >= 0) {
+			xattrs = put_xattrs(it, rfd, NULL);
+			close(rfd);
+		} else {
+			append(it, "; xattrs not restored: cannot open it");
+		}
+	}
+	times_of(p, ts);
+	if ((p->has_mode && chmod(at, p->mode) < 0) || utimensat(AT_FDCWD, at, ts, 0) < 0) {
+		settle(it, RES_FAILED, "failed", false, "cannot set its mode and times: %s",
+		       strerror(errno));
+		close(fd);
+		return;
+	}
+	close(fd);
+	settle(it, RES_OK, "restored", true, "mode, times%s%s; content unchanged by the cycle%s",
+	       it->owner_set ? ", owner" : "", xattrs ? ", xattrs" : "", it->note);
 }
 
 /* Symlinks and FIFOs: made under a temporary name, then renamed over. */
@@ -1118,6 +1202,8 @@ static void execute(const struct cli *c, struct item *it, bool finish)
 		do_remove(it, pfd, name);
 	else if (it->act == ACT_FILE)
 		do_file(c, it, pfd, name);
+	else if (it->act == ACT_META)
+		do_meta(it, pfd, name);
 	else if (it->act == ACT_DIR)
 		do_dir(it, pfd, name);
 	else
@@ -1398,6 +1484,7 @@ static int cmd_restore(const struct cli *c)
 				? (S_ISDIR(it->now.st_mode) ? "a directory created by the cycle; "
 				   "only once it is empty" : "created by the cycle")
 				: it->act == ACT_FILE ? "content, mode, times"
+				: it->act == ACT_META ? "mode, times; content unchanged by the cycle"
 				: it->act == ACT_DIR ? "directory, mode, times"
 				: it->act == ACT_SYMLINK ? "symlink, target, times" : "fifo, mode, times";
 			settle(it, RES_OK, it->act == ACT_REMOVE ? "would remove" : "would restore",
@@ -1645,6 +1732,9 @@ static enum dstat diff_one(const struct cli *c, unsigned num, const struct fsb_p
 		return D_UNCHANGED;
 	}
 
+	/* The cycle changed its metadata only: its bytes are as they were. */
+	if (pr->metadata_only)
+		return D_UNCHANGED;
 	if (pr->object[0] == '\0') {
 		snprintf(line, sizeof(line), "no backup taken (%s)",
 			 pr->skipped[0] != '\0' ? pr->skipped : "none recorded");
@@ -1653,10 +1743,11 @@ static enum dstat diff_one(const struct cli *c, unsigned num, const struct fsb_p
 		return D_NOBACKUP;
 	}
 	obj = fsb_backup_object_open(c->store, pr->object);
-	rc = obj < 0 ? obj : fsb_backup_object_copy(obj, pr->object, -1);
+	rc = obj < 0 ? obj : fsb_backup_object_check(obj, pr);
 	if (rc < 0) {
 		snprintf(detail, dlen, "its backup object %s %s", pr->object,
-			 rc == -EBADMSG ? "does not match its SHA-256 (damaged)"
+			 rc == -ESTALE ? "(its inode, kept) changed after it was kept"
+			 : rc == -EBADMSG ? "does not match its SHA-256 (damaged)"
 			 : rc == -ENXIO ? "is not a regular file"
 			 : rc == -ENOENT ? "is missing" : strerror(-rc));
 		res = D_ERROR;

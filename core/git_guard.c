@@ -419,14 +419,15 @@ out:
 
 /*
  * Replace the file at `path` with `len` bytes of `data` (or, with
- * `objfd` >= 0, the store object `hex` on it, checked against its name),
+ * `objfd` >= 0, the store object of `prior` on it: a copy checked against
+ * its name, a kept inode against its recorded size and mtime),
  * mode `mode`, owner `uid`:`gid` where the core may set it (a core run as
  * root must not leave the user a config they cannot edit): a new file
  * beside it renamed over it, so that git never reads half of one. 0 or
  * -errno.
  */
 static int replace_file(struct guard *g, const char *path, const char *data, size_t len,
-			int objfd, const char *hex, mode_t mode, uid_t uid, gid_t gid)
+			int objfd, const struct fsb_prior *prior, mode_t mode, uid_t uid, gid_t gid)
 {
 	char tmp[64];
 	const char *name;
@@ -443,7 +444,7 @@ static int replace_file(struct guard *g, const char *path, const char *data, siz
 		goto fail;
 	}
 	if (objfd >= 0) {
-		if ((rc = fsb_backup_object_copy(objfd, hex, fd)) < 0)
+		if ((rc = fsb_backup_object_restore(objfd, prior, fd)) < 0)
 			goto fail;
 	} else {
 		for (size_t off = 0; off < len;) {
@@ -496,7 +497,7 @@ static int put_back(struct guard *g, const char *path, const struct fsb_journal_
 		return removed(g, path);
 	if ((objfd = fsb_backup_object_open(g->store, first->prior.object)) < 0)
 		return removed(g, path);
-	rc = replace_file(g, path, NULL, 0, objfd, first->prior.object,
+	rc = replace_file(g, path, NULL, 0, objfd, &first->prior,
 			  first->prior.has_mode ? first->prior.mode : 0644,
 			  first->prior.has_owner ? first->prior.uid : (uid_t)-1,
 			  first->prior.has_owner ? first->prior.gid : (gid_t)-1);
@@ -544,8 +545,8 @@ static int slurp_fd(int fd, char **out, size_t *len)
 	return 0;
 }
 
-/* The start's content of a config file, from the store (checked against
- * its name). 0 or -errno. */
+/* The start's content of a config file, from the store (checked as
+ * fsb_backup_object_restore does). 0 or -errno. */
 static int prior_text(struct guard *g, const struct fsb_journal_rec *first, char **out,
 		      size_t *len)
 {
@@ -558,7 +559,7 @@ static int prior_text(struct guard *g, const struct fsb_journal_rec *first, char
 		close(objfd);
 		return rc;
 	}
-	rc = fsb_backup_object_copy(objfd, first->prior.object, mfd);
+	rc = fsb_backup_object_restore(objfd, &first->prior, mfd);
 	close(objfd);
 	if (rc == 0)
 		rc = slurp_fd(mfd, out, len);

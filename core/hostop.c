@@ -258,9 +258,11 @@ int hop_reach(struct hostop *h, const struct fsb_access *a, struct stat *st)
 /* ---- backing up --------------------------------------------------------- */
 
 /* Journal the state of `real` (`st`, NULL when the operation creates it)
- * with the content read from `rdfd` (a regular file) or its link target. */
-int hop_record(struct hostop *h, enum fsb_op op, const char *requested, const char *real,
-	       const struct stat *st, int rdfd, const char *target, bool skip_content)
+ * with the content read from `rdfd` (a regular file) or its link target;
+ * with `metadata_only`, the prior metadata alone. */
+static int hop_record_entry(struct hostop *h, enum fsb_op op, const char *requested,
+			    const char *real, const struct stat *st, int rdfd, const char *target,
+			    bool skip_content, bool metadata_only)
 {
 	struct fsb_backup_result res;
 	struct fsb_backup_entry e = {
@@ -271,6 +273,13 @@ int hop_record(struct hostop *h, enum fsb_op op, const char *requested, const ch
 		.fd = rdfd,
 		.link_target = target,
 		.skip_content = skip_content,
+		.metadata_only = metadata_only,
+		/* A name that goes for good: its inode can be kept rather than
+		 * copied. Not a rename's source nor a file moved to the trash,
+		 * which live on (a second link would show, and a later write
+		 * would change the backup). */
+		.keep_inode = (op == FSB_OP_DELETE && !h->req->delete_trash) ||
+			      op == FSB_OP_RENAME_TO,
 		.tool_call = h->who->tool_call,
 		.trace = h->req->trace,
 	};
@@ -307,12 +316,31 @@ int hop_record(struct hostop *h, enum fsb_op op, const char *requested, const ch
 		v[h->ntoo_large].st = *st;
 		h->ntoo_large++;
 	}
+	if (res.kept) {
+		void *v = realloc(h->kept, (h->nkept + 1) * sizeof(*h->kept));
+
+		/* Without memory to remember it, the link would outlive a
+		 * failed change: make it a copy now. */
+		if (v == NULL) {
+			fsb_backup_unshare(h->b, h->who->session, res.object);
+			return hop_fail(h, ENOMEM, "out of memory");
+		}
+		h->kept = v;
+		memcpy(h->kept[h->nkept++], res.object, sizeof(*h->kept));
+	}
 	if (res.object[0] != '\0')
 		h->backups++;
 	/* A file whose content the backup does not hold (backup.skip, too
 	 * large, backups off): a restore cannot bring it back. */
-	h->last_unsaved = st != NULL && S_ISREG(st->st_mode) && res.object[0] == '\0';
+	h->last_unsaved = st != NULL && S_ISREG(st->st_mode) && res.object[0] == '\0' &&
+			  !res.metadata_only;
 	return 0;
+}
+
+int hop_record(struct hostop *h, enum fsb_op op, const char *requested, const char *real,
+	       const struct stat *st, int rdfd, const char *target, bool skip_content)
+{
+	return hop_record_entry(h, op, requested, real, st, rdfd, target, skip_content, false);
 }
 
 /* Back up `name` in `pfd` (real path `real`, lstat `st`) before `op`. */
@@ -355,22 +383,12 @@ int hop_backup_at(struct hostop *h, enum fsb_op op, const char *requested, const
 	return rc;
 }
 
-/* Back up the object reached as `pathfd` (chmod, touch). */
-int hop_backup_reached(struct hostop *h, const struct fsb_access *a, int pathfd,
-		       const struct stat *st)
+int hop_backup_meta(struct hostop *h, const struct fsb_access *a, const struct stat *st)
 {
-	int fd = -1, rc;
-
-	if (S_ISREG(st->st_mode) && a->verdict.backup) {
-		fd = fsb_at_reopen(pathfd, O_RDONLY | O_NONBLOCK | O_NOCTTY);
-		if (fd < 0)
-			return hop_fail(h, -fd, "cannot read %s to back it up: %s", a->res.path,
-					strerror(-fd));
-	}
-	rc = hop_record(h, a->op, a->requested, a->res.path, st, fd, NULL, !a->verdict.backup);
-	if (fd >= 0)
-		close(fd);
-	return rc;
+	/* chmod and touch leave the content as it is: the old metadata is
+	 * all a restore needs, so nothing is read or copied. */
+	return hop_record_entry(h, a->op, a->requested, a->res.path, st, -1, NULL,
+				!a->verdict.backup, fsb_op_metadata_only(a->op));
 }
 
 int hop_sync_backups(struct hostop *h)
@@ -626,6 +644,10 @@ static void run(struct hostop *h)
 		hop_touch(h);
 		break;
 	}
+	/* A refused or failed change leaves each file it kept by link with
+	 * its name: a second link, shared with the store, must not stay. */
+	for (size_t i = 0; h->err != 0 && i < h->nkept; i++)
+		fsb_backup_unshare(b, h->who->session, h->kept[i]);
 	audit_after(h);
 	if (h->err == 0)
 		b->stats.allowed++;
@@ -651,6 +673,7 @@ static struct hostop *hostop_new(struct fsb_broker *b, const struct fsb_hostop_c
 
 static void hostop_free(struct hostop *h)
 {
+	free(h->kept);
 	free(h->judged.keys);
 	free(h->unsaved.keys);
 	for (size_t i = 0; i < h->napproved; i++)

@@ -63,6 +63,10 @@ struct hostop {
 	struct inode_set judged, unsaved;
 	bool src_unsaved;		/* the source's content is not in the backup */
 	bool last_unsaved;		/* the same, for the last path hop_record()ed */
+	/* Objects kept by link for this operation: when it fails, each
+	 * becomes a copy, and the file it still names has one link again. */
+	char (*kept)[FSB_SHA256_HEX_LEN + 1];
+	size_t nkept;
 	struct approved *approved;	/* the pack's approvals to take */
 	size_t napproved;
 	struct approved *too_large;	/* approvals of changes without a backup */
@@ -111,9 +115,12 @@ int hop_record(struct hostop *h, enum fsb_op op, const char *requested, const ch
 int hop_backup_at(struct hostop *h, enum fsb_op op, const char *requested, const char *real,
 		  int pfd, const char *name, const struct stat *st, bool skip_content);
 
-/** The same for an object already reached (`pathfd`). */
-int hop_backup_reached(struct hostop *h, const struct fsb_access *a, int pathfd,
-		       const struct stat *st);
+/**
+ * Journal an object already reached (lstat `st`) before a change of its
+ * metadata (chmod, touch): its prior mode, owner, times and xattrs, and no
+ * content.
+ */
+int hop_backup_meta(struct hostop *h, const struct fsb_access *a, const struct stat *st);
 
 /** Sync the backups recorded, once, before anything changes. */
 int hop_sync_backups(struct hostop *h);

@@ -26,7 +26,7 @@ int hop_chmod(struct hostop *h)
 				r->path);
 	if ((fd = hop_reach(h, a, &st)) < 0)
 		return -1;
-	if (hop_backup_reached(h, a, fd, &st) < 0 || hop_sync_backups(h) < 0 ||
+	if (hop_backup_meta(h, a, &st) < 0 || hop_sync_backups(h) < 0 ||
 	    hop_audit_before(h) < 0)
 		goto out;
 	/* Through the O_PATH fd: exactly the inode judged, whatever its name. */
@@ -179,7 +179,7 @@ int hop_touch(struct hostop *h)
 	}
 	if ((fd = hop_reach(h, a, &st)) < 0)
 		return -1;
-	if (hop_backup_reached(h, a, fd, &st) < 0 || hop_sync_backups(h) < 0 ||
+	if (hop_backup_meta(h, a, &st) < 0 || hop_sync_backups(h) < 0 ||
 	    hop_audit_before(h) < 0)
 		goto out;
 	if (utimensat(AT_FDCWD, fsb_at_fd_path(fd, proc, sizeof(proc)), NULL, 0) < 0) {

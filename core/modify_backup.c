@@ -343,6 +343,8 @@ int fsb_backup_entry(struct fsb_broker *b, const char *sid, const struct fsb_bac
 	r.fd = e->fd;
 	r.link_target = e->link_target;
 	r.skip_content = e->skip_content;
+	r.metadata_only = e->metadata_only;
+	r.keep_inode = e->keep_inode;
 	r.no_repeat_copy = e->in_place;
 	r.defer_sync = true;
 	rc = record_locked_store(b, s, &set, &r, res, false, out);
@@ -351,6 +353,20 @@ int fsb_backup_entry(struct fsb_broker *b, const char *sid, const struct fsb_bac
 	if (rc == 0)
 		out->skipped = res->skipped;
 	return explain(rc, &r, out->why, sizeof(out->why));
+}
+
+int fsb_backup_unshare(struct fsb_broker *b, const char *sid, const char *object)
+{
+	struct fsb_session *s = fsb_broker_session(b, sid);
+	int rc = 0;
+
+	if (s == NULL)
+		return 0;
+	pthread_mutex_lock(&s->store_lock);
+	if (s->store != NULL)
+		rc = fsb_store_unshare(s->store, object);
+	pthread_mutex_unlock(&s->store_lock);
+	return rc;
 }
 
 int fsb_backup_sync(struct fsb_broker *b, const char *sid, char *why, size_t whylen)

@@ -58,6 +58,14 @@ struct fsb_backup_entry {
 	int fd;				/* a regular file: read-only fd on that inode, else -1 */
 	const char *link_target;	/* a symlink's target, else NULL */
 	bool skip_content;		/* the pack's backup.skip matched */
+	bool metadata_only;		/* chmod, chown, utimes, xattrs: the
+					 * content stays, only the prior
+					 * metadata is journaled (`fd` unused) */
+	bool keep_inode;		/* the change takes this name away for
+					 * good (a delete that unlinks, the
+					 * target a rename replaces): a file
+					 * with one link is kept by linking its
+					 * inode into the store, not copied */
 	bool in_place;			/* the path stays where it is (truncate,
 					 * times, owner, mode): one its tool call
 					 * recorded in the cycle needs nothing more */
@@ -84,6 +92,13 @@ int fsb_backup_entry(struct fsb_broker *b, const char *sid, const struct fsb_bac
  */
 int fsb_backup_take_too_large(struct fsb_broker *b, const char *sid, const char *resolved,
 			      dev_t dev, ino_t ino);
+
+/**
+ * The operation that kept `object` (res->kept of fsb_backup_entry) by link
+ * failed and the file keeps its name: make the store's link a copy, so the
+ * file has one link again. 0 or -errno.
+ */
+int fsb_backup_unshare(struct fsb_broker *b, const char *sid, const char *object);
 
 /** Make the entries journaled so far durable. 0 or -errno with `why`. */
 int fsb_backup_sync(struct fsb_broker *b, const char *sid, char *why, size_t whylen);

@@ -67,3 +67,9 @@ const char *fsb_file_type_name(mode_t mode)
 	}
 	return "unknown";
 }
+
+bool fsb_op_metadata_only(enum fsb_op op)
+{
+	return op == FSB_OP_CHMOD || op == FSB_OP_CHOWN || op == FSB_OP_UTIMES ||
+	       op == FSB_OP_XATTR || op == FSB_OP_TOUCH;
+}

@@ -45,4 +45,11 @@ const char *fsb_file_type_name(mode_t mode);
 /** True for every op except read: the ops denyModify and backups concern. */
 bool fsb_op_modifies(enum fsb_op op);
 
+/**
+ * True for the ops that change an existing file's metadata and never its
+ * content (chmod, chown, utimes, xattrs, touch): their backup journals the
+ * old metadata and copies nothing (DESIGN §6.1).
+ */
+bool fsb_op_metadata_only(enum fsb_op op);
+
 #endif

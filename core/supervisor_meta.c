@@ -32,8 +32,9 @@
  *
  * Every change here is on one object: it is judged in the target's view,
  * reached with O_PATH and no symlink followed since (dev/ino checked),
- * journaled with its prior state (mode, owner, times, content) so that a
- * restore puts it back, audited, then changed through that pinned fd.
+ * journaled with its prior state (mode, owner, times; the content only for
+ * a truncate, the one call here that changes bytes) so that a restore puts
+ * it back, audited, then changed through that pinned fd.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -181,8 +182,9 @@ static int judge_named(struct obj *o, enum fsb_op op, bool nofollow)
 }
 
 /*
- * Journal the object's state as it is (mode, owner, times, and the content
- * of a regular file the pack backs up) and write the audit line: no line,
+ * Journal the object's state as it is (mode, owner, times, and, for a
+ * truncate, the content of a regular file the pack backs up: a change of
+ * metadata alone copies nothing) and write the audit line: no line,
  * no change. 0 or -errno.
  */
 static int back_up(struct obj *o)
@@ -198,12 +200,13 @@ static int back_up(struct obj *o)
 		.prior = &o->st,
 		.fd = -1,
 		.skip_content = !a->verdict.backup,
+		.metadata_only = fsb_op_metadata_only(a->op),
 		.in_place = true,
 		.tool_call = o->sv->scope.tool_call,
 	};
 	int rc;
 
-	if (S_ISREG(o->st.st_mode) && a->verdict.backup &&
+	if (S_ISREG(o->st.st_mode) && a->verdict.backup && !e.metadata_only &&
 	    (e.fd = fsb_at_reopen(o->fd, O_RDONLY | O_NONBLOCK | O_NOCTTY)) < 0)
 		return e.fd;
 	if (S_ISLNK(o->st.st_mode)) {

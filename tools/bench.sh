@@ -11,7 +11,8 @@
 #                     clients and requests per client (default 64 x 100000,
 #                     about 25 minutes on 2 vCPUs; 64 x 1000 with BENCH_QUICK)
 #   BENCH_QUICK=1     the mixed load and the Linux runtime part
-#                     (tools/bench-runtime.sh) as a smoke version of about 40 s
+#                     (tools/bench-runtime.sh) as a smoke version of about 40 s,
+#                     the backup costs (tools/bench-store.sh) in one round
 set -eu
 build=${1:-build}
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -79,6 +80,9 @@ echo
 # The everyday commands (chmod -R, mv, rm -rf, sed -i, git checkout, npm ci)
 # under fsbroker run against bare, with store bytes and fsyncs per workload.
 bash "$top/tools/bench-workloads.sh" "$build"
+# Backups per change kind under `fsbroker run`: time, bytes copied, syncs
+# per change (tools/bench-store.sh).
+bash "$top/tools/bench-store.sh" "$build"
 echo
 # The brokered clients (toybox, zsh) against stock ones (tools/bench-clients.sh).
 bash "$top/tools/bench-clients.sh" "$build"

@@ -20,8 +20,11 @@
  *            audit/<session>.jsonl, written before the change
  *   change   renameat2 (rename), unlinkat (delete), the grant's ftruncate
  *   after    the host operation's "done" audit line
+ * A delete, and a rename over a file, keep that file by linking it into the
+ * store instead (linkat under objects/.tmp-*, renamed to objects/<hh>/ once
+ * the journal names it); a refusal after that undoes the link.
  * Whatever fails or dies where, two things hold: a request refused left its
- * files untouched, and after a restart the store reads (`fsbroker backup
+ * files untouched (their ctime aside, for a link that was undone), and after a restart the store reads (`fsbroker backup
  * list` and `show`, `fsbroker audit verify`, no open cycle, no temporary
  * and no damaged object) and `fsbroker backup restore --last` brings the
  * old bytes back.
@@ -121,14 +124,35 @@ static int run_cli(char **out, const char *a1, const char *a2, const char *a3,
 }
 
 /* SHA-256 of a file with the CLI's own hashing out of the way: sha256sum. */
-static bool object_whole(const char *path, const char *hex)
+/* Does a journal line of the store at `dir` name object `hex` as a kept
+ * inode (a file linked in, whose name is not its hash)? */
+static bool kept_by_a_line(const char *dir, const char *hex)
+{
+	char p[PATH_MAX * 2];
+	bool found = false;
+
+	for (int n = 1; n < 64 && !found; n++) {
+		char *text, *line, *save = NULL;
+
+		snprintf(p, sizeof(p), "%s/cycles/%d/journal.jsonl", dir, n);
+		if ((text = fsbt_read_file(p, NULL)) == NULL)
+			continue;
+		for (line = strtok_r(text, "\n", &save); line != NULL && !found;
+		     line = strtok_r(NULL, "\n", &save))
+			found = strstr(line, hex) != NULL && strstr(line, "\"kept\":true") != NULL;
+		free(text);
+	}
+	return found;
+}
+
+static bool object_whole(const char *dir, const char *path, const char *hex)
 {
 	char *out = NULL;
 	int st = fsbt_run((char *[]){ "/usr/bin/sha256sum", (char *)path, NULL }, &out);
 	bool ok = st == 0 && out != NULL && strncmp(out, hex, 64) == 0;
 
 	free(out);
-	return ok;
+	return ok || kept_by_a_line(dir, hex);
 }
 
 /*
@@ -180,7 +204,8 @@ static const char *store_problem(const struct fsbt_core *c, char *why, size_t le
 				if (oe->d_name[0] == '.')
 					continue;
 				snprintf(obj, sizeof(obj), "%s/%s", sub, oe->d_name);
-				if (strlen(oe->d_name) != 64 || !object_whole(obj, oe->d_name)) {
+				if (strlen(oe->d_name) != 64 ||
+				    !object_whole(dir, obj, oe->d_name)) {
 					snprintf(why, len, "objects/%s/%s is half written or "
 						 "damaged", de->d_name, oe->d_name);
 					closedir(sd);
@@ -237,6 +262,7 @@ struct expect {
 
 struct op {
 	const char *name;
+	bool links;		/* may keep a file by linking it into the store */
 	struct expect e[2];
 	int ne;
 	/* Run on connection fd; 1 answered ok, 0 refused, -1 no answer. The
@@ -310,6 +336,7 @@ static void make_op(struct fsbt_core *c, const char *name, struct op *o)
 		o->e[0].done = "new\n";
 		o->run = run_write_grant;
 	} else if (strcmp(name, "rename") == 0) {
+		o->links = true;	/* the target it replaces */
 		o->ne = 2;
 		snprintf(o->e[0].path, sizeof(o->e[0].path), "%s/from.txt", c->ws);
 		snprintf(o->e[1].path, sizeof(o->e[1].path), "%s/to.txt", c->ws);
@@ -319,6 +346,7 @@ static void make_op(struct fsbt_core *c, const char *name, struct op *o)
 		o->e[1].done = o->e[0].old;
 		o->run = run_rename;
 	} else {
+		o->links = true;
 		o->ne = 1;
 		snprintf(o->e[0].path, sizeof(o->e[0].path), "%s/deleted.txt", c->ws);
 		o->e[0].old = "the old bytes of deleted.txt\n";
@@ -347,13 +375,17 @@ static bool files_are(const struct op *o, bool done, bool times, char *why, size
 				 want == NULL ? "still there" : "does not hold the expected bytes");
 			return false;
 		}
+		/* A delete or a rename over a file keeps its inode by linking
+		 * it into the store first; refused after that, the link is
+		 * undone (one link again), but link(2) has moved its ctime. */
 		if (times && want != NULL && lstat(o->e[i].path, &st) == 0 &&
 		    (st.st_mtim.tv_sec != o->e[i].st.st_mtim.tv_sec ||
 		     st.st_mtim.tv_nsec != o->e[i].st.st_mtim.tv_nsec ||
-		     st.st_ctim.tv_sec != o->e[i].st.st_ctim.tv_sec ||
-		     st.st_ctim.tv_nsec != o->e[i].st.st_ctim.tv_nsec ||
-		     st.st_ino != o->e[i].st.st_ino)) {
-			snprintf(why, len, "%s: same bytes but touched (mtime, ctime or inode)",
+		     (!o->links && (st.st_ctim.tv_sec != o->e[i].st.st_ctim.tv_sec ||
+				    st.st_ctim.tv_nsec != o->e[i].st.st_ctim.tv_nsec)) ||
+		     st.st_nlink != o->e[i].st.st_nlink || st.st_ino != o->e[i].st.st_ino)) {
+			snprintf(why, len, "%s: same bytes but touched (mtime, ctime, link count or "
+				 "inode)",
 				 o->e[i].path);
 			return false;
 		}
@@ -446,6 +478,15 @@ static bool one_round(const char *opname, const char *spec, bool kill_expected)
 	fsbt_core_start(c);
 	if ((problem = store_problem(c, why, sizeof(why))) != NULL)
 		fail_msg("%s under %s, after the restart: %s", opname, spec, problem);
+	/* A file kept by link whose change a kill cut short has one link
+	 * again after the restart, not a second one in the store. */
+	for (int i = 0; i < o.ne; i++) {
+		struct stat st;
+
+		if (lstat(o.e[i].path, &st) == 0 && st.st_nlink != 1)
+			fail_msg("%s under %s, after the restart: %s has %lu links", opname, spec,
+				 o.e[i].path, (unsigned long)st.st_nlink);
+	}
 	restore_brings_old_bytes_back(c, &o, spec);
 	free(log);
 	fsbt_core_stop(c);

@@ -2,9 +2,12 @@
  * test_run.c — `fsbroker run` with its embedded core, end to end: bubblewrap,
  * fsbroker-init and the supervisor around a shell command; the changes it
  * makes land and one restore takes them back; the pack's refusals hold;
- * CMD's exit status and fsbroker run's own (125) come out as documented.
+ * CMD's exit status and fsbroker run's own (125) come out as documented;
+ * chmod -R and rm -rf add no copied byte to the store.
  */
 #include "run_fixture.h"
+
+#include <dirent.h>
 
 static void changes_land_and_one_restore_takes_them_back(void **state)
 {
@@ -173,6 +176,96 @@ static void a_tmpdir_that_does_not_exist_is_refused_not_replaced_by_tmp(void **s
 	free(out);
 }
 
+/* Bytes of the regular files under `dir` whose inode is none of `ino[n]`:
+ * what the store copied (a kept inode is a file of the workspace). */
+static long long copied_bytes(const char *dir, const ino_t *ino, int n)
+{
+	char path[PATH_MAX * 2];
+	struct dirent *de;
+	long long sum = 0;
+	struct stat st;
+	DIR *d = opendir(dir);
+
+	if (d == NULL)
+		return 0;
+	while ((de = readdir(d)) != NULL) {
+		bool own = false;
+
+		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
+		if (lstat(path, &st) < 0)
+			continue;
+		if (S_ISDIR(st.st_mode)) {
+			sum += copied_bytes(path, ino, n);
+			continue;
+		}
+		for (int i = 0; i < n; i++)
+			own = own || st.st_ino == ino[i];
+		if (S_ISREG(st.st_mode) && !own)
+			sum += st.st_size;
+	}
+	closedir(d);
+	return sum;
+}
+
+/*
+ * chmod -R and rm -rf under fsbroker run: the supervisor journals the old
+ * modes and keeps each deleted file's inode by link (through the core's own
+ * view of the workspace, not the sandbox's bind mount, which link(2) cannot
+ * cross), so the store copies no byte; one restore gives the tree back,
+ * modes and file times included.
+ */
+static void chmod_r_and_rm_rf_copy_no_content_and_restore_exactly(void **state)
+{
+	struct fixture *f = *state;
+	enum { N = 20 };
+	struct fsbt_tree before, restored;
+	char why[512], diff[2048], path[PATH_MAX * 2], name[32], *out = NULL;
+	ino_t ino[2 * N];
+	struct stat st;
+	int rc;
+
+	if (fsbt_sandbox_unsupported(why, sizeof(why)) != NULL)
+		fsbt_skip("%s", why);
+	for (int t = 0; t < 2; t++) {
+		snprintf(path, sizeof(path), "%s/%s", f->ws, t ? "gone" : "modes");
+		assert_int_equal(mkdir(path, 0755), 0);
+		for (int i = 0; i < N; i++) {
+			snprintf(name, sizeof(name), "%s/f%02d", t ? "gone" : "modes", i);
+			fsbt_put(f->ws, name, "four kilobytes would do, these bytes are enough\n");
+			snprintf(path, sizeof(path), "%s/%s", f->ws, name);
+			assert_int_equal(chmod(path, 0644), 0);
+			assert_int_equal(stat(path, &st), 0);
+			ino[t * N + i] = st.st_ino;
+		}
+	}
+	assert_int_equal(fsbt_tree_snap(f->ws, &before), 0);
+	rc = run_sh(f, NULL, "chmod -R go-r modes && rm -rf gone", &out);
+	if (rc != 0)
+		fail_msg("fsbroker run exited 0x%x:\n%s", (unsigned)rc, out ? out : "");
+	free(out);
+	snprintf(path, sizeof(path), "%s/modes/f00", f->ws);
+	assert_int_equal(stat(path, &st), 0);
+	assert_int_equal(st.st_mode & 07777, 0600);
+	snprintf(path, sizeof(path), "%s/gone", f->ws);
+	assert_int_equal(access(path, F_OK), -1);
+	snprintf(path, sizeof(path), "%s/sessions/s/modify_backup/objects", f->state);
+	assert_int_equal(copied_bytes(path, ino, 2 * N), 0);
+
+	out = NULL;
+	rc = fsbt_run((char *[]){ (char *)fsbt_binary(), "backup", "restore", "--last",
+				  "--state-dir", f->state, "--session", "s", NULL }, &out);
+	if (rc != 0)
+		fail_msg("restore exited 0x%x:\n%s", (unsigned)rc, out ? out : "");
+	free(out);
+	assert_int_equal(fsbt_tree_snap(f->ws, &restored), 0);
+	if (fsbt_tree_diff(&before, &restored, FSBT_TREE_MTIME, diff, sizeof(diff)) != 0)
+		fail_msg("the workspace is not as it was:\n%s", diff);
+	fsbt_tree_free(&before);
+	fsbt_tree_free(&restored);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -182,6 +275,8 @@ int main(void)
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(the_exit_status_is_the_commands, setup, teardown),
 		cmocka_unit_test_setup_teardown(sed_in_place_keeps_the_mode_quietly, setup, teardown),
+		cmocka_unit_test_setup_teardown(
+			chmod_r_and_rm_rf_copy_no_content_and_restore_exactly, setup, teardown),
 		cmocka_unit_test_setup_teardown(a_bad_flag_exits_125_with_a_sentence, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(explain_prints_the_plan_and_runs_nothing, setup,

@@ -1,7 +1,8 @@
 /*
  * test_serve_backup.c — backups through the real core: a write grant saves
  * the file it hands out before anything can change it, a failed backup
- * leaves the file untouched, and CommitModifyBackup seals the cycle.
+ * leaves the file untouched, CommitModifyBackup seals the cycle, and a
+ * change of metadata alone copies no content.
  */
 #include "harness.h"
 
@@ -776,6 +777,107 @@ static void quota_removes_the_oldest_cycles_at_commit(void **state)
 	fsbt_core_stop(c);
 }
 
+/* Bytes of the regular files under `dir` (the store's objects). */
+static long long tree_bytes(const char *dir)
+{
+	char path[PATH_MAX * 2];
+	struct dirent *de;
+	long long n = 0;
+	struct stat st;
+	DIR *d = opendir(dir);
+
+	if (d == NULL)
+		return 0;
+	while ((de = readdir(d)) != NULL) {
+		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
+		if (lstat(path, &st) < 0)
+			continue;
+		if (S_ISDIR(st.st_mode))
+			n += tree_bytes(path);
+		else if (S_ISREG(st.st_mode))
+			n += st.st_size;
+	}
+	closedir(d);
+	return n;
+}
+
+static void op_ok(int fd, const struct fsbt_core *c, const char *fields, const char *path)
+{
+	cJSON *r = fsbt_hostopf(fd, "{\"id\":1,\"command\":\"HostFileOperation\",\"sessionId\":"
+				"\"%s\",\"toolCallId\":\"meta-1\",%s,\"path\":\"%s\"}",
+				c->session, fields, path);
+
+	assert_non_null(r);
+	if (!fsbt_ok(r))
+		fail_msg("%s on %s failed: %s", fields, path, cJSON_PrintUnformatted(r));
+	cJSON_Delete(r);
+}
+
+/*
+ * chmod and touch change no byte: a turn that changes the mode and times
+ * of many files adds no content to the store, and a restore still gives
+ * every mode and mtime back (and the content, also of a file the same
+ * turn deleted after its chmod: the delete keeps its bytes).
+ */
+static void chmod_and_touch_add_no_content_to_the_store(void **state)
+{
+	struct fsbt_core *c = *state;
+	enum { N = 40 };
+	char path[N][PATH_MAX + 16], dir[PATH_MAX], objects[PATH_MAX * 2], gone[PATH_MAX + 16];
+	struct stat before[N], st;
+	int fd = fsbt_connect(c), status;
+	struct timespec old[2] = { { 1000000000, 123456789 }, { 1000000000, 987654321 } };
+	char *out = NULL, *text;
+
+	for (int i = 0; i < N; i++) {
+		snprintf(path[i], sizeof(path[i]), "%s/m%02d.txt", c->ws, i);
+		fsbt_write_file(path[i], "the same bytes before and after\n");
+		assert_int_equal(chmod(path[i], 0644), 0);
+		assert_int_equal(utimensat(AT_FDCWD, path[i], old, 0), 0);
+		assert_int_equal(stat(path[i], &before[i]), 0);
+	}
+	snprintf(gone, sizeof(gone), "%s/chmod-then-delete.txt", c->ws);
+	fsbt_write_file(gone, "kept by the delete\n");
+	assert_int_equal(chmod(gone, 0640), 0);
+
+	for (int i = 0; i < N; i++) {
+		op_ok(fd, c, "\"operation\":\"chmod\",\"mode\":\"0600\"", path[i]);
+		op_ok(fd, c, "\"operation\":\"touch\"", path[i]);
+	}
+	op_ok(fd, c, "\"operation\":\"chmod\",\"mode\":\"0600\"", gone);
+	store_dir(c, dir, sizeof(dir));
+	snprintf(objects, sizeof(objects), "%s/objects", dir);
+	assert_int_equal(tree_bytes(objects), 0);
+	op_ok(fd, c, "\"operation\":\"delete\",\"deleteMode\":\"unlink\"", gone);
+	fsbt_close(fd);
+	cJSON_Delete(fsbt_control_cmd(c, "CommitModifyBackup", "\"commitMsg\":\"chmod -R\""));
+
+	status = fsbt_run((char *[]){ (char *)fsbt_binary(), "backup", "restore", "--last",
+				      "--state-dir", c->state, "--session", c->session, NULL }, &out);
+	if (status != 0)
+		fprintf(stderr, "# restore said:\n%s", out);
+	assert_int_equal(status, 0);
+	free(out);
+	for (int i = 0; i < N; i++) {
+		assert_int_equal(stat(path[i], &st), 0);
+		assert_int_equal(st.st_mode & 07777, 0644);
+		assert_int_equal(st.st_ino, before[i].st_ino);	/* put back in place */
+		assert_int_equal(st.st_mtim.tv_sec, before[i].st_mtim.tv_sec);
+		assert_int_equal(st.st_mtim.tv_nsec, before[i].st_mtim.tv_nsec);
+		text = fsbt_read_file(path[i], NULL);
+		assert_string_equal(text, "the same bytes before and after\n");
+		free(text);
+	}
+	assert_int_equal(stat(gone, &st), 0);
+	assert_int_equal(st.st_mode & 07777, 0640);
+	text = fsbt_read_file(gone, NULL);
+	assert_string_equal(text, "kept by the delete\n");
+	free(text);
+}
+
+
 int main(void)
 {
 #define T(fn) cmocka_unit_test_setup_teardown(fn, fsbt_setup_core, fsbt_teardown_core)
@@ -788,6 +890,7 @@ int main(void)
 		T(host_modify_backup_saves_the_file),
 		T(cycle_left_open_by_a_crash_is_sealed_as_recovered),
 		T(restore_after_a_turn_puts_the_workspace_back),
+		T(chmod_and_touch_add_no_content_to_the_store),
 		T(files_created_outside_a_grant_are_journaled_as_absent),
 		T(second_core_on_the_same_session_is_not_refused),
 		T(a_backup_in_progress_does_not_hold_up_other_clients),

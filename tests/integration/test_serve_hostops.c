@@ -7,6 +7,7 @@
  */
 #include "harness.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -1797,10 +1798,11 @@ static void touch_in_home_waits_for_approval_and_runs_once_approved(void **state
 	assert_true(S_ISREG(lmode(f)));
 }
 
-/* The backup of what an operation destroys is over the size limit, and the
- * default pack says ask: the operation waits for the host (EACCES, the
- * block, the rule), and nothing happens until the host approves; once
- * approved, it goes ahead without a copy and the journal records the skip. */
+/* The backup of what an operation overwrites in place is over the size
+ * limit, and the default pack says ask: the operation waits for the host
+ * (EACCES, the block, the rule), and nothing happens until the host
+ * approves; once approved, it goes ahead without a copy. A delete to the
+ * trash copies too (the file lives on there), so it asks as well. */
 static void operation_whose_backup_is_too_large_waits_for_approval(void **state)
 {
 	struct fsbt_core *c = *state;
@@ -1818,7 +1820,7 @@ static void operation_whose_backup_is_too_large_waits_for_approval(void **state)
 	assert_true(fsbt_ok(r));
 	cJSON_Delete(r);
 
-	r = hostop(c, "\"operation\":\"delete\",\"path\":\"%s\",\"deleteMode\":\"unlink\"", bigp);
+	r = hostop(c, "\"operation\":\"copy\",\"from\":\"%s\",\"to\":\"%s\"", small, bigp);
 	if (fsbt_ok(r)) {
 		cJSON_Delete(r);
 		free(data);
@@ -1830,8 +1832,7 @@ static void operation_whose_backup_is_too_large_waits_for_approval(void **state)
 	snprintf(blk, sizeof(blk), "%s", fsbt_str(r, "blockId"));
 	assert_true(blk[0] != '\0');
 	cJSON_Delete(r);
-	DENIED(c, "\"operation\":\"rename\",\"from\":\"%s\",\"to\":\"%s\"", small, bigp);
-	DENIED(c, "\"operation\":\"copy\",\"from\":\"%s\",\"to\":\"%s\"", small, bigp);
+	DENIED(c, "\"operation\":\"delete\",\"path\":\"%s\",\"deleteMode\":\"trash\"", bigp);
 	assert_content(small, "small\n");
 	after = fsbt_read_file(bigp, &len);
 	assert_int_equal(len, big);
@@ -1841,12 +1842,118 @@ static void operation_whose_backup_is_too_large_waits_for_approval(void **state)
 	trash_dir(c, files, sizeof(files), "files/big.bin");
 	assert_absent(files);
 
-	/* Approved once: the delete goes ahead, without a copy. */
+	/* Approved once: the copy goes ahead, without a backup. */
 	r = fsbt_control_cmd(c, "Approve", "\"blockId\":\"%s\",\"scope\":\"once\"", blk);
 	assert_true(fsbt_ok(r));
 	cJSON_Delete(r);
-	OK(c, "\"operation\":\"delete\",\"path\":\"%s\",\"deleteMode\":\"unlink\"", bigp);
-	assert_absent(bigp);
+	OK(c, "\"operation\":\"copy\",\"from\":\"%s\",\"to\":\"%s\"", small, bigp);
+	assert_content(bigp, "small\n");
+}
+
+/* Write `len` bytes to a new file at `path`. */
+static void write_bytes(const char *path, const char *data, size_t len)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, data, len), (ssize_t)len);
+	close(fd);
+}
+
+/* Bytes of the regular files under `dir` whose inode is not one of the
+ * workspace's (`ino_a`, `ino_b`): what the store copied. */
+static long long copied_bytes(const char *dir, ino_t ino_a, ino_t ino_b)
+{
+	char path[PATH_MAX * 2];
+	struct dirent *de;
+	long long n = 0;
+	struct stat st;
+	DIR *d = opendir(dir);
+
+	if (d == NULL)
+		return 0;
+	while ((de = readdir(d)) != NULL) {
+		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
+		if (lstat(path, &st) < 0)
+			continue;
+		if (S_ISDIR(st.st_mode))
+			n += copied_bytes(path, ino_a, ino_b);
+		else if (S_ISREG(st.st_mode) && st.st_ino != ino_a && st.st_ino != ino_b)
+			n += st.st_size;
+	}
+	closedir(d);
+	return n;
+}
+
+/*
+ * Regression: with typescript installed (tsserverlibrary.js is over 10
+ * MiB), `rm -rf node_modules` and `npm ci` failed on the default pack: a
+ * delete or a rename over a file bigger than maxSizeMB was refused. Those
+ * keep the file's inode by link, no copy, so the limit never applies; the
+ * store grows by no byte, and a restore brings both files back.
+ */
+static void delete_and_rename_over_an_11_mib_file_with_max_size_10_succeed_and_restore(
+	void **state)
+{
+	struct fsbt_core *c = *state;
+	size_t big = 11u << 20, len = 0;
+	char *a = malloc(big), *b = malloc(big), *got, *out = NULL, diff[4096];
+	char pa[PATH_MAX], pb[PATH_MAX], pn[PATH_MAX], objects[PATH_MAX * 2];
+	struct fsbt_tree before, after;
+	struct stat sa, sb;
+	int status;
+	cJSON *r;
+
+	assert_non_null(a);
+	assert_non_null(b);
+	memset(a, 'a', big);
+	memset(b, 'b', big);
+	assert_int_equal(mkdir(path_in(pa, sizeof(pa), c->ws, "node_modules"), 0755), 0);
+	write_bytes(path_in(pa, sizeof(pa), c->ws, "node_modules/tsserverlibrary.js"), a, big);
+	write_bytes(path_in(pb, sizeof(pb), c->ws, "node_modules/typescript.js"), b, big);
+	fsbt_write_file(path_in(pn, sizeof(pn), c->ws, "node_modules/new.js"), "new\n");
+	assert_int_equal(stat(pa, &sa), 0);
+	assert_int_equal(stat(pb, &sb), 0);
+	r = fsbt_control_cmd(c, "EnableModifyBackup", "\"enabled\":true,\"fileBackupMaxSizeMB\":10");
+	assert_true(fsbt_ok(r));
+	cJSON_Delete(r);
+	assert_int_equal(fsbt_tree_snap(c->ws, &before), 0);
+
+	OK(c, "\"operation\":\"delete\",\"path\":\"%s\",\"deleteMode\":\"unlink\"", pa);
+	OK(c, "\"operation\":\"rename\",\"from\":\"%s\",\"to\":\"%s\"", pn, pb);
+	assert_absent(pa);
+	assert_content(pb, "new\n");
+	/* The two big files are kept, not copied: the store's only copy is of
+	 * the rename's small source, which lives on under its new name. */
+	snprintf(objects, sizeof(objects), "%s/sessions/%s/modify_backup/objects", c->state,
+		 c->session);
+	assert_int_equal(copied_bytes(objects, sa.st_ino, sb.st_ino), 4);
+	r = fsbt_control_cmd(c, "CommitModifyBackup", "\"commitMsg\":\"npm ci\"");
+	cJSON_Delete(r);
+
+	status = fsbt_run((char *[]){ (char *)fsbt_binary(), "backup", "restore", "--last",
+				      "--state-dir", c->state, "--session", c->session, NULL }, &out);
+	if (status != 0)
+		fprintf(stderr, "# restore said:\n%s", out);
+	assert_int_equal(status, 0);
+	free(out);
+	got = fsbt_read_file(pa, &len);
+	assert_int_equal(len, big);
+	assert_memory_equal(got, a, big);
+	free(got);
+	got = fsbt_read_file(pb, &len);
+	assert_int_equal(len, big);
+	assert_memory_equal(got, b, big);
+	free(got);
+	assert_int_equal(fsbt_tree_snap(c->ws, &after), 0);
+	if (fsbt_tree_diff(&before, &after, FSBT_TREE_MTIME, diff, sizeof(diff)) != 0)
+		fail_msg("the restored tree differs:\n%s", diff);
+	fsbt_tree_free(&before);
+	fsbt_tree_free(&after);
+	free(a);
+	free(b);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -2044,6 +2151,7 @@ int main(void)
 		T(trash_of_a_name_with_a_newline_keeps_its_trashinfo_one_path),
 		T(touch_in_home_waits_for_approval_and_runs_once_approved),
 		T(operation_whose_backup_is_too_large_waits_for_approval),
+		T(delete_and_rename_over_an_11_mib_file_with_max_size_10_succeed_and_restore),
 		T(restore_after_a_series_of_host_ops_puts_everything_back),
 		T(restore_of_one_tool_call_undoes_only_its_host_ops),
 		T(host_ops_keep_the_audit_chain_verifiable),

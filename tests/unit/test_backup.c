@@ -3,8 +3,9 @@
  * a damaged object replaced), journal lines and their prior states, reuse
  * within a cycle, the size limit (also for a file growing during the copy),
  * sealing, recovery after a crash, one core per store, a full disk, a
- * journal that cannot be cut back, the caller's fd offset, and xattrs in
- * prior states, read back by the journal reader byte for byte.
+ * journal that cannot be cut back, the caller's fd offset, xattrs in
+ * prior states, read back by the journal reader byte for byte, and records
+ * that keep metadata alone.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -1590,6 +1591,201 @@ static void granted_and_changed(struct fixture *f, const char *path, const char 
 	close(fd);
 }
 
+/* Back up `path` before `op`, taking its name away (keep_inode). */
+static int keep_record(struct fixture *f, const char *path, const char *op, uint64_t max_bytes,
+		       struct fsb_backup_result *res)
+{
+	struct fsb_backup_req r;
+	struct stat st;
+	int fd, rc;
+
+	assert_int_equal(lstat(path, &st), 0);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	assert_true(fd >= 0);
+	req_for(&r, path, &st, fd);
+	r.op = op;
+	r.flags = 0;
+	r.keep_inode = true;
+	r.max_bytes = max_bytes;
+	r.on_too_large = FSB_TOO_LARGE_FAIL;
+	rc = fsb_store_record(f->s, &r, res);
+	close(fd);
+	return rc;
+}
+
+/*
+ * A delete (or the target a rename replaces) of a file with one link keeps
+ * its inode: linked into objects/ under a name that is not its hash, no
+ * byte copied, and the size limit does not apply. After the delete the
+ * reader gives the bytes back, and a kept inode written to afterwards is
+ * reported, not restored. A file with two links is copied.
+ */
+static void test_delete_keeps_the_inode_by_link(void **state)
+{
+	struct fixture *f = *state;
+	struct fsb_backup_result res;
+	char a[PATHBUF], b[PATHBUF], b2[PATHBUF], c[PATHBUF], obj[PATHBUF], out[PATHBUF],
+	     err[256], hex[65], *data, *got;
+	struct fsb_cycle cy;
+	struct stat st, ost;
+	unsigned js, os;
+	size_t len;
+	int fd, ofd;
+
+	open_store(f);
+	assert_true(fsb_store_begin(f->s) > 0);
+	src_path(f, "big", a);
+	src_path(f, "two", b);
+	src_path(f, "two-again", b2);
+	src_path(f, "later", c);
+	data = make_file(a, 3 << 20, 81);
+	assert_int_equal(lstat(a, &st), 0);
+	syncs_take(&js, &os);
+
+	/* Over the 1 MiB limit, yet kept: a delete never meets it. */
+	assert_int_equal(keep_record(f, a, "delete", 1 << 20, &res), 0);
+	assert_true(res.kept);
+	ref_sha256(data, 3 << 20, hex);
+	assert_string_not_equal(res.object, hex);
+	object_path(f, res.object, obj);
+	assert_int_equal(lstat(obj, &ost), 0);
+	assert_int_equal(ost.st_ino, st.st_ino);	/* the very inode */
+	assert_int_equal(ost.st_nlink, 2);
+	syncs_take(&js, &os);
+	assert_int_equal(js, 1);
+	assert_true(os <= 2);	/* objects/<hh> when new, and its entry; no object fsync */
+	assert_int_equal(unlink(a), 0);
+
+	free(make_file(b, 5000, 82));
+	assert_int_equal(link(b, b2), 0);
+	assert_int_equal(keep_record(f, b, "rename-to", 0, &res), 0);
+	assert_false(res.kept);		/* it lives on as two-again: copied */
+	object_path(f, res.object, obj);
+	assert_int_equal(lstat(obj, &ost), 0);
+	assert_int_equal(lstat(b, &st), 0);
+	assert_int_not_equal(ost.st_ino, st.st_ino);
+
+	free(make_file(c, 100, 83));
+	assert_int_equal(keep_record(f, c, "delete", 0, &res), 0);
+	assert_true(res.kept);
+	/* The delete did not happen after all, and the file was written. */
+	fd = open(c, O_WRONLY | O_APPEND | O_CLOEXEC);
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, "more", 4), 4);
+	close(fd);
+
+	assert_int_equal(fsb_cycle_load(f->store, 1, &cy, stderr, err, sizeof(err)), 0);
+	assert_int_equal(cy.nrecs, 3);
+	assert_true(cy.recs[0].prior.kept);
+	assert_false(cy.recs[1].prior.kept);
+	fd = fsb_backup_object_open(f->store, cy.recs[0].prior.object);
+	assert_true(fd >= 0);
+	src_path(f, "restored", out);
+	ofd = open(out, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	assert_true(ofd >= 0);
+	assert_int_equal(fsb_backup_object_restore(fd, &cy.recs[0].prior, ofd), 0);
+	close(ofd);
+	close(fd);
+	got = slurp(out, &len);
+	assert_int_equal(len, 3 << 20);
+	assert_memory_equal(got, data, len);
+	free(got);
+	fd = fsb_backup_object_open(f->store, cy.recs[2].prior.object);
+	assert_true(fd >= 0);
+	assert_int_equal(fsb_backup_object_check(fd, &cy.recs[2].prior), -ESTALE);
+	close(fd);
+	fsb_cycle_free(&cy);
+	free(data);
+}
+
+/*
+ * chmod, utimes and the like change no byte: the record keeps the old
+ * metadata and copies nothing (one journal sync, no object). When the same
+ * tool call then writes or deletes the file, that line is the first to hold
+ * its bytes: it copies them and is synced on its own, and the reader lends
+ * its object to the first record, which a restore reads.
+ */
+static void test_metadata_only_record_copies_nothing(void **state)
+{
+	struct fixture *f = *state;
+	struct fsb_backup_result res;
+	struct fsb_backup_req r;
+	struct fsb_cycle c;
+	char a[PATHBUF], b[PATHBUF], err[256];
+	struct stat st;
+	unsigned js, os;
+	int fd;
+	cJSON *j, *prior;
+
+	open_store(f);
+	assert_true(fsb_store_begin(f->s) > 0);
+	src_path(f, "a", a);
+	src_path(f, "b", b);
+	free(make_file(a, 3000, 71));
+	free(make_file(b, 3000, 72));
+	assert_int_equal(chmod(a, 0640), 0);
+	syncs_take(&js, &os);
+
+	assert_int_equal(lstat(a, &st), 0);
+	req_for(&r, a, &st, -1);
+	r.op = "chmod";
+	r.flags = 0;
+	r.metadata_only = true;
+	r.no_repeat_copy = true;
+	assert_int_equal(fsb_store_record(f->s, &r, &res), 0);
+	assert_true(res.metadata_only);
+	assert_string_equal(res.object, "");
+	assert_null(res.skipped);
+	syncs_take(&js, &os);
+	assert_int_equal(js, 1);	/* the old mode is the only record of it */
+	assert_int_equal(os, 0);	/* no object, no objects/<hh> */
+	assert_int_equal(count_objects(f, NULL), 0);
+
+	/* b: chmod, then nothing else in the cycle. */
+	assert_int_equal(lstat(b, &st), 0);
+	req_for(&r, b, &st, -1);
+	r.op = "utimes";
+	r.metadata_only = true;
+	assert_int_equal(fsb_store_record(f->s, &r, &res), 0);
+
+	/* The same tool call now opens a for writing: copied after all. */
+	assert_int_equal(lstat(a, &st), 0);
+	fd = open(a, O_RDONLY | O_CLOEXEC);
+	assert_true(fd >= 0);
+	req_for(&r, a, &st, fd);
+	r.no_repeat_copy = true;
+	syncs_take(&js, &os);
+	assert_int_equal(fsb_store_record(f->s, &r, &res), 0);
+	close(fd);
+	assert_string_not_equal(res.object, "");
+	syncs_take(&js, &os);
+	assert_int_equal(js, 1);	/* the first line that holds the bytes */
+	assert_int_equal(count_objects(f, NULL), 1);
+
+	j = journal(f, 1);
+	assert_int_equal(cJSON_GetArraySize(j), 3);
+	prior = get(cJSON_GetArrayItem(j, 0), "prior");
+	assert_true(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(prior, "metadataOnly")));
+	assert_true(num(prior, "mode") == 0640);
+	assert_null(cJSON_GetObjectItemCaseSensitive(prior, "object"));
+	prior = get(cJSON_GetArrayItem(j, 2), "prior");
+	assert_null(cJSON_GetObjectItemCaseSensitive(prior, "metadataOnly"));
+	assert_string_equal(str(prior, "object"), res.object);
+	cJSON_Delete(j);
+
+	assert_int_equal(fsb_cycle_load(f->store, 1, &c, stderr, err, sizeof(err)), 0);
+	assert_int_equal(c.nrecs, 3);
+	/* a's first record: its old mode, and the bytes the write saved. */
+	assert_false(c.recs[0].prior.metadata_only);
+	assert_string_equal(c.recs[0].prior.object, res.object);
+	assert_int_equal(c.recs[0].prior.mode, 0640);
+	/* b's: metadata alone, nothing lent. */
+	assert_true(c.recs[1].prior.metadata_only);
+	assert_string_equal(c.recs[1].prior.object, "");
+	assert_int_equal(c.nobjects, 1);
+	fsb_cycle_free(&c);
+}
+
 /*
  * The syncs one change costs, by kind: a created path's line none (a crash
  * could only lose the knowledge that a new file is to be removed), an
@@ -2301,6 +2497,10 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_without_copy_file_range, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_journal_write_fails, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_syncs_per_change_kind, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_metadata_only_record_copies_nothing, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_delete_keeps_the_inode_by_link, setup,
+						teardown),
 		cmocka_unit_test_setup_teardown(test_later_line_waits_for_the_first, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_failed_sync_refuses_the_change_and_the_cycle,
