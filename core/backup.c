@@ -1253,16 +1253,20 @@ static bool same_time(const struct timespec *a, const struct timespec *b)
 
 /*
  * May the inode `st` be kept by linking it into the store, rather than
- * copied? Only when the name about to go is its only one (with another,
- * the file lives on and may change), nobody was handed it for writing in
- * this cycle (a holder could change it after the keep), and a restore run
- * as the core's user can read it back.
+ * copied? When the name about to go is its only one, or when it has others
+ * but is over the copy limit `max_bytes` (0: none), where no copy would be
+ * taken at all (a pnpm store's big file, linked into node_modules): with
+ * another name the file lives on and may change through it, which a
+ * restore notices (size, mtime) and reports. And only when nobody was
+ * handed it for writing in this cycle (a holder could change it after the
+ * keep), and a restore run as the core's user can read it back.
  */
-static bool can_keep(const struct stat *st, const struct inode_ent *e)
+static bool can_keep(const struct stat *st, const struct inode_ent *e, uint64_t max_bytes)
 {
+	bool over = max_bytes > 0 && (uint64_t)st->st_size > max_bytes;
 	uid_t me = geteuid();
 
-	if (st->st_nlink != 1 || (e != NULL && e->dirty))
+	if ((st->st_nlink != 1 && !over) || (e != NULL && e->dirty))
 		return false;
 	return me == 0 || (st->st_uid == me && (st->st_mode & S_IRUSR));
 }
@@ -1293,7 +1297,7 @@ static int take_content(struct fsb_store *s, const struct fsb_backup_req *r,
 		res->reused = true;
 		return 0;
 	}
-	if (r->keep_inode && can_keep(&st, e)) {
+	if (r->keep_inode && can_keep(&st, e, r->max_bytes)) {
 		if (r->caller_lock != NULL)
 			pthread_mutex_unlock(r->caller_lock);
 		rc = fsb_object_keep(s->objfd, r->fd, r->resolved, kept);

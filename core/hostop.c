@@ -277,9 +277,11 @@ static int hop_record_entry(struct hostop *h, enum fsb_op op, const char *reques
 		/* A name that goes for good: its inode can be kept rather than
 		 * copied. Not a rename's source nor a file moved to the trash,
 		 * which live on (a second link would show, and a later write
-		 * would change the backup). */
+		 * would change the backup) — unless it has other links already
+		 * and is too large to copy (can_keep in backup.c): a pnpm
+		 * package's big file, moved into place. */
 		.keep_inode = (op == FSB_OP_DELETE && !h->req->delete_trash) ||
-			      op == FSB_OP_RENAME_TO,
+			      op == FSB_OP_RENAME_TO || (st != NULL && st->st_nlink > 1),
 		.tool_call = h->who->tool_call,
 		.trace = h->req->trace,
 	};

@@ -1618,7 +1618,8 @@ static int keep_record(struct fixture *f, const char *path, const char *op, uint
  * its inode: linked into objects/ under a name that is not its hash, no
  * byte copied, and the size limit does not apply. After the delete the
  * reader gives the bytes back, and a kept inode written to afterwards is
- * reported, not restored. A file with two links is copied.
+ * reported, not restored. A file with two links is copied, unless it is
+ * over the copy limit: then it is kept too.
  */
 static void test_delete_keeps_the_inode_by_link(void **state)
 {
@@ -1664,6 +1665,18 @@ static void test_delete_keeps_the_inode_by_link(void **state)
 	assert_int_equal(lstat(obj, &ost), 0);
 	assert_int_equal(lstat(b, &st), 0);
 	assert_int_not_equal(ost.st_ino, st.st_ino);
+	/* Over the limit a copy would not be taken at all: kept, its other
+	 * name left (pnpm's big files, linked from its store). */
+	src_path(f, "pair", b);
+	src_path(f, "pair-again", b2);
+	free(make_file(b, 5000, 84));
+	assert_int_equal(link(b, b2), 0);
+	assert_int_equal(keep_record(f, b, "delete", 1000, &res), 0);
+	assert_true(res.kept);
+	object_path(f, res.object, obj);
+	assert_int_equal(lstat(obj, &ost), 0);
+	assert_int_equal(lstat(b2, &st), 0);
+	assert_int_equal(ost.st_ino, st.st_ino);
 
 	free(make_file(c, 100, 83));
 	assert_int_equal(keep_record(f, c, "delete", 0, &res), 0);
@@ -1675,9 +1688,10 @@ static void test_delete_keeps_the_inode_by_link(void **state)
 	close(fd);
 
 	assert_int_equal(fsb_cycle_load(f->store, 1, &cy, stderr, err, sizeof(err)), 0);
-	assert_int_equal(cy.nrecs, 3);
+	assert_int_equal(cy.nrecs, 4);
 	assert_true(cy.recs[0].prior.kept);
 	assert_false(cy.recs[1].prior.kept);
+	assert_true(cy.recs[2].prior.kept);
 	fd = fsb_backup_object_open(f->store, cy.recs[0].prior.object);
 	assert_true(fd >= 0);
 	src_path(f, "restored", out);
@@ -1690,9 +1704,9 @@ static void test_delete_keeps_the_inode_by_link(void **state)
 	assert_int_equal(len, 3 << 20);
 	assert_memory_equal(got, data, len);
 	free(got);
-	fd = fsb_backup_object_open(f->store, cy.recs[2].prior.object);
+	fd = fsb_backup_object_open(f->store, cy.recs[3].prior.object);
 	assert_true(fd >= 0);
-	assert_int_equal(fsb_backup_object_check(fd, &cy.recs[2].prior), -ESTALE);
+	assert_int_equal(fsb_backup_object_check(fd, &cy.recs[3].prior), -ESTALE);
 	close(fd);
 	fsb_cycle_free(&cy);
 	free(data);
