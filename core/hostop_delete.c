@@ -48,23 +48,8 @@ static int remove_entry(const struct fsb_tree_entry *e, bool post, void *arg)
 bool hop_dir_is_empty(int pfd, const char *name, const struct stat *st)
 {
 	int fd = fsb_tree_open_dir(pfd, name, st);
-	struct dirent *de;
-	bool empty = true;
-	DIR *d;
 
-	if (fd < 0)
-		return false;
-	if ((d = fdopendir(fd)) == NULL) {
-		close(fd);
-		return false;
-	}
-	while ((de = readdir(d)) != NULL)
-		if (strcmp(de->d_name, ".") != 0 && strcmp(de->d_name, "..") != 0) {
-			empty = false;
-			break;
-		}
-	closedir(d);
-	return empty;
+	return fd >= 0 && fsb_tree_dir_is_empty(fd);
 }
 
 struct trash_job {

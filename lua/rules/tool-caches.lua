@@ -13,53 +13,64 @@
 -- hashes, Go checks go.sum, Cargo the registry checksums), except npx's
 -- ~/.npm/_npx: docs/rule-packs.md says what that leaves open.
 
+-- The caches, each with why it is safe to let a tool write it.
+local caches = {
+	-- npm: the content cache, logs and the update check.
+	"~/.npm/**",
+	-- pnpm: the content-addressed store, metadata cache and state,
+	-- and the _tmp_* directory it makes to learn whether the store
+	-- can hard-link into the project.
+	"~/.local/share/pnpm/store/**",
+	"~/.local/share/pnpm/_tmp_*/**",
+	"~/.cache/pnpm/**",
+	"~/.local/state/pnpm/**",
+	-- yarn 1 and yarn berry's global cache.
+	"~/.cache/yarn/**",
+	"~/.yarn/berry/cache/**",
+	-- node-gyp's headers for native addons, TypeScript's type cache.
+	"~/.cache/node-gyp/**",
+	"~/.cache/typescript/**",
+	-- pip's and uv's wheel and HTTP caches (not their installs).
+	"~/.cache/pip/**",
+	"~/.cache/uv/**",
+	-- Go: the build cache and the module cache (checked against go.sum).
+	"~/.cache/go-build/**",
+	"~/go/pkg/mod/**",
+	-- Cargo: registry index and crates (checksummed), git checkouts,
+	-- and the lock files and cache tracker every build takes.
+	"~/.cargo/registry/**",
+	"~/.cargo/git/**",
+	"~/.cargo/.package-cache",
+	"~/.cargo/.package-cache-mutate",
+	"~/.cargo/.global-cache",
+	-- Maven's and Gradle's artifact caches.
+	"~/.m2/repository/**",
+	"~/.gradle/caches/**",
+	-- ccache, in its XDG and its old place.
+	"~/.cache/ccache/**",
+	"~/.ccache/**",
+}
+
+-- The directories above them, so that a fresh home can hold the first
+-- cache: each names only the directory itself (making it; never what else
+-- lies in it, which stays asked about).
+local parents = {
+	"~/.cache", "~/.local", "~/.local/share", "~/.local/share/pnpm",
+	"~/.local/state", "~/.yarn", "~/.yarn/berry", "~/go", "~/go/pkg",
+	"~/.cargo", "~/.m2", "~/.gradle",
+}
+
+local modify = {}
+for _, list in ipairs({ caches, parents }) do
+	for _, glob in ipairs(list) do
+		modify[#modify + 1] = glob
+	end
+end
+
 return {
 	name = "tool-caches",
 
-	fsProfile = {
-		modify = {
-			-- npm: the content cache, logs and the update check.
-			"~/.npm/**",
-			-- pnpm: the content-addressed store, metadata cache and state,
-			-- and the _tmp_* directory it makes to learn whether the store
-			-- can hard-link into the project.
-			"~/.local/share/pnpm/store/**",
-			"~/.local/share/pnpm/_tmp_*/**",
-			"~/.cache/pnpm/**",
-			"~/.local/state/pnpm/**",
-			-- yarn 1 and yarn berry's global cache.
-			"~/.cache/yarn/**",
-			"~/.yarn/berry/cache/**",
-			-- node-gyp's headers for native addons, TypeScript's type cache.
-			"~/.cache/node-gyp/**",
-			"~/.cache/typescript/**",
-			-- pip's and uv's wheel and HTTP caches (not their installs).
-			"~/.cache/pip/**",
-			"~/.cache/uv/**",
-			-- Go: the build cache and the module cache (checked against go.sum).
-			"~/.cache/go-build/**",
-			"~/go/pkg/mod/**",
-			-- Cargo: registry index and crates (checksummed), git checkouts,
-			-- and the lock files and cache tracker every build takes.
-			"~/.cargo/registry/**",
-			"~/.cargo/git/**",
-			"~/.cargo/.package-cache",
-			"~/.cargo/.package-cache-mutate",
-			"~/.cargo/.global-cache",
-			-- Maven's and Gradle's artifact caches.
-			"~/.m2/repository/**",
-			"~/.gradle/caches/**",
-			-- ccache, in its XDG and its old place.
-			"~/.cache/ccache/**",
-			"~/.ccache/**",
-			-- The directories above them, so that a fresh home can hold the
-			-- first cache: each names only the directory itself (making it;
-			-- never what else lies in it, which stays asked about).
-			"~/.cache", "~/.local", "~/.local/share", "~/.local/share/pnpm",
-			"~/.local/state", "~/.yarn", "~/.yarn/berry", "~/go", "~/go/pkg",
-			"~/.cargo", "~/.m2", "~/.gradle",
-		},
-	},
+	fsProfile = { modify = modify },
 
 	-- pnpm's store is made of hard links into every project's
 	-- node_modules/.pnpm (or a .pnpm-store at the file system's top when
@@ -73,31 +84,7 @@ return {
 	},
 
 	-- What a tool can fetch again is not worth a copy.
-	backup = {
-		skip = {
-			"~/.npm/**",
-			"~/.local/share/pnpm/store/**",
-			"~/.cache/pnpm/**",
-			"~/.local/state/pnpm/**",
-			"~/.cache/yarn/**",
-			"~/.yarn/berry/cache/**",
-			"~/.cache/node-gyp/**",
-			"~/.cache/typescript/**",
-			"~/.cache/pip/**",
-			"~/.cache/uv/**",
-			"~/.cache/go-build/**",
-			"~/go/pkg/mod/**",
-			"~/.cargo/registry/**",
-			"~/.cargo/git/**",
-			"~/.cargo/.package-cache",
-			"~/.cargo/.package-cache-mutate",
-			"~/.cargo/.global-cache",
-			"~/.m2/repository/**",
-			"~/.gradle/caches/**",
-			"~/.cache/ccache/**",
-			"~/.ccache/**",
-		},
-	},
+	backup = { skip = caches },
 
 	tests = {
 		{ op = "mkdir", path = "~/.npm/_cacache/tmp", expect = "allow", rule = "fsProfile.modify ~/.npm/**" },

@@ -523,6 +523,18 @@ void fsbt_core_start_with_shim(struct fsbt_core *c, const char *spec, const char
 	free(asan_new);
 }
 
+void fsbt_core_start_holding(struct fsbt_core *c, const char *spec, char *hold, size_t len)
+{
+	char arm[PATH_MAX + 16];
+
+	snprintf(hold, len, "%s/hold", c->dir);
+	snprintf(arm, sizeof(arm), "%s/arm", c->dir);
+	fsbt_write_file(hold, "");
+	fsbt_core_start_with_shim(c, spec, arm, NULL, hold);
+	/* Armed once the core is up: its start makes the store's dirs. */
+	fsbt_write_file(arm, "");
+}
+
 struct fsbt_core *fsbt_start(void)
 {
 	struct fsbt_core *c = fsbt_core_new();

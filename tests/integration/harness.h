@@ -108,6 +108,14 @@ const char *fsbt_fault_shim(void);
 void fsbt_core_start_with_shim(struct fsbt_core *c, const char *spec, const char *arm,
 			       const char *log, const char *hold);
 
+/**
+ * fsbt_core_start_with_shim() that holds the call `spec` names
+ * ("CALL:HOLD:N[:MATCH]") while the file it puts at `hold` (of `len`,
+ * in the core's dir) exists; counted only once the core is up. The test
+ * removes `hold` to let the call go.
+ */
+void fsbt_core_start_holding(struct fsbt_core *c, const char *spec, char *hold, size_t len);
+
 /** fsbt_core_new() + fsbt_core_start(). */
 struct fsbt_core *fsbt_start(void);
 

@@ -292,19 +292,13 @@ static void host_operation_waits_for_a_write_in_progress(void **state)
 	/* A core of its own, with the fault shim: the fixture's has none. */
 	struct fsbt_core *c = fsbt_core_new();
 	char d[PATH_MAX + 16], e[PATH_MAX + 16], f[PATH_MAX + 32], hold[PATH_MAX + 16];
-	char arm[PATH_MAX + 16];
 	char line[PATH_MAX * 2], reply[4096];
 	struct pollfd p[2];
 	int w, h, got = -1;
 	cJSON *r;
 
 	(void)state;
-	snprintf(hold, sizeof(hold), "%s/hold", c->dir);
-	snprintf(arm, sizeof(arm), "%s/arm", c->dir);
-	fsbt_write_file(hold, "");
-	/* Armed once the core is up, so that only the grant's copy counts. */
-	fsbt_core_start_with_shim(c, "copy_file_range:HOLD:1", arm, NULL, hold);
-	fsbt_write_file(arm, "");
+	fsbt_core_start_holding(c, "copy_file_range:HOLD:1", hold, sizeof(hold));
 	w = fsbt_connect(c);
 	h = fsbt_connect(c);
 	p[0] = (struct pollfd){ .fd = w, .events = POLLIN };

@@ -476,18 +476,13 @@ static void a_backup_in_progress_does_not_hold_up_other_clients(void **state)
 	/* A core of its own, with the fault shim: the fixture's has none. */
 	struct fsbt_core *c = fsbt_core_new();
 	char big[PATH_MAX + 16], small[PATH_MAX + 16], line[PATH_MAX + 256], reply[REPLY];
-	char hold[PATH_MAX + 16], arm[PATH_MAX + 16];
+	char hold[PATH_MAX + 16];
 	struct pollfd p;
 	int a, b, w, got = -1;
 	cJSON *r;
 
 	(void)state;
-	snprintf(hold, sizeof(hold), "%s/hold", c->dir);
-	snprintf(arm, sizeof(arm), "%s/arm", c->dir);
-	fsbt_write_file(hold, "");
-	/* Armed once the core is up, so that only the grant's copy counts. */
-	fsbt_core_start_with_shim(c, "copy_file_range:HOLD:1", arm, NULL, hold);
-	fsbt_write_file(arm, "");
+	fsbt_core_start_holding(c, "copy_file_range:HOLD:1", hold, sizeof(hold));
 	a = fsbt_connect(c);
 	b = fsbt_connect(c);
 	w = fsbt_connect(c);
