@@ -1362,6 +1362,54 @@ static bool journal_failed(struct fsb_store *s)
 	return failed;
 }
 
+/* Ops that create or remove a name in a directory, and so move its mtime. */
+static bool changes_entries(const char *op)
+{
+	static const char *const ops[] = {
+		"create", "mkdir", "symlink", "link", "delete", "rename-from", "rename-to",
+	};
+
+	for (size_t i = 0; i < sizeof(ops) / sizeof(ops[0]); i++)
+		if (strcmp(op, ops[i]) == 0)
+			return true;
+	return false;
+}
+
+/* See backup.h. Best effort: a directory that cannot be looked at is left
+ * out, never the change. Its line rides along with the change's own sync
+ * (or the next one). */
+int fsb_store_note_parent(struct fsb_store *s, const char *resolved, const char *tool_call,
+			  const char *trace)
+{
+	const char *slash = strrchr(resolved, '/');
+	struct fsb_backup_result res;
+	struct fsb_backup_req p;
+	char parent[PATH_MAX];
+	struct stat st;
+	size_t len;
+
+	if (slash == NULL || slash == resolved ||
+	    (len = (size_t)(slash - resolved)) >= sizeof(parent))
+		return 0;
+	memcpy(parent, resolved, len);
+	parent[len] = '\0';
+	if (s->c.n != 0 && recorded_find(&s->c, parent, tool_call ? tool_call : "") != NULL)
+		return 0;
+	if (lstat(parent, &st) < 0 || !S_ISDIR(st.st_mode))
+		return 0;
+	memset(&p, 0, sizeof(p));
+	p.tool_call = tool_call;
+	p.trace = trace;
+	p.op = "entries";
+	p.path = parent;
+	p.resolved = parent;
+	p.prior = &st;
+	p.fd = -1;
+	p.metadata_only = true;
+	p.defer_sync = true;
+	return fsb_store_record(s, &p, &res);
+}
+
 int fsb_store_record(struct fsb_store *s, const struct fsb_backup_req *r,
 		     struct fsb_backup_result *res)
 {
@@ -1382,6 +1430,10 @@ int fsb_store_record(struct fsb_store *s, const struct fsb_backup_req *r,
 	if (s->c.n != 0 && (s->c.broken || journal_failed(s)))
 		return -EIO;
 	if (s->c.n == 0 && (rc = fsb_store_begin(s)) < 0)
+		return rc;
+	/* A name made (whatever the op: a touch, a copy) or taken away. */
+	if ((r->prior == NULL || changes_entries(r->op)) &&
+	    (rc = fsb_store_note_parent(s, r->resolved, r->tool_call, r->trace)) < 0)
 		return rc;
 
 	first = recorded_find(&s->c, r->resolved, tool_call);

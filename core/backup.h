@@ -134,6 +134,20 @@ int fsb_store_record(struct fsb_store *s, const struct fsb_backup_req *r,
 		     struct fsb_backup_result *res);
 
 /**
+ * The first time tool call `tool_call` creates or removes a name in a
+ * directory in the open cycle, the directory's state comes first: a line
+ * of op "entries" with its metadata (mode, owner, times, xattrs), so that
+ * a restore gives it its pre-cycle mtime back once what is inside is back.
+ * fsb_store_record does this itself before every change of names; a
+ * caller that journals a create after making it (a grant's O_CREAT) calls
+ * this before, with the real path `resolved` of the name it will make.
+ * 0 or -errno (the journal could not be written: the change must not
+ * happen).
+ */
+int fsb_store_note_parent(struct fsb_store *s, const char *resolved, const char *tool_call,
+			  const char *trace);
+
+/**
  * A writable fd on (dev, ino) was handed out: its content may change from
  * now on, so the next record of it copies it again.
  */

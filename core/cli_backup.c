@@ -1211,6 +1211,66 @@ static void execute(const struct cli *c, struct item *it, bool finish)
 	close(pfd);
 }
 
+/*
+ * A directory the restore changes names in that no item of it restores:
+ * its times before the restore touched it, put back at the end, so that a
+ * restore stamps no parent with its own time (a file's content comes back
+ * through a new name renamed over the old one).
+ */
+struct stamped {
+	const char *child;	/* an item's path in it: reached as its parent */
+	dev_t dev;
+	ino_t ino;
+	struct timespec times[2];
+};
+
+/* Note the parent of `it` (before it is acted on), once. */
+static void note_parent(const struct item *items, size_t n, const struct item *it,
+			struct stamped *v, size_t *nv)
+{
+	size_t plen = (size_t)(strrchr(it->path, '/') - it->path);
+	const char *name;
+	struct stat st;
+	int pfd;
+
+	for (size_t i = 0; i < n; i++)
+		if (items[i].act == ACT_DIR && strlen(items[i].path) == plen &&
+		    strncmp(items[i].path, it->path, plen) == 0)
+			return;	/* restored as an item: finish_dir sets its times */
+	if ((pfd = open_parent(it->path, &name)) < 0)
+		return;
+	if (fstat(pfd, &st) == 0) {
+		bool seen = false;
+
+		for (size_t i = 0; i < *nv && !seen; i++)
+			seen = v[i].dev == st.st_dev && v[i].ino == st.st_ino;
+		if (!seen) {
+			v[*nv] = (struct stamped){ .child = it->path, .dev = st.st_dev,
+						   .ino = st.st_ino,
+						   .times = { st.st_atim, st.st_mtim } };
+			(*nv)++;
+		}
+	}
+	close(pfd);
+}
+
+/* Put back the times of the directories note_parent saw, when each is
+ * still the directory it was. */
+static void unstamp_parents(const struct stamped *v, size_t nv)
+{
+	for (size_t i = nv; i-- > 0;) {
+		const char *name;
+		struct stat st;
+		int pfd = open_parent(v[i].child, &name);
+
+		if (pfd < 0)
+			continue;
+		if (fstat(pfd, &st) == 0 && st.st_dev == v[i].dev && st.st_ino == v[i].ino)
+			futimens(pfd, v[i].times);
+		close(pfd);
+	}
+}
+
 /* Removals deepest first, everything else parents first. */
 static int cmp_exec(const void *a, const void *b)
 {
@@ -1370,6 +1430,8 @@ static int cmd_restore(const struct cli *c)
 	struct fsb_cycle cy;
 	struct fsb_picks picks = { 0 };
 	struct fsb_undo *undo = NULL;
+	struct stamped *stamped = NULL;
+	size_t nstamped = 0;
 	struct item *items = NULL;
 	char **args = NULL;
 	bool *arg_used = NULL;
@@ -1474,6 +1536,8 @@ static int cmd_restore(const struct cli *c)
 		status = 1;
 		goto out;
 	}
+	if (!c->dry_run)
+		stamped = calloc(n + 1, sizeof(*stamped));
 	for (size_t i = 0; i < n; i++) {
 		struct item *it = &items[i];
 
@@ -1491,12 +1555,18 @@ static int cmd_restore(const struct cli *c)
 			       true, "%s%s", what, it->note);
 			continue;
 		}
+		if (stamped != NULL)
+			note_parent(items, n, it, stamped, &nstamped);
 		execute(c, it, false);
 	}
-	/* Directories get their mode and times once what is inside is back. */
+	/* Directories get their mode and times once what is inside is back;
+	 * the others the restore changed names in, the times they had. */
 	for (size_t i = n; i-- > 0;)
 		if (!c->dry_run && items[i].act == ACT_DIR && items[i].res == RES_PENDING)
 			execute(c, &items[i], true);
+	unstamp_parents(stamped, nstamped);
+	free(stamped);
+	stamped = NULL;
 
 	if (c->json) {
 		cJSON *arr = cJSON_CreateArray();
@@ -1526,6 +1596,7 @@ nomem:
 	fprintf(stderr, "fsbroker backup: out of memory\n");
 	status = 1;
 out:
+	free(stamped);
 	for (int a = 0; args != NULL && a < c->npaths; a++)
 		free(args[a]);
 	free(args);

@@ -159,15 +159,21 @@ static enum change change_of(const struct guard *g, const char *path,
 			continue;
 		/* A directory above it. */
 		if (strcmp(r->op, "rename-to") == 0) {
-			const struct fsb_journal_rec *from = j > 0 ? &cy->recs[j - 1] : NULL;
+			const struct fsb_journal_rec *from;
 			char moved[PATH_MAX * 2];
+			size_t k = j;
 
+			/* The pair's rename-from, past the state of the target's
+			 * directory the store journals in between ("entries"). */
+			while (k > 0 && strcmp(cy->recs[k - 1].op, "entries") == 0)
+				k--;
+			from = k > 0 ? &cy->recs[k - 1] : NULL;
 			if (from == NULL || strcmp(from->op, "rename-from") != 0 ||
 			    strcmp(from->tool_call, r->tool_call) != 0)
 				return NEW;
 			snprintf(moved, sizeof(moved), "%s%s", from->resolved, cur + rl);
 			snprintf(cur, sizeof(cur), "%s", moved);
-			j--;
+			j = k - 1;
 			continue;
 		}
 		/* Made in the cycle, or moved away or removed (what is there

@@ -437,6 +437,26 @@ int fsb_backup_note_created(struct fsb_broker *b, const char *sid, const struct 
 	return rc == 0 ? wait_durable(s, &res) : rc;
 }
 
+int fsb_backup_note_parent(struct fsb_broker *b, const char *sid, const struct fsb_access *acc)
+{
+	struct fsb_session *s = fsb_broker_session(b, sid);
+	struct settings set;
+	char why[256];
+	int rc;
+
+	if (s == NULL)
+		return -EIO;
+	settings_of(b, s, &set);
+	if (!set.enabled)
+		return 0;
+	pthread_mutex_lock(&s->store_lock);
+	rc = store_of(b, s, why, sizeof(why)) == NULL
+		     ? -EIO
+		     : fsb_store_note_parent(s->store, acc->res.path, acc->tool_call, NULL);
+	pthread_mutex_unlock(&s->store_lock);
+	return rc < 0 ? -EIO : 0;
+}
+
 /* Follow the inode behind `fd` across cycles, by an O_PATH fd of our own
  * (store_lock held). The oldest is let go when the table is full. */
 static void follow(struct fsb_session *s, int fd, const struct stat *st)

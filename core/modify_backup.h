@@ -117,6 +117,14 @@ int fsb_backup_note_created(struct fsb_broker *b, const char *sid, const struct 
 			    int flags);
 
 /**
+ * Before a grant creates the file `acc` judged (O_CREAT of a name that
+ * does not exist): journal the state of its directory, whose mtime the
+ * create moves (fsb_store_note_parent). 0, or -EIO: the create must not
+ * happen.
+ */
+int fsb_backup_note_parent(struct fsb_broker *b, const char *sid, const struct fsb_access *acc);
+
+/**
  * A writable fd on (dev, ino) went to a client in session `sid`: the next
  * backup of that file in the cycle copies it again. `fd` (may be -1) is
  * that fd: the file is then followed across cycles (see fsb_backup_commit).

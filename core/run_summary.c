@@ -82,8 +82,10 @@ static void collect_cycle(struct fsb_run_summary *s, unsigned cycle)
 	objects = calloc(cyc.nrecs + 1, sizeof(*objects));
 	if (s->changed == NULL || objects == NULL)
 		goto out;
+	/* A directory whose entries changed is named by those entries. */
 	for (size_t i = 0; i < picks.n; i++)
-		if ((s->changed[s->nchanged] = strdup(picks.v[i].rec->resolved)) != NULL)
+		if (strcmp(picks.v[i].rec->op, "entries") != 0 &&
+		    (s->changed[s->nchanged] = strdup(picks.v[i].rec->resolved)) != NULL)
 			s->nchanged++;
 	/* Every object this tool call's records name, once. */
 	for (size_t i = 0; i < cyc.nrecs; i++) {

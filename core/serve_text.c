@@ -125,6 +125,12 @@ static void serve(struct text_job *t)
 		fsb_broker_decide(b, acc);
 		if (acc->verdict.decision != FSB_ALLOW || acc->errnum != 0 || !req->has_open)
 			break;
+		/* A create moves its directory's mtime: journaled first. */
+		if (!acc->res.exists && (req->open_flags & O_CREAT) &&
+		    fsb_backup_note_parent(b, conn->scope.session, acc) < 0) {
+			acc->errnum = EIO;
+			break;
+		}
 		/* O_TRUNC waits for the audit line: a request refused for want
 		 * of it must leave the file as it was. */
 		t->fd = fsb_grant_open(root_of(t), &acc->res, req->open_flags & ~O_TRUNC,

@@ -272,6 +272,12 @@ static int open_for_target(struct call *c)
 		audit_call(c, &acc, -1, err);
 		return -err;
 	}
+	/* A create moves its directory's mtime: that is journaled first. */
+	if (!acc.res.exists && (c->flags & O_CREAT) &&
+	    fsb_backup_note_parent(b, c->sv->scope.session, &acc) < 0) {
+		audit_call(c, &acc, -1, EIO);
+		return -EIO;
+	}
 	/* O_TRUNC after the audit line, as for a grant (serve_text.c). */
 	fd = grant_open_as_target(c, &acc, c->flags & ~O_TRUNC, c->mode & 07777, &ba);
 	if (fd >= 0 && !acc.res.exists && fsb_backup_note_created(b, c->sv->scope.session,

@@ -566,7 +566,7 @@ static void restore_to(struct fsbt_core *c, uint64_t seed, const char *what, boo
 	 * mtime of a directory whose entries it changed. Nor are link counts:
 	 * a hard link the turn made and then trashed is a second name of its
 	 * file in the trash, outside the tree, and stays there. */
-	ndiff = fsbt_tree_diff(want, &now, FSBT_TREE_MTIME, diff, sizeof(diff));
+	ndiff = fsbt_tree_diff(want, &now, FSBT_TREE_MTIME | FSBT_TREE_DIR_MTIME, diff, sizeof(diff));
 	if (ndiff > 0 || status != 0) {
 		fprintf(stderr, "# seed %llu: restore %s%s exited 0x%x; its output:\n%s",
 			(unsigned long long)seed, what, force ? " --force" : "", (unsigned)status,

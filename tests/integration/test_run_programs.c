@@ -615,7 +615,7 @@ static void prove_changes_backed_up_and_restored(struct fixture *f,
 	free(show);
 	free(show_err);
 	assert_int_equal(fsbt_tree_snap(f->ws, &restored), 0);
-	if (fsbt_tree_diff(&before, &restored, FSBT_TREE_MTIME, diff, sizeof(diff)) != 0)
+	if (fsbt_tree_diff(&before, &restored, FSBT_TREE_MTIME | FSBT_TREE_DIR_MTIME, diff, sizeof(diff)) != 0)
 		note(r, "the workspace is not as it was after the restore:\n%s", diff);
 	fsbt_tree_free(&before);
 	fsbt_tree_free(&after);

@@ -10,7 +10,9 @@
 #   3. `fsbroker backup restore` of the run's cycle gives the template back
 #      exactly (paths, types, content, modes, owners, file mtimes in ns,
 #      link groups);
-#   4. and its directories' mtimes.
+#   4. and its directories' mtimes (in ns);
+#   5. for the hard-linked tree, its link groups: not built yet, so that
+#      point says SKIP with the count of groups that differ.
 # Prints TAP; with NAMEs, runs only those. The workspaces live under the
 # checkout (build/workloads), not under ${tmp}, so their backups are taken
 # as a user's would be; HOME and TMPDIR are directories of that layout.
@@ -228,28 +230,36 @@ run_workload() {
     if [ -z "$cycle" ] || [ "$cycle" = 0 ]; then
         echo "no cycle in the summary: $(cat "$d/summary.json")" >"$d/why"
         not_ok "$name: restore" "$d/why"
-        skip "$name: directory mtimes after restore: no cycle"
+        not_ok "$name: directory mtimes after restore: no cycle" "$d/why"
+        [ "$name" = hardlinks ] && not_ok "$name: link groups after restore: no cycle" "$d/why"
         return
     fi
     if ! "$fsb" backup restore "$cycle" --state-dir "$root/state" --session "$name" \
         >"$d/restore.out" 2>&1; then
         not_ok "$name: fsbroker backup restore $cycle" "$d/restore.out"
-        skip "$name: directory mtimes after restore: the restore failed"
+        not_ok "$name: directory mtimes after restore: the restore failed" "$d/restore.out"
+        [ "$name" = hardlinks ] && not_ok "$name: link groups after restore" "$d/restore.out"
         return
     fi
     # A restore does not rejoin hard-link groups yet (README status): the
-    # hard-linked tree's groups are checked with the directories' mtimes.
+    # hard-linked tree's groups get a point of their own, below.
     [ "$name" = hardlinks ] && restored=type,content,mode,owner,mtime
     if "${tree[@]}" diff "$d/orig" "$d/ws" --what "$restored" >"$d/why" 2>&1; then
         ok "$name: restore gives the tree back"
     else
         not_ok "$name: restore gives the tree back" "$d/why"
     fi
-    if "${tree[@]}" diff "$d/orig" "$d/ws" --what dirmtime,links >"$d/why" 2>&1; then
-        ok "$name: restore gives the directories' mtimes and link groups back"
+    if "${tree[@]}" diff "$d/orig" "$d/ws" --what dirmtime >"$d/why" 2>&1; then
+        ok "$name: restore gives the directories' mtimes back"
+    else
+        not_ok "$name: restore gives the directories' mtimes back" "$d/why"
+    fi
+    [ "$name" = hardlinks ] || return
+    if "${tree[@]}" diff "$d/orig" "$d/ws" --what links >"$d/why" 2>&1; then
+        ok "$name: restore gives the link groups back"
     else
         # Not built yet (README status): said, never passed.
-        skip "$name: restore does not put directory mtimes and link groups back yet ($(wc -l <"$d/why") differ)"
+        skip "$name: restore does not rejoin hard-link groups yet ($(wc -l <"$d/why") differ)"
     fi
 }
 
@@ -270,7 +280,7 @@ if command -v npm >/dev/null 2>&1 &&
     export PATH=$root/tools/node_modules/.bin:$PATH
 fi
 count=0
-for w in $all; do count=$((count + 4)); done
+for w in $all; do count=$((count + 4)); [ "$w" = hardlinks ] && count=$((count + 1)); done
 echo "1..$count"
 for w in $all; do
     need=""
@@ -285,6 +295,7 @@ for w in $all; do
     esac
     if [ -n "$need" ] && ! command -v "$need" >/dev/null 2>&1; then
         for i in 1 2 3 4; do skip "$w: $need is not installed"; done
+        [ "$w" = hardlinks ] && skip "$w: $need is not installed"
         continue
     fi
     run_workload "$w"
