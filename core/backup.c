@@ -1512,7 +1512,9 @@ int fsb_store_record(struct fsb_store *s, const struct fsb_backup_req *r,
 		first->metadata_only = false;
 		s->c.need_sync_to = durable_end;
 	} else {
-		durable_end = r->prior != NULL ? s->c.jsize : 0;
+		/* A directory's "entries" line holds only its old times: it
+		 * rides along with the next sync, as a created path's does. */
+		durable_end = r->prior != NULL && strcmp(r->op, "entries") != 0 ? s->c.jsize : 0;
 		recorded_add(&s->c, stored, tool_call, durable_end, res->metadata_only);
 		if (durable_end > 0)
 			s->c.need_sync_to = durable_end;
