@@ -525,14 +525,30 @@ void fsbt_core_start_with_shim(struct fsbt_core *c, const char *spec, const char
 
 void fsbt_core_start_holding(struct fsbt_core *c, const char *spec, char *hold, size_t len)
 {
-	char arm[PATH_MAX + 16];
+	char arm[PATH_MAX + 16], log[PATH_MAX + 16];
 
 	snprintf(hold, len, "%s/hold", c->dir);
 	snprintf(arm, sizeof(arm), "%s/arm", c->dir);
+	snprintf(log, sizeof(log), "%s/held.log", c->dir);
+	unlink(log);
 	fsbt_write_file(hold, "");
-	fsbt_core_start_with_shim(c, spec, arm, NULL, hold);
+	fsbt_core_start_with_shim(c, spec, arm, log, hold);
 	/* Armed once the core is up: its start makes the store's dirs. */
 	fsbt_write_file(arm, "");
+}
+
+void fsbt_core_wait_held(const struct fsbt_core *c)
+{
+	uint64_t deadline = fsbt_now_ms() + FSBT_TIMEOUT_MS;
+	char log[PATH_MAX + 16];
+	struct stat st;
+
+	snprintf(log, sizeof(log), "%s/held.log", c->dir);
+	while (stat(log, &st) != 0 || st.st_size == 0) {
+		if (fsbt_now_ms() > deadline)
+			fail_msg("the core never reached the call the test holds");
+		fsbt_sleep_ms(10);
+	}
 }
 
 struct fsbt_core *fsbt_start(void)

@@ -116,6 +116,13 @@ void fsbt_core_start_with_shim(struct fsbt_core *c, const char *spec, const char
  */
 void fsbt_core_start_holding(struct fsbt_core *c, const char *spec, char *hold, size_t len);
 
+/**
+ * Wait until the call fsbt_core_start_holding named is held (the shim has
+ * logged it): the test then knows which request is the held one. Fails
+ * the test after FSBT_TIMEOUT_MS.
+ */
+void fsbt_core_wait_held(const struct fsbt_core *c);
+
 /** fsbt_core_new() + fsbt_core_start(). */
 struct fsbt_core *fsbt_start(void);
 

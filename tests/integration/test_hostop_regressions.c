@@ -310,7 +310,7 @@ static void host_operation_waits_for_a_write_in_progress(void **state)
 	fsbt_write_file(f, "held\n");
 	fsbt_text_req(line, sizeof(line), FSBT_WRITE, f, c->session, FSBT_OPEN_WRITE);
 	assert_int_equal(fsbt_send(w, line, strlen(line), -1), 0);
-	fsbt_sleep_ms(100);	/* orders the two; measures nothing */
+	fsbt_core_wait_held(c);	/* the grant's copy is the one held */
 	snprintf(line, sizeof(line), "{\"command\":\"HostFileOperation\",\"sessionId\":\"%s\","
 		 "\"operation\":\"rename\",\"from\":\"%s\",\"to\":\"%s\"}", c->session, d, e);
 	assert_int_equal(fsbt_send(h, line, strlen(line), -1), 0);

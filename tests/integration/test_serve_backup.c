@@ -502,6 +502,8 @@ static void a_backup_in_progress_does_not_hold_up_other_clients(void **state)
 
 	fsbt_text_req(line, sizeof(line), FSBT_WRITE, big, c->session, FSBT_OPEN_WRITE);
 	assert_int_equal(fsbt_send(a, line, strlen(line), -1), 0);
+	/* The big file's copy is the one held, before anything else asks. */
+	fsbt_core_wait_held(c);
 	fsbt_text_req(line, sizeof(line), FSBT_READ, small, c->session, NULL);
 	assert_true(fsbt_request(b, line, reply, REPLY, NULL) > 0);
 	assert_string_equal(reply, "SANDBOX");

@@ -274,10 +274,12 @@ if ! "$fsb" run --workspace "$root/probe" --state-dir "$root/state" --session pr
     echo "ok 1 # SKIP workloads: fsbroker run cannot sandbox here: $(head -1 "$why")"
     exit 0
 fi
-# pnpm is no Debian package: taken from the npm registry into the layout.
+# pnpm is no Debian package: taken from the npm registry into the layout's
+# home, which the sandbox sees wherever the checkout is (a tree under /tmp
+# is hidden by the sandbox's private /tmp).
 if command -v npm >/dev/null 2>&1 &&
-    npm install -s --prefix "$root/tools" --no-audit --no-fund pnpm@9 >/dev/null 2>&1; then
-    export PATH=$root/tools/node_modules/.bin:$PATH
+    npm install -s --prefix "$root/home/tools" --no-audit --no-fund pnpm@9 >/dev/null 2>&1; then
+    export PATH=$root/home/tools/node_modules/.bin:$PATH
 fi
 count=0
 for w in $all; do count=$((count + 4)); [ "$w" = hardlinks ] && count=$((count + 1)); done
