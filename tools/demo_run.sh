@@ -56,12 +56,12 @@ echo "  ~/.ssh/id_ed25519 still holds: $(cat "$demo/home/.ssh/id_ed25519");" \
 
 say "2. what the command changed, from the backup store"
 # Like diff(1), it exits 1 when there are differences.
-in_home "$fsb" backup diff --last --state-dir "$demo/state" --session default \
+in_home "$fsb" backup diff --last --state-dir "$demo/state" \
     >"$demo/changes.diff" || [ $? -eq 1 ]
 sed 's/^/    /' "$demo/changes.diff"
 
 say "3. one command puts the workspace back"
-in_home "$fsb" backup restore --last --state-dir "$demo/state" --session default | sed 's/^/    /'
+in_home "$fsb" backup restore --last --state-dir "$demo/state" | sed 's/^/    /'
 if diff -r "$demo/ws.before" "$ws" >/dev/null; then
     echo "  the workspace is back byte for byte"
 else
