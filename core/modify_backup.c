@@ -406,21 +406,31 @@ int fsb_backup_recover(struct fsb_broker *b, const char *sid, char *err, size_t 
 	return store != NULL ? 0 : -EIO;
 }
 
+/* Session `sid` when its backups are on; else NULL with *rc 0 (turned
+ * off: nothing to journal) or -EIO (no state to journal in). */
+static struct fsb_session *journaling(struct fsb_broker *b, const char *sid, int *rc)
+{
+	struct fsb_session *s = fsb_broker_session(b, sid);
+	struct settings set;
+
+	*rc = s == NULL ? -EIO : 0;
+	if (s == NULL)
+		return NULL;
+	settings_of(b, s, &set);
+	return set.enabled ? s : NULL;
+}
+
 int fsb_backup_note_created(struct fsb_broker *b, const char *sid, const struct fsb_access *acc,
 			    int flags)
 {
-	struct fsb_session *s = fsb_broker_session(b, sid);
 	struct fsb_backup_result res;
 	struct fsb_backup_req r;
-	struct settings set;
+	struct fsb_session *s;
 	char why[256];
 	int rc;
 
-	if (s == NULL)
-		return -EIO;
-	settings_of(b, s, &set);
-	if (!set.enabled)
-		return 0;
+	if ((s = journaling(b, sid, &rc)) == NULL)
+		return rc;
 	memset(&r, 0, sizeof(r));
 	r.tool_call = acc->tool_call;
 	r.op = fsb_op_name(acc->op);
@@ -439,16 +449,12 @@ int fsb_backup_note_created(struct fsb_broker *b, const char *sid, const struct 
 
 int fsb_backup_note_parent(struct fsb_broker *b, const char *sid, const struct fsb_access *acc)
 {
-	struct fsb_session *s = fsb_broker_session(b, sid);
-	struct settings set;
+	struct fsb_session *s;
 	char why[256];
 	int rc;
 
-	if (s == NULL)
-		return -EIO;
-	settings_of(b, s, &set);
-	if (!set.enabled)
-		return 0;
+	if ((s = journaling(b, sid, &rc)) == NULL)
+		return rc;
 	pthread_mutex_lock(&s->store_lock);
 	rc = store_of(b, s, why, sizeof(why)) == NULL
 		     ? -EIO
