@@ -25,10 +25,16 @@
 #include <unistd.h>
 #include <sys/ioctl.h>
 #include <sys/syscall.h>
+#include <asm/termbits.h>
 #include <linux/audit.h>
 #include <linux/filter.h>
+#include <linux/fiemap.h>
 #include <linux/fs.h>
+#include <linux/fscrypt.h>
+#include <linux/fsverity.h>
+#include <linux/random.h>
 #include <linux/seccomp.h>
+#include <linux/sockios.h>
 
 #include "seccomp_filter.h"
 
@@ -159,6 +165,64 @@ static const int deny_nrs[] = {
 	__NR_open_by_handle_at,
 };
 
+/*
+ * ioctl(2) is an allowlist: a request runs natively only when it is below.
+ * Any other answers ENOTTY, as a kernel that does not know the request
+ * does, so a program falls back as it would on an older kernel or another
+ * file system. A denylist could not keep up: ioctls that change a file
+ * through a read-only fd keep being added (FS_IOC_SETVERSION changed the
+ * generation and ctime of ~/.bashrc, unaudited; btrfs makes and deletes
+ * subvolumes through a directory fd), and each would be a write the
+ * supervisor never sees.
+ *
+ * What is here reads state, or changes only the fd, the terminal's modes
+ * (as any program run in a terminal does) or a file the fd already may
+ * write: FICLONE and FICLONERANGE need the destination open for writing,
+ * which only a granted open gives.
+ */
+static const uint32_t native_ioctls[] = {
+	/* terminals and pseudo-terminals (tcgetattr, isatty, window size,
+	 * job control, openpty); TIOCSTI and TIOCLINUX are not here */
+	TCGETS, TCSETS, TCSETSW, TCSETSF, TCGETS2, TCSETS2, TCSETSW2, TCSETSF2,
+	TCGETA, TCSETA, TCSETAW, TCSETAF, TCSBRK, TCSBRKP, TCXONC, TCFLSH,
+	TIOCGWINSZ, TIOCSWINSZ, TIOCGPGRP, TIOCSPGRP, TIOCGSID, TIOCSCTTY, TIOCNOTTY,
+	TIOCOUTQ, TIOCEXCL, TIOCNXCL, TIOCGEXCL, TIOCGETD, TIOCMGET, TIOCGDEV,
+	TIOCPKT, TIOCGPKT, TIOCGPTN, TIOCSPTLCK, TIOCGPTLCK, TIOCGPTPEER, TIOCSIG,
+	TIOCGLCKTRMIOS,
+	/* any fd: non-blocking, close-on-exec, bytes waiting, owner */
+	FIONBIO, FIOASYNC, FIOCLEX, FIONCLEX, FIONREAD, FIOQSIZE,
+	FIOSETOWN, FIOGETOWN, SIOCSPGRP, SIOCGPGRP,
+	/* files: flags and layout read (lsattr, cp, tar --sparse), clones
+	 * into a writable fd (cp --reflink) */
+	FS_IOC_GETFLAGS, FS_IOC32_GETFLAGS, FS_IOC_GETVERSION, FS_IOC32_GETVERSION,
+	FS_IOC_FSGETXATTR, FS_IOC_FIEMAP, FIGETBSZ, FS_IOC_GETFSLABEL, FICLONE, FICLONERANGE,
+	BLKGETSIZE, BLKGETSIZE64, BLKSSZGET, RNDGETENTCNT,
+	/* sockets: queues, timestamps, and the interfaces read (getifaddrs'
+	 * fallbacks, if_nametoindex) */
+	SIOCATMARK, SIOCGSTAMP_OLD, SIOCGSTAMPNS_OLD, SIOCOUTQNSD,
+	SIOCGIFNAME, SIOCGIFCONF, SIOCGIFFLAGS, SIOCGIFADDR, SIOCGIFDSTADDR, SIOCGIFBRDADDR,
+	SIOCGIFNETMASK, SIOCGIFMETRIC, SIOCGIFMTU, SIOCGIFHWADDR, SIOCGIFINDEX, SIOCGIFTXQLEN,
+};
+
+/*
+ * Requests that change the inode behind a read-only fd, refused with EPERM
+ * rather than ENOTTY so that a tool says "Operation not permitted" (chattr
+ * -v, fsverity enable): the version, verity (which makes the file
+ * immutable), an encryption policy on an empty directory, and a dedupe
+ * into a file the caller owns. The inode-flag setters are routed instead
+ * (notify_ioctls): the supervisor answers them.
+ */
+static const uint32_t refused_ioctls[] = {
+	TIOCSTI, TIOCLINUX,	/* push input into a terminal the user's shell reads */
+	FS_IOC_SETVERSION, FS_IOC32_SETVERSION, FS_IOC_ENABLE_VERITY,
+	FS_IOC_SET_ENCRYPTION_POLICY, FIDEDUPERANGE,
+};
+
+/* Inode flags (immutable, append-only, ...): the supervisor refuses them. */
+static const uint32_t notify_ioctls[] = {
+	FS_IOC_SETFLAGS, FS_IOC32_SETFLAGS, FS_IOC_FSSETXATTR,
+};
+
 /* Jump targets; T_NEXT is the next instruction. */
 enum target {
 	T_NEXT = -1,
@@ -171,6 +235,9 @@ enum target {
 	T_OPEN_ARG2,	/* openat(dirfd, path, flags, mode) */
 	T_SECCOMP,
 	T_IOCTL,
+	T_IOCTL_NATIVE,
+	T_IOCTL_NOTIFY,
+	T_IOCTL_EPERM,
 	T_CLONE,
 	T_COUNT
 };
@@ -313,20 +380,6 @@ int fsb_seccomp_build(const struct fsb_filter_opts *o, struct sock_filter *prog,
 	ld_arg_lo(&a, 1);
 	jset(&a, SECCOMP_FILTER_FLAG_NEW_LISTENER, T_EPERM, T_ALLOW);
 
-	/*
-	 * Inode flags (immutable, append-only, ...) are a change to the file.
-	 * TIOCSTI and TIOCLINUX push input into a terminal the sandbox
-	 * shares with the user's shell, which would run it outside.
-	 */
-	place(&a, T_IOCTL);
-	ld_arg_lo(&a, 1);
-	jeq(&a, FS_IOC_SETFLAGS, T_NOTIFY);
-	jeq(&a, FS_IOC32_SETFLAGS, T_NOTIFY);
-	jeq(&a, FS_IOC_FSSETXATTR, T_NOTIFY);
-	jeq(&a, TIOCSTI, T_EPERM);
-	jeq(&a, TIOCLINUX, T_EPERM);
-	ret(&a, SECCOMP_RET_ALLOW);
-
 	place(&a, T_CLONE);
 	ld_arg_lo(&a, 0);
 	jset(&a, CLONE_NS_FLAGS, T_EPERM, T_ALLOW);
@@ -341,6 +394,26 @@ int fsb_seccomp_build(const struct fsb_filter_opts *o, struct sock_filter *prog,
 	ret(&a, SECCOMP_RET_ALLOW);
 	place(&a, T_KILL);
 	ret(&a, SECCOMP_RET_KILL_PROCESS);
+
+	/*
+	 * Last, with returns of its own: jumps go only forward, by at most
+	 * 255, and the list is long.
+	 */
+	place(&a, T_IOCTL);
+	ld_arg_lo(&a, 1);
+	for (size_t i = 0; i < ARRAY_SIZE(native_ioctls); i++)
+		jeq(&a, native_ioctls[i], T_IOCTL_NATIVE);
+	for (size_t i = 0; i < ARRAY_SIZE(notify_ioctls); i++)
+		jeq(&a, notify_ioctls[i], T_IOCTL_NOTIFY);
+	for (size_t i = 0; i < ARRAY_SIZE(refused_ioctls); i++)
+		jeq(&a, refused_ioctls[i], T_IOCTL_EPERM);
+	ret(&a, SECCOMP_RET_ERRNO | (ENOTTY & SECCOMP_RET_DATA));
+	place(&a, T_IOCTL_NATIVE);
+	ret(&a, SECCOMP_RET_ALLOW);
+	place(&a, T_IOCTL_NOTIFY);
+	ret(&a, SECCOMP_RET_USER_NOTIF);
+	place(&a, T_IOCTL_EPERM);
+	ret(&a, SECCOMP_RET_ERRNO | (FSB_SECCOMP_DENY_ERRNO & SECCOMP_RET_DATA));
 
 	if (a.err)
 		return a.err;

@@ -16,11 +16,13 @@
 #include <fcntl.h>
 #include <glob.h>
 #include <libgen.h>
+#include <linux/fs.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/shm.h>
@@ -681,6 +683,57 @@ static void the_hosts_sysv_shared_memory_is_out_of_reach(void **state)
 	free(err);
 }
 
+/* The inode generation of `path` into *gen: 0, or -errno. */
+static int generation(const char *path, unsigned *gen)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	int err;
+
+	if (fd < 0)
+		return -errno;
+	err = ioctl(fd, FS_IOC_GETVERSION, gen) < 0 ? -errno : 0;
+	close(fd);
+	return err;
+}
+
+/* FS_IOC_SETVERSION was not routed: through a read-only fd it changed the
+ * generation and ctime of .git/config, a hook and ~/.bashrc, unaudited. */
+static void fs_ioc_setversion_through_a_read_only_fd_is_refused(void **state)
+{
+	struct fixture *f = *state;
+	const char *names[] = { "victim.txt", "locked.txt", "../home/.bashrc" };
+	struct stat before[3], after[3];
+	unsigned gen[3], now;
+	char path[3][PATH_MAX + 32], *out, *err;
+	int rc;
+
+	need_sandbox(f);
+	fsbt_put(f->home, ".bashrc", "alias ls='ls -F'\n");
+	for (int i = 0; i < 3; i++) {
+		snprintf(path[i], sizeof(path[i]), "%s/%s", f->ws, names[i]);
+		if ((rc = generation(path[i], &gen[i])) < 0)
+			fsbt_skip("this file system has no inode generation to set (%s)",
+				  strerror(-rc));
+		assert_int_equal(stat(path[i], &before[i]), 0);
+	}
+	attack(f, "$P/fsbt_attack setversion victim.txt locked.txt ../home/.bashrc", &out, &err);
+	for (int i = 0; i < 3; i++) {
+		char what[64];
+
+		snprintf(what, sizeof(what), "FS_IOC_GETVERSION %s", names[i]);
+		expect_answer(out, err, what, "ok");
+		snprintf(what, sizeof(what), "FS_IOC_SETVERSION %s", names[i]);
+		expect_answer(out, err, what, "EPERM");
+		assert_int_equal(stat(path[i], &after[i]), 0);
+		if (generation(path[i], &now) < 0 || now != gen[i] ||
+		    after[i].st_ctim.tv_sec != before[i].st_ctim.tv_sec ||
+		    after[i].st_ctim.tv_nsec != before[i].st_ctim.tv_nsec)
+			fsbt_fail_long("%s: its generation or ctime changed\n%s", names[i], out);
+	}
+	free(out);
+	free(err);
+}
+
 static void tiocsti_cannot_push_input_into_the_terminal(void **state)
 {
 	struct fixture *f = *state;
@@ -1091,6 +1144,7 @@ int main(void)
 		T(dev_tty_is_not_the_cores_terminal),
 		T(a_file_lease_never_holds_the_core_up),
 		T(the_hosts_sysv_shared_memory_is_out_of_reach),
+		T(fs_ioc_setversion_through_a_read_only_fd_is_refused),
 		T(tiocsti_cannot_push_input_into_the_terminal),
 		T(a_planted_absolute_symlink_cannot_write_a_masked_or_host_only_path),
 		T(a_symlink_swapped_during_writes_never_reaches_the_protected_file),

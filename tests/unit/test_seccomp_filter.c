@@ -26,7 +26,9 @@
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <linux/audit.h>
+#include <linux/btrfs.h>
 #include <linux/fs.h>
+#include <linux/nsfs.h>
 #include <linux/openat2.h>
 #include <linux/seccomp.h>
 
@@ -145,9 +147,19 @@ static uint32_t expected(int nr, const __u64 *args, bool reads_broker)
 			return NOTIFY;
 		case TIOCSTI:
 		case TIOCLINUX:
+		case FS_IOC_SETVERSION:
+		case FIDEDUPERANGE:
 			return ERR(EPERM);
+		case TCGETS:
+		case TIOCGWINSZ:
+		case FIONREAD:
+		case FS_IOC_GETFLAGS:
+		case FICLONE:
+		case FIGETBSZ:	/* 2, which O_RDWR also is */
+			return ALLOW;
 		}
-		return ALLOW;
+		/* Anything the allowlist does not name, as an unknown request. */
+		return ERR(ENOTTY);
 	case __NR_clone:
 		return ((uint32_t)args[0] & (CLONE_NEWNS | CLONE_NEWCGROUP | CLONE_NEWUTS |
 					     CLONE_NEWIPC | CLONE_NEWUSER | CLONE_NEWPID |
@@ -165,7 +177,9 @@ static void test_program_matches_the_table(void **state)
 		O_DIRECTORY, O_RDONLY | O_CLOEXEC | O_NOFOLLOW, O_APPEND, O_PATH,
 		1ULL << 32, (1ULL << 32) | O_WRONLY, 0xffffffff00000000ULL,
 		FS_IOC_SETFLAGS, FS_IOC32_SETFLAGS, FS_IOC_FSSETXATTR, FS_IOC_GETFLAGS,
-		TIOCSTI, (1ULL << 32) | TIOCSTI, TIOCLINUX, TCGETS, FIONREAD,
+		TIOCSTI, (1ULL << 32) | TIOCSTI, TIOCLINUX, TCGETS, FIONREAD, TIOCGWINSZ, FICLONE,
+		FS_IOC_SETVERSION, (1ULL << 32) | FS_IOC_SETVERSION, FIDEDUPERANGE,
+		NS_GET_USERNS, BTRFS_IOC_SNAP_CREATE,
 		SECCOMP_FILTER_FLAG_NEW_LISTENER, SECCOMP_FILTER_FLAG_NEW_LISTENER | 1,
 		(1ULL << 32) | SECCOMP_FILTER_FLAG_NEW_LISTENER, 1,
 		CLONE_NEWUSER, CLONE_NEWNS | SIGCHLD, CLONE_NEWNET, CLONE_VM | CLONE_VFORK | SIGCHLD,
@@ -558,6 +572,7 @@ static const struct call native[] = {
 	{ "openat O_DIRECTORY", __NR_openat, { AT, P_DOT, O_RDONLY | O_DIRECTORY }, 0 },
 	{ "openat high word set", __NR_openat, { AT, P_F, (long)(1UL << 32) | O_RDONLY }, 0 },
 	{ "ioctl FIONREAD", __NR_ioctl, { P_FD, FIONREAD, P_BUF }, 0 },
+	{ "ioctl FIOCLEX", __NR_ioctl, { P_FD, FIOCLEX, 0 }, 0 },
 	{ "getpid", __NR_getpid, { 0 }, 0 },
 	{ "clone without namespaces", __NR_clone, { SIGCHLD, 0, 0, 0, 0 }, 0 },
 };
@@ -624,6 +639,12 @@ static const struct call refused[] = {
 	{ "ioctl TIOCSTI, high word set", __NR_ioctl, { P_FD, (long)(1UL << 32) | TIOCSTI, P_BUF },
 	  EPERM },
 	{ "ioctl TIOCLINUX", __NR_ioctl, { P_FD, TIOCLINUX, P_BUF }, EPERM },
+	{ "ioctl FS_IOC_SETVERSION", __NR_ioctl, { P_FD, FS_IOC_SETVERSION, P_BUF }, EPERM },
+	{ "ioctl FS_IOC_SETVERSION, high word set", __NR_ioctl,
+	  { P_FD, (long)(1UL << 32) | FS_IOC_SETVERSION, P_BUF }, EPERM },
+	{ "ioctl FIDEDUPERANGE", __NR_ioctl, { P_FD, FIDEDUPERANGE, P_BUF }, EPERM },
+	{ "ioctl BTRFS_IOC_SNAP_CREATE (not on the allowlist)", __NR_ioctl,
+	  { P_FD, BTRFS_IOC_SNAP_CREATE, P_BUF }, ENOTTY },
 };
 
 static void test_forbidden_calls_are_refused(void **state)

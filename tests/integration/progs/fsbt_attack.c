@@ -23,6 +23,8 @@
  *                                          FILE for writing
  *   fsbt_attack chroot DIR                 chroot(DIR), and the capabilities it holds
  *                                          ("capabilities: none" or their mask)
+ *   fsbt_attack setversion FILE...         FS_IOC_SETVERSION through a read-only fd on
+ *                                          each FILE (the inode generation, and ctime)
  *   fsbt_attack legacy PROTECTED DIR OTHER the old path calls (open, rename, unlink,
  *                                          truncate, chmod, chown, utimes, mknod, link,
  *                                          symlink, mkdir, rmdir) as raw syscalls on a
@@ -33,6 +35,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/filter.h>
+#include <linux/fs.h>
 #include <linux/openat2.h>
 #include <linux/seccomp.h>
 #include <signal.h>
@@ -334,6 +337,29 @@ static int attack_chroot(const char *dir)
 	return 0;
 }
 
+/* Each file opened read-only, its generation read and then set to
+ * another: the owner may, natively, with no write permission needed. */
+static int attack_setversion(char **files, int n)
+{
+	for (int i = 0; i < n; i++) {
+		char what[4200];
+		int fd = open(files[i], O_RDONLY | O_CLOEXEC);
+		int gen = 0;
+
+		snprintf(what, sizeof(what), "open %s", files[i]);
+		report(what, fd);
+		if (fd < 0)
+			continue;
+		snprintf(what, sizeof(what), "FS_IOC_GETVERSION %s", files[i]);
+		report(what, ioctl(fd, FS_IOC_GETVERSION, &gen));
+		gen++;
+		snprintf(what, sizeof(what), "FS_IOC_SETVERSION %s", files[i]);
+		report(what, ioctl(fd, FS_IOC_SETVERSION, &gen));
+		close(fd);
+	}
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	const char *cmd = argc > 1 ? argv[1] : "";
@@ -363,9 +389,11 @@ int main(int argc, char **argv)
 		return attack_tty();
 	if (strcmp(cmd, "chroot") == 0 && argc == 3)
 		return attack_chroot(argv[2]);
+	if (strcmp(cmd, "setversion") == 0 && argc >= 3)
+		return attack_setversion(argv + 2, argc - 2);
 	if (strcmp(cmd, "legacy") == 0 && argc == 5)
 		return attack_legacy(argv[2], argv[3], argv[4]);
 	fprintf(stderr, "usage: fsbt_attack openat2|creat|tmpfile-link|exchange|io-uring|x32|"
-			"listener|ptrace|tiocsti|lease|tty|chroot|legacy ARGS\n");
+			"listener|ptrace|tiocsti|lease|tty|chroot|setversion|legacy ARGS\n");
 	return 2;
 }
