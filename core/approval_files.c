@@ -148,7 +148,7 @@ static int rec_from_json(const cJSON *o, struct fsb_approval_rec *r)
 /* Write `o` to `name` in `dirfd`: a temporary name, synced, renamed. */
 static int write_file(int dirfd, const char *name, const cJSON *o)
 {
-	char tmp[128], *text = cJSON_PrintUnformatted(o);
+	char tmp[128], *text = fsb_json_print(o, false);
 	size_t len, off = 0;
 	int fd, rc = 0;
 

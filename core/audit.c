@@ -19,6 +19,7 @@
 #include <openssl/evp.h>
 
 #include "audit.h"
+#include "proto_json.h"
 
 #define AUDIT_CHUNK 65536
 
@@ -310,7 +311,7 @@ int fsb_audit_write(struct fsb_audit *a, cJSON *record)
 		goto fail;
 	}
 
-	json = cJSON_PrintUnformatted(record);
+	json = fsb_json_print(record, false);
 	if (json == NULL) {
 		err = -ENOMEM;
 		goto fail;

@@ -513,7 +513,7 @@ static cJSON *journal_line(const struct cycle *c, const struct fsb_backup_req *r
 static int journal_append(struct fsb_store *s, cJSON *line)
 {
 	struct cycle *c = &s->c;
-	char *json = cJSON_PrintUnformatted(line);
+	char *json = fsb_json_print(line, false);
 	size_t len;
 	ssize_t n;
 	int err = 0;
@@ -822,7 +822,7 @@ static int seal_cycle(struct fsb_store *s, const char *message, const char *head
 		goto fail;
 	}
 	o = cycle_json(c, message, head, recovered);
-	json = o ? cJSON_PrintUnformatted(o) : NULL;
+	json = o ? fsb_json_print(o, false) : NULL;
 	cJSON_Delete(o);
 	if (json == NULL) {
 		rc = -ENOMEM;

@@ -107,7 +107,7 @@ static const char *short_time(const char *t, char *buf, size_t len)
 
 static void print_json(cJSON *v)
 {
-	char *s = cJSON_Print(v);
+	char *s = fsb_json_print(v, true);
 
 	if (s != NULL)
 		puts(s);

@@ -144,7 +144,7 @@ int fsb_cli_check(int argc, char **argv)
 			status = exit_for(a.verdict.decision);
 	}
 	if (json) {
-		char *s = cJSON_Print(results);
+		char *s = fsb_json_print(results, true);
 
 		puts(s);
 		free(s);

@@ -390,7 +390,7 @@ cJSON *fsb_control_handle(struct fsb_broker *b, const char *default_session,
 
 static void send_json(struct fsb_control *ctl, cJSON *obj)
 {
-	char *s = cJSON_PrintUnformatted(obj);
+	char *s = fsb_json_print(obj, false);
 	size_t n;
 
 	cJSON_Delete(obj);

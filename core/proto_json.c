@@ -67,6 +67,56 @@ bool fsb_utf8_valid(const char *s, size_t len)
 	return true;
 }
 
+/*
+ * Every JSON text fsbroker writes is valid UTF-8, whatever bytes a file
+ * name held (docs/protocol.md, "Names that are not UTF-8"). A name that
+ * must stay exact goes as `<field>Bytes` (fsb_json_add_path); anything
+ * else that still holds such bytes -- a reason quoting a path, a plain list
+ * of paths -- gets U+FFFD for each byte that is not part of valid UTF-8,
+ * here, after cJSON, which copies bytes >= 0x80 through as they are.
+ */
+static char *utf8_replace_invalid(char *s)
+{
+	static const char fffd[] = "\xef\xbf\xbd";
+	size_t len = strlen(s), bad = 0, o = 0;
+	char *out;
+
+	for (size_t i = 0; i < len;) {
+		size_t k = utf8_seq((const unsigned char *)s + i, len - i);
+
+		bad += k == 0;
+		i += k ? k : 1;
+	}
+	if (bad == 0)
+		return s;
+	out = malloc(len + bad * 2 + 1);
+	if (out != NULL) {
+		for (size_t i = 0; i < len;) {
+			size_t k = utf8_seq((const unsigned char *)s + i, len - i);
+
+			if (k == 0) {
+				memcpy(out + o, fffd, 3);
+				o += 3;
+				i++;
+			} else {
+				memcpy(out + o, s + i, k);
+				o += k;
+				i += k;
+			}
+		}
+		out[o] = '\0';
+	}
+	free(s);
+	return out;
+}
+
+char *fsb_json_print(const cJSON *item, bool formatted)
+{
+	char *s = formatted ? cJSON_Print(item) : cJSON_PrintUnformatted(item);
+
+	return s != NULL ? utf8_replace_invalid(s) : NULL;
+}
+
 static int hex_value(unsigned char c)
 {
 	if (c >= '0' && c <= '9')

@@ -75,6 +75,14 @@ void fsb_json_add_path(cJSON *reply, const char *field, const char *path,
 /** Percent-decode into a new string; NULL on a malformed escape or a NUL. */
 char *fsb_percent_decode(const char *s);
 
+/**
+ * Print `item` (`formatted`: cJSON_Print, else unformatted) as valid
+ * UTF-8: each byte of a string that is not part of valid UTF-8 becomes
+ * U+FFFD. Every JSON text fsbroker writes goes through here. Returns a
+ * malloc'd string, or NULL when out of memory.
+ */
+char *fsb_json_print(const cJSON *item, bool formatted);
+
 /** True when the NUL-terminated string is valid UTF-8. */
 bool fsb_utf8_valid(const char *s, size_t len);
 

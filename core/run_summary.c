@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "backup_read.h"
+#include "proto_json.h"
 #include "run.h"
 
 /* Refusals and blocks named, each kind: enough to act on, never a flood. */
@@ -172,17 +173,35 @@ static const char *field(const cJSON *o, const char *name)
 	return cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(o, name));
 }
 
+/* A path field of an audit line: `name`, or `<name>Bytes` percent-decoded
+ * into buf (a name that is not UTF-8); NULL when neither is there. */
+static const char *path_field(const cJSON *o, const char *name, char *buf, size_t len)
+{
+	const char *v = field(o, name);
+	char bname[64], *dec;
+
+	if (v != NULL)
+		return v;
+	snprintf(bname, sizeof(bname), "%sBytes", name);
+	if ((v = field(o, bname)) == NULL || (dec = fsb_percent_decode(v)) == NULL)
+		return NULL;
+	snprintf(buf, len, "%s", dec);
+	free(dec);
+	return buf;
+}
+
 /* A line of the git guard (phase "git-guard", no tool call: it undid at
  * the seal) into s->undone as "<path>: <reason>"; true when it was one. */
 static bool add_undone(struct fsb_run_summary *s, cJSON *o)
 {
 	const char *phase = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(o, "phase"));
-	const char *p = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(o, "path"));
 	const char *why = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(o, "reason"));
-	char **grown, line[PATH_MAX + 600];
+	char **grown, line[PATH_MAX + 600], buf[PATH_MAX];
+	const char *p;
 
 	if (phase == NULL || strcmp(phase, "git-guard") != 0)
 		return false;
+	p = path_field(o, "path", buf, sizeof(buf));
 	snprintf(line, sizeof(line), "%s: %s", p ? p : "?", why ? why : "?");
 	if (s->nundone < SHOWN &&
 	    (grown = realloc(s->undone, (s->nundone + 1) * sizeof(*grown))) != NULL &&
@@ -244,6 +263,7 @@ static bool listed(const struct fsb_run_refusal *v, size_t n, const char *op, co
 static void collect_refusals(struct fsb_run_summary *s, off_t from)
 {
 	char path[PATH_MAX + 64], denied_ids[SHOWN][32], rule_buf[600], why[128];
+	char target_buf[PATH_MAX];
 	size_t cap = 0, ndenied_ids;
 	char *line = NULL;
 	FILE *f;
@@ -276,11 +296,11 @@ static void collect_refusals(struct fsb_run_summary *s, off_t from)
 		blk = field(o, "blockId");
 		/* The real path; a host operation refused for an entry beneath
 		 * it names that entry. */
-		target = field(o, "deniedPath");
+		target = path_field(o, "deniedPath", target_buf, sizeof(target_buf));
 		if (target == NULL || target[0] == '\0')
-			target = field(o, "normalisedPath");
+			target = path_field(o, "normalisedPath", target_buf, sizeof(target_buf));
 		if (target == NULL || target[0] == '\0')
-			target = field(o, "path");
+			target = path_field(o, "path", target_buf, sizeof(target_buf));
 		op = op != NULL ? op : "";
 		target = target != NULL ? target : "";
 		/* One the host denied was refused, not left waiting. */
@@ -369,7 +389,7 @@ static cJSON *refusals_json(const struct fsb_run_refusal *v, size_t n)
 
 		if (v[i].block_id != NULL)
 			cJSON_AddStringToObject(o, "blockId", v[i].block_id);
-		cJSON_AddStringToObject(o, "path", v[i].path);
+		fsb_json_add_path(o, "path", v[i].path, false);
 		cJSON_AddStringToObject(o, "op", v[i].op);
 		cJSON_AddStringToObject(o, "rule", v[i].rule);
 		if (v[i].approve != NULL)
@@ -417,7 +437,7 @@ cJSON *fsb_run_summary_json(const struct fsb_run_summary *s)
 
 int fsb_run_write_json(int fd, const cJSON *obj)
 {
-	char *text = cJSON_PrintUnformatted(obj);
+	char *text = fsb_json_print(obj, false);
 	size_t len, off = 0;
 	int rc = 0;
 

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "log.h"
+#include "proto_json.h"
 #include "server.h"
 #include "supervisor.h"
 
@@ -40,7 +41,7 @@ void fsb_conn_reply(struct fsb_conn *conn, const char *line, int fd)
 
 void fsb_conn_reply_json(struct fsb_conn *conn, cJSON *reply)
 {
-	char *s = cJSON_PrintUnformatted(reply);
+	char *s = fsb_json_print(reply, false);
 	size_t n;
 
 	cJSON_Delete(reply);

@@ -7,6 +7,10 @@
  */
 #include "run_fixture.h"
 
+#include <glob.h>
+
+#include "proto_json.h"
+
 #define SUMMARY_FD_ARG "5"
 
 static bool has_string(const cJSON *arr, const char *want)
@@ -89,6 +93,76 @@ static void summary_fd_gets_one_json_object(void **state)
 	assert_non_null(strstr(fsbt_str(s, "rerunCommand"), "--session s "));
 	cJSON_Delete(s);
 	run_free(&p);
+}
+
+/* Each line of `path` is valid UTF-8, or the test fails naming it. */
+static void expect_utf8_lines(const char *path)
+{
+	char *text = fsbt_read_file(path, NULL), *line, *save = NULL;
+
+	assert_non_null(text);
+	for (line = strtok_r(text, "\n", &save); line != NULL; line = strtok_r(NULL, "\n", &save))
+		if (!fsb_utf8_valid(line, strlen(line)))
+			fail_msg("%s holds a line that is not UTF-8: %s", path, line);
+	free(text);
+}
+
+/* A file name that is not UTF-8 made the audit line's reason and the
+ * summary object carry its raw bytes, which strict JSON readers reject. */
+static void a_name_that_is_not_utf8_leaves_every_json_text_valid_utf8(void **state)
+{
+	struct fixture *f = *state;
+	char why[512], key[PATH_MAX + 32], changed[PATH_MAX + 32], want[PATH_MAX + 64];
+	char audit[PATH_MAX + 32], cmd[PATH_MAX * 2], *out;
+	struct runproc p;
+	const cJSON *e;
+	cJSON *s;
+	glob_t g;
+
+	if (fsbt_sandbox_unsupported(why, sizeof(why)) != NULL)
+		fsbt_skip("%s", why);
+	snprintf(key, sizeof(key), "%s/.ssh/caf\xe9", f->home);
+	snprintf(changed, sizeof(changed), "%s/caf\xe9.txt", f->ws);
+	run_start((char *[]){ (char *)fsbt_binary(), "run", "--workspace", f->ws, "--state-dir",
+			      f->state, "--session", "s", "--summary-fd", SUMMARY_FD_ARG, "--", "sh",
+			      "-c", "n=$(printf 'caf\\351'); echo new > \"$n.txt\"; "
+			      "echo x > ~/.ssh/\"$n\"; true", NULL }, false, &p);
+	assert_int_equal(run_finish(&p), 0);
+	assert_non_null(p.sbuf);
+	if (!fsb_utf8_valid(p.sbuf, strlen(p.sbuf)))
+		fail_msg("the summary is not UTF-8: %s", p.sbuf);
+	s = run_summary(&p);
+	/* A refusal names its file exactly, percent-encoded. */
+	e = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(s, "denied"), 0);
+	assert_non_null(e);
+	snprintf(want, sizeof(want), "%s/.ssh/caf%%E9", f->home);
+	assert_string_equal(fsbt_str(e, "pathBytes"), want);
+	/* The plain list of changes has U+FFFD for the byte. */
+	snprintf(want, sizeof(want), "%s/caf\xef\xbf\xbd.txt", f->ws);
+	assert_true(has_string(cJSON_GetObjectItemCaseSensitive(s, "changed"), want));
+	cJSON_Delete(s);
+	run_free(&p);
+
+	/* The audit log, the journal, and the CLI's --json. */
+	snprintf(audit, sizeof(audit), "%s/audit/*.jsonl", f->state);
+	assert_int_equal(glob(audit, 0, NULL, &g), 0);
+	for (size_t i = 0; i < g.gl_pathc; i++)
+		expect_utf8_lines(g.gl_pathv[i]);
+	globfree(&g);
+	snprintf(audit, sizeof(audit), "%s/sessions/*/modify_backup/cycles/*/journal.jsonl", f->state);
+	assert_int_equal(glob(audit, 0, NULL, &g), 0);
+	for (size_t i = 0; i < g.gl_pathc; i++)
+		expect_utf8_lines(g.gl_pathv[i]);
+	globfree(&g);
+	for (int i = 0; i < 2; i++) {
+		/* show: 0; diff: 1, there are differences. */
+		snprintf(cmd, sizeof(cmd), "'%s' backup %s --state-dir '%s' --session s --last --json",
+			 fsbt_binary(), i ? "diff" : "show", f->state);
+		assert_int_equal(run_printed(cmd, &out), i ? 1 << 8 : 0);
+		if (!fsb_utf8_valid(out, strlen(out)))
+			fail_msg("backup %s --json is not UTF-8: %s", i ? "diff" : "show", out);
+		free(out);
+	}
 }
 
 /* CMD killed by a signal inside the sandbox: 128+N, as a shell reports it
@@ -218,6 +292,8 @@ int main(void)
 						teardown),
 		cmocka_unit_test_setup_teardown(the_environment_is_the_packs_env_pass, setup,
 						teardown),
+		cmocka_unit_test_setup_teardown(
+			a_name_that_is_not_utf8_leaves_every_json_text_valid_utf8, setup, teardown),
 	};
 
 	return fsbt_run_group(tests, NULL, NULL);

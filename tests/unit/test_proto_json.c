@@ -739,6 +739,30 @@ static void utf8_valid_judges_len_bytes(void **state)
 	assert_true(fsb_utf8_valid("\xf4\x8f\xbf\xbf", 4));
 }
 
+static void json_print_replaces_each_invalid_byte_with_u_fffd(void **state)
+{
+	cJSON *o = cJSON_CreateObject();
+	char *s;
+
+	(void)state;
+	/* A lone Latin-1 byte, an overlong '/', a surrogate, a cut sequence;
+	 * valid é and U+10FFFF kept as they are. */
+	cJSON_AddStringToObject(o, "reason", "caf\xe9 \xc0\xaf \xed\xa0\x80 \xe2\x82 \xc3\xa9\xf4\x8f\xbf\xbf");
+	s = fsb_json_print(o, false);
+	assert_non_null(s);
+	assert_string_equal(s, "{\"reason\":\"caf\xef\xbf\xbd \xef\xbf\xbd\xef\xbf\xbd "
+			       "\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd \xef\xbf\xbd\xef\xbf\xbd "
+			       "\xc3\xa9\xf4\x8f\xbf\xbf\"}");
+	assert_true(fsb_utf8_valid(s, strlen(s)));
+	free(s);
+	/* Valid text comes back as cJSON printed it. */
+	cJSON_ReplaceItemInObject(o, "reason", cJSON_CreateString("plain \xc3\xa9"));
+	s = fsb_json_print(o, true);
+	assert_string_equal(s, "{\n\t\"reason\":\t\"plain \xc3\xa9\"\n}");
+	free(s);
+	cJSON_Delete(o);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -784,6 +808,7 @@ int main(void)
 		cmocka_unit_test(percent_encoding_round_trips_every_byte),
 		cmocka_unit_test(bytes_reply_parses_back_to_the_same_bytes),
 		cmocka_unit_test(utf8_valid_judges_len_bytes),
+		cmocka_unit_test(json_print_replaces_each_invalid_byte_with_u_fffd),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -217,8 +217,8 @@ export function createMcpServer(core: Core, opts: McpOptions = {}): McpServer {
     const lines = [`exit status ${r.exitStatus}`];
     if (r.stdout.length) lines.push(`stdout:\n${r.stdout.toString("utf8")}`);
     if (r.stderr.length) lines.push(`stderr:\n${r.stderr.toString("utf8")}`);
-    for (const d of s.denied ?? []) lines.push(`refused: ${d.op} of ${d.path} (${d.rule})`);
-    for (const w of s.waiting ?? []) lines.push(`waiting for approval: ${w.op} of ${w.path} (${w.rule}), block ${w.blockId}`);
+    for (const d of s.denied ?? []) lines.push(`refused: ${d.op} of ${d.path ?? d.pathBytes} (${d.rule})`);
+    for (const w of s.waiting ?? []) lines.push(`waiting for approval: ${w.op} of ${w.path ?? w.pathBytes} (${w.rule}), block ${w.blockId}`);
     if (s.changed?.length) lines.push(`changed: ${s.changed.join(", ")} (cycle ${s.cycle})`);
     return lines.join("\n");
   }));

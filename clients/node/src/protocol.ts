@@ -122,8 +122,9 @@ export interface RunSummary {
   cycleSealed?: boolean;
   changed?: string[];
   backedUp?: number;
-  denied?: { path: string; op: string; rule: string }[];
-  waiting?: { blockId: string; path: string; op: string; rule: string; approveCommand: string }[];
+  /** `pathBytes` (percent-encoded) instead of `path` for a name that is not UTF-8. */
+  denied?: { path?: string; pathBytes?: string; op: string; rule: string }[];
+  waiting?: { blockId: string; path?: string; pathBytes?: string; op: string; rule: string; approveCommand: string }[];
   restoreCommand?: string | null;
   rerunCommand?: string;
   /** Only when the run failed before the command ran. */
