@@ -9,12 +9,20 @@
  *
  * The pack: the default one, plus denyModify on ws/locked.txt and
  * everything under ws/locked.d, denyRead on ws/secret.txt.
+ *
+ * Run as root, the attacks run twice: as root, and as an ordinary user
+ * (uid 65534, group "as_user: ..."), with fsbroker, fsbroker-init and the
+ * Lua tree copied into the fixture so that the user can reach them from
+ * any checkout. The tests that depend on what only root can set up on the
+ * host (another run's socket in root's runtime dir, /run/user, root's SysV
+ * segment) run as root only.
  */
 #include "harness.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <glob.h>
+#include <grp.h>
 #include <libgen.h>
 #include <linux/fs.h>
 #include <poll.h>
@@ -45,7 +53,13 @@ struct fixture {
 	char key[PATH_MAX + 32];	/* ~/.ssh/id_ed25519, masked by the default pack */
 	char host_tmp[PATH_MAX];	/* a directory in the host's /tmp, made by the test */
 	char run_user[PATH_MAX];	/* a directory in the host's /run/user, made by the test */
+	char fsbroker[PATH_MAX + 16];	/* the binary under test, or the user's copy of it */
+	uid_t uid;			/* fsbroker run runs as this uid; 0: as the caller */
+	char no_user[512];		/* why the run cannot be made as `uid`, or "" */
 };
+
+/* The ordinary user of the "as_user" group. */
+#define AS_USER_UID 65534
 
 /* ------------------------------------------------------------------------ */
 /* The fixture. */
@@ -104,6 +118,7 @@ static int setup(void **state)
 		if (access(src, X_OK) == 0)
 			fsbt_copy_program(src, f->progs, helpers[i], dst, sizeof(dst));
 	}
+	snprintf(f->fsbroker, sizeof(f->fsbroker), "%s", fsbt_binary());
 	setenv("HOME", f->home, 1);
 	setenv("TMPDIR", f->tmp, 1);
 	unsetenv("XDG_RUNTIME_DIR");
@@ -138,6 +153,71 @@ static int teardown(void **state)
 	return 0;
 }
 
+/* The Lua tree the binary under test uses. */
+static void lua_dir(char *out, size_t len)
+{
+	const char *env = getenv("FSBROKER_LUA_DIR");
+	char bin[PATH_MAX];
+
+	if (env != NULL && env[0] != '\0') {
+		snprintf(out, len, "%s", env);
+		return;
+	}
+	snprintf(bin, sizeof(bin), "%s", fsbt_binary());
+	snprintf(out, len, "%s/../lua", dirname(bin));
+}
+
+/*
+ * The fixture of the "as_user" group: the same, owned by AS_USER_UID, with
+ * its own copy of fsbroker, fsbroker-init (next to it) and the Lua tree
+ * (at ../lua, where the binary looks), since the checkout may lie where
+ * that user cannot go.
+ */
+static int setup_as_user(void **state)
+{
+	char bin[PATH_MAX + 8], src[PATH_MAX + 16], dst[PATH_MAX * 2], lua[PATH_MAX];
+	char cmd[PATH_MAX * 4];
+	struct fixture *f;
+	int st;
+
+	setup(state);
+	f = *state;
+	f->uid = AS_USER_UID;
+	if (geteuid() != 0) {
+		snprintf(f->no_user, sizeof(f->no_user),
+			 "not run as root: the other group already ran as an ordinary user");
+		return 0;
+	}
+	snprintf(bin, sizeof(bin), "%s/bin", f->root);
+	assert_int_equal(mkdir(bin, 0755), 0);
+	snprintf(src, sizeof(src), "%s", fsbt_binary());
+	fsbt_copy_program(src, bin, "fsbroker", f->fsbroker, sizeof(f->fsbroker));
+	snprintf(src + strlen(src) - strlen("fsbroker"), sizeof(src) - strlen(src) + 8,
+		 "fsbroker-init");
+	fsbt_copy_program(src, bin, "fsbroker-init", dst, sizeof(dst));
+	lua_dir(lua, sizeof(lua));
+	snprintf(cmd, sizeof(cmd), "cp -R '%s' '%s/lua' && chown -R %d:%d '%s'", lua, f->root,
+		 AS_USER_UID, AS_USER_UID, f->root);
+	if (system(cmd) != 0)
+		fail_msg("cannot prepare the fixture for uid %d: %s", AS_USER_UID, cmd);
+	/* Whether that user can make the sandbox's user namespace here. */
+	snprintf(cmd, sizeof(cmd), "setpriv --reuid=%d --regid=%d --clear-groups "
+		 "/usr/bin/bwrap --unshare-user --ro-bind / / /bin/true 2>/dev/null",
+		 AS_USER_UID, AS_USER_UID);
+	if ((st = system(cmd)) != 0)
+		snprintf(f->no_user, sizeof(f->no_user),
+			 "bwrap cannot make a user namespace as uid %d here (status 0x%x)",
+			 AS_USER_UID, (unsigned)st);
+	return 0;
+}
+
+/* What the test makes on the host after setup belongs to the run's user. */
+static void give(struct fixture *f, const char *path)
+{
+	if (f->uid != 0)
+		assert_int_equal(lchown(path, f->uid, f->uid), 0);
+}
+
 /* Skips unless a sandbox can start and the helper programs are built. */
 static void need_sandbox(struct fixture *f)
 {
@@ -145,6 +225,8 @@ static void need_sandbox(struct fixture *f)
 
 	if (fsbt_sandbox_unsupported(why, sizeof(why)) != NULL)
 		fsbt_skip("%s", why);
+	if (f->no_user[0] != '\0')
+		fsbt_skip("%s", f->no_user);
 	snprintf(path, sizeof(path), "%s/fsbt_attack", f->progs);
 	if (access(path, X_OK) < 0)
 		fsbt_fail_long("the attack helpers are not built (make build/tests/progs/fsbt_attack "
@@ -181,9 +263,9 @@ static void drain(int fd, char **buf, size_t *len, bool *open_)
  * Run argv (argv[0] a path) with stdin from `in` (-1: /dev/null), its
  * stdout into *out and its stderr into *err (malloc'd, never NULL). The
  * wait status, or -1 when it could not run or outlived RUN_TIMEOUT_MS
- * (then it is killed by pid).
+ * (then it is killed by pid). It runs as `uid` when that is not 0.
  */
-static int run_split(char *const argv[], int in, char **out, char **err)
+static int run_split_as(char *const argv[], uid_t uid, int in, char **out, char **err)
 {
 	uint64_t deadline = fsbt_now_ms() + RUN_TIMEOUT_MS;
 	int po[2], pe[2], status = -1;
@@ -202,6 +284,10 @@ static int run_split(char *const argv[], int in, char **out, char **err)
 		close(po[1]);
 		return -1;
 	}
+	/* A pipe belongs to its maker: the user could not reopen it by name
+	 * (/dev/stderr) any more than bare. */
+	if (uid != 0 && (fchown(po[1], uid, uid) < 0 || fchown(pe[1], uid, uid) < 0))
+		fail_msg("cannot give the output pipes to uid %d: %s", (int)uid, strerror(errno));
 	pid = fork();
 	if (pid == 0) {
 		int fd0 = in >= 0 ? in : open("/dev/null", O_RDONLY | O_CLOEXEC);
@@ -210,6 +296,8 @@ static int run_split(char *const argv[], int in, char **out, char **err)
 		signal(SIGPIPE, SIG_DFL);
 		if (fd0 < 0 || dup2(fd0, 0) < 0 || dup2(po[1], 1) < 0 || dup2(pe[1], 2) < 0)
 			_exit(127);
+		if (uid != 0 && (setgroups(0, NULL) < 0 || setgid(uid) < 0 || setuid(uid) < 0))
+			_exit(126);
 		execv(argv[0], argv);
 		_exit(127);
 	}
@@ -247,7 +335,7 @@ static void run_argv(struct fixture *f, const char *session, const char *const *
 {
 	size_t n = 0;
 
-	argv[n++] = (char *)fsbt_binary();
+	argv[n++] = f->fsbroker;
 	argv[n++] = "run";
 	argv[n++] = "--rules";
 	argv[n++] = f->pack;
@@ -270,7 +358,7 @@ static int run_sh(struct fixture *f, const char *script, int in, char **out, cha
 	char *argv[32];
 
 	run_argv(f, "s", cmd, argv, 32);
-	return run_split(argv, in, out, err);
+	return run_split_as(argv, f->uid, in, out, err);
 }
 
 /* A script with every "$P" replaced by the helpers' directory (the
@@ -617,8 +705,8 @@ static void dev_tty_is_not_the_cores_terminal(void **state)
 		strcat(line, argv[n]);
 		strcat(line, "'");
 	}
-	st = run_split((char *[]){ "/usr/bin/script", "-qec", line, "/dev/null", NULL }, -1, &out,
-		       &err);
+	st = run_split_as((char *[]){ "/usr/bin/script", "-qec", line, "/dev/null", NULL }, f->uid,
+			  -1, &out, &err);
 	(void)st;
 	free(s);
 	/* The terminal ends its lines with "\r\n". */
@@ -793,6 +881,8 @@ static void a_planted_absolute_symlink_cannot_write_a_masked_or_host_only_path(v
 	assert_int_equal(mkdir(f->state, 0700), 0);
 	snprintf(state_file, sizeof(state_file), "%s/host-only.txt", f->state);
 	fsbt_write_file(state_file, "state\n");
+	give(f, f->state);
+	give(f, state_file);
 	snprintf(path, sizeof(path), "%s/key", f->ws);
 	assert_int_equal(symlink(f->key, path), 0);
 	snprintf(path, sizeof(path), "%s/ssh-dir", f->ws);
@@ -1127,36 +1217,45 @@ static void the_hosts_run_user_is_out_of_reach(void **state)
 	free(err);
 }
 
+/* The attacks that apply to root and to an ordinary user alike. */
+#define ATTACKS(T) \
+	T(openat2_o_wronly_on_a_protected_file_is_refused) \
+	T(creat_of_a_protected_file_is_refused) \
+	T(o_tmpfile_linked_onto_a_protected_name_is_refused) \
+	T(rename_exchange_of_a_protected_file_with_a_workspace_file_is_refused) \
+	T(legacy_path_syscalls_on_protected_files_are_refused) \
+	T(io_uring_setup_is_refused_so_no_write_happens) \
+	T(x32_syscall_numbers_get_enosys) \
+	T(a_child_cannot_add_its_own_seccomp_listener) \
+	T(ptrace_of_a_sibling_is_refused) \
+	T(root_in_the_sandbox_holds_no_capability_and_cannot_chroot) \
+	T(dev_tty_is_not_the_cores_terminal) \
+	T(a_file_lease_never_holds_the_core_up) \
+	T(fs_ioc_setversion_through_a_read_only_fd_is_refused) \
+	T(tiocsti_cannot_push_input_into_the_terminal) \
+	T(a_planted_absolute_symlink_cannot_write_a_masked_or_host_only_path) \
+	T(a_symlink_swapped_during_writes_never_reaches_the_protected_file) \
+	T(a_path_buffer_rewritten_after_the_call_never_reaches_the_protected_file) \
+	T(a_write_to_dotdot_from_a_subdirectory_lands_in_the_parent) \
+	T(a_write_to_dev_stderr_reaches_stderr) \
+	T(a_signal_storm_never_performs_an_o_excl_create_twice)
+
 int main(void)
 {
-#define T(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
+#define AS_CALLER(name) cmocka_unit_test_setup_teardown(name, setup, teardown),
+#define AS_USER(name) { "as_user: " #name, name, setup_as_user, teardown, NULL },
 	const struct CMUnitTest tests[] = {
-		T(openat2_o_wronly_on_a_protected_file_is_refused),
-		T(creat_of_a_protected_file_is_refused),
-		T(o_tmpfile_linked_onto_a_protected_name_is_refused),
-		T(rename_exchange_of_a_protected_file_with_a_workspace_file_is_refused),
-		T(legacy_path_syscalls_on_protected_files_are_refused),
-		T(io_uring_setup_is_refused_so_no_write_happens),
-		T(x32_syscall_numbers_get_enosys),
-		T(a_child_cannot_add_its_own_seccomp_listener),
-		T(ptrace_of_a_sibling_is_refused),
-		T(root_in_the_sandbox_holds_no_capability_and_cannot_chroot),
-		T(dev_tty_is_not_the_cores_terminal),
-		T(a_file_lease_never_holds_the_core_up),
-		T(the_hosts_sysv_shared_memory_is_out_of_reach),
-		T(fs_ioc_setversion_through_a_read_only_fd_is_refused),
-		T(tiocsti_cannot_push_input_into_the_terminal),
-		T(a_planted_absolute_symlink_cannot_write_a_masked_or_host_only_path),
-		T(a_symlink_swapped_during_writes_never_reaches_the_protected_file),
-		T(a_path_buffer_rewritten_after_the_call_never_reaches_the_protected_file),
-		T(a_write_to_dotdot_from_a_subdirectory_lands_in_the_parent),
-		T(a_write_to_dev_stderr_reaches_stderr),
-		T(a_signal_storm_never_performs_an_o_excl_create_twice),
-		T(the_state_dir_and_admin_socket_are_out_of_reach),
-		T(another_runs_socket_is_out_of_reach),
-		T(the_hosts_run_user_is_out_of_reach),
+		ATTACKS(AS_CALLER)
+		/* What only root sets up on the host: as the caller only. */
+		AS_CALLER(the_hosts_sysv_shared_memory_is_out_of_reach)
+		AS_CALLER(the_state_dir_and_admin_socket_are_out_of_reach)
+		AS_CALLER(another_runs_socket_is_out_of_reach)
+		AS_CALLER(the_hosts_run_user_is_out_of_reach)
 	};
-#undef T
+	const struct CMUnitTest as_user[] = { ATTACKS(AS_USER) };
+#undef AS_CALLER
+#undef AS_USER
+	int rc = fsbt_run_group(tests, NULL, NULL);
 
-	return fsbt_run_group(tests, NULL, NULL);
+	return fsbt_run_group(as_user, NULL, NULL) | rc;
 }
