@@ -1390,9 +1390,10 @@ static int keep_undo(const struct cli *c, const struct item *items, size_t n,
 	fflush(stdout);
 	fputs("fsbroker backup: ", stderr);
 	put_safe(stderr, err);
-	fprintf(stderr, "\nNothing was %s: without that copy it could not be undone. Free some "
-		"space, or go on without a way back with --no-undo.\n",
-		c->undo_cmd ? "undone" : "restored");
+	fprintf(stderr, "\nNothing was %s: without that copy it could not be undone. %s",
+		c->undo_cmd ? "undone" : "restored",
+		rc == -EWOULDBLOCK ? "\n" : "Free some space, or go on without a way back with "
+		"--no-undo.\n");
 	return -1;
 }
 

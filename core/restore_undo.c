@@ -127,8 +127,15 @@ record:
 	if (rc == 0)
 		return 0;
 fail:
-	snprintf(err, errlen, "cannot keep a copy of %s in %s: %s", path,
-		 fsb_store_dir(u->store), strerror(-rc));
+	/* The open does not wait for a lease break: the holder is told, and
+	 * the restore is tried again once it lets go. */
+	if (rc == -EWOULDBLOCK)
+		snprintf(err, errlen, "cannot keep a copy of %s: another program holds a lease on "
+			 "it (it has the file open and asked to be told before anyone else opens "
+			 "it); it has been told, so try again in a moment", path);
+	else
+		snprintf(err, errlen, "cannot keep a copy of %s in %s: %s", path,
+			 fsb_store_dir(u->store), strerror(-rc));
 	return rc;
 }
 

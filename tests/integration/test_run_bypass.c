@@ -747,6 +747,130 @@ static void a_file_lease_never_holds_the_core_up(void **state)
 	free(err);
 }
 
+/* Hold a write lease on `path` from a child of the test (which ignores
+ * the break notice) until lease_drop; its pid, or skips. */
+static pid_t lease_hold(const char *path)
+{
+	int p[2], fd;
+	char c = 0;
+	pid_t pid;
+
+	assert_int_equal(pipe2(p, O_CLOEXEC), 0);
+	pid = fork();
+	if (pid == 0) {
+		signal(SIGIO, SIG_IGN);
+		fd = open(path, O_RDONLY | O_CLOEXEC);
+		c = fd >= 0 && fcntl(fd, F_SETLEASE, F_WRLCK) == 0 ? 'y' : 'n';
+		if (write(p[1], &c, 1) != 1)
+			_exit(1);
+		pause();
+		_exit(0);
+	}
+	close(p[1]);
+	if (read(p[0], &c, 1) != 1 || c != 'y') {
+		kill(pid, SIGKILL);
+		waitpid(pid, NULL, 0);
+		close(p[0]);
+		fsbt_skip("no file lease could be taken on %s here", path);
+	}
+	close(p[0]);
+	return pid;
+}
+
+static void lease_drop(pid_t pid)
+{
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+}
+
+/*
+ * A lease on each kind of file the core opens: the file a write open is
+ * granted on, the file a backup copies (the truncate's), the file a read
+ * open is served from (reads = "broker"), and the file a restore keeps a
+ * copy of before it puts the old one back. None may make the core wait
+ * for the break (45 s by default, when the kernel would let the open go
+ * through): each is refused at once (EAGAIN, or a restore that says why
+ * and changes nothing), another call in the middle is served, and once the
+ * lease is gone the same call works.
+ */
+static void a_lease_on_any_file_the_core_opens_never_holds_it_up(void **state)
+{
+	struct fixture *f = *state;
+	char path[PATH_MAX + 16], dir[PATH_MAX + 16], pack[PATH_MAX + 32], saved[PATH_MAX + 16];
+	char cmd[PATH_MAX * 4], *out, *err;
+	int st;
+	pid_t holder;
+
+	need_sandbox(f);
+	snprintf(path, sizeof(path), "%s/leased.txt", f->ws);
+	snprintf(dir, sizeof(dir), "%s/leased.txt.d", f->ws);
+	fsbt_write_file(path, "before\n");
+	give(f, path);
+
+	/* Write grant, backup source, another call: the default pack. */
+	attack(f, "$P/fsbt_attack lease-calls leased.txt", &out, &err);
+	if (answer(out, "F_SETLEASE F_WRLCK") == NULL ||
+	    strcmp(answer(out, "F_SETLEASE F_WRLCK"), "ok") != 0)
+		fsbt_skip("no file lease could be taken here (%s)",
+			  answer(out, "F_SETLEASE F_WRLCK") ? answer(out, "F_SETLEASE F_WRLCK")
+							    : "no answer");
+	expect_answer(out, err, "child open O_WRONLY", "EAGAIN");
+	expect_answer(out, err, "child truncate", "EAGAIN");
+	expect_answer(out, err, "child mkdir", "ok");
+	expect_answer(out, err, "open O_WRONLY after the lease", "ok");
+	expect_content(path, "before\n");
+	free(out);
+	free(err);
+	rmdir(dir);
+
+	/* The read path: a pack that brokers reads. */
+	snprintf(pack, sizeof(pack), "%s/rules/lease-reads.lua", f->root);
+	fsbt_write_file(pack, "return { name = \"lease-reads\", include = { \"bypass\" },\n"
+			      "  reads = \"broker\" }\n");
+	give(f, pack);
+	snprintf(saved, sizeof(saved), "%s", f->pack);
+	snprintf(f->pack, sizeof(f->pack), "%s", pack);
+	attack(f, "$P/fsbt_attack lease-calls leased.txt read", &out, &err);
+	snprintf(f->pack, sizeof(f->pack), "%s", saved);
+	expect_answer(out, err, "child open O_RDONLY", "EAGAIN");
+	expect_answer(out, err, "child mkdir", "ok");
+	free(out);
+	free(err);
+	rmdir(dir);
+
+	/* The restore target: a run changes the file, the host leases it. */
+	attack(f, "echo changed > leased.txt", &out, &err);
+	free(out);
+	free(err);
+	expect_content(path, "changed\n");
+	holder = lease_hold(path);
+	snprintf(cmd, sizeof(cmd), "'%s' backup restore --last --state-dir '%s' --session s",
+		 f->fsbroker, f->state);
+	{
+		char *argv[] = { "/bin/sh", "-c", cmd, NULL };
+
+		st = run_split_as(argv, f->uid, -1, &out, &err);
+	}
+	lease_drop(holder);
+	if (!WIFEXITED(st) || WEXITSTATUS(st) == 0 || strstr(err, "lease") == NULL)
+		fsbt_fail_long("restore with a lease held: status 0x%x\n%s%s", (unsigned)st, out,
+			       err);
+	expect_content(path, "changed\n");
+	free(out);
+	free(err);
+	{
+		char *argv[] = { "/bin/sh", "-c", cmd, NULL };
+
+		st = run_split_as(argv, f->uid, -1, &out, &err);
+	}
+	if (st != 0)
+		fsbt_fail_long("restore once the lease is gone: status 0x%x\n%s%s", (unsigned)st,
+			       out, err);
+	expect_content(path, "before\n");
+	free(out);
+	free(err);
+}
+
 /* The host's IPC namespace was shared: a sandboxed program read and
  * overwrote the user's SysV shared memory. */
 static void the_hosts_sysv_shared_memory_is_out_of_reach(void **state)
@@ -1231,6 +1355,7 @@ static void the_hosts_run_user_is_out_of_reach(void **state)
 	T(root_in_the_sandbox_holds_no_capability_and_cannot_chroot) \
 	T(dev_tty_is_not_the_cores_terminal) \
 	T(a_file_lease_never_holds_the_core_up) \
+	T(a_lease_on_any_file_the_core_opens_never_holds_it_up) \
 	T(fs_ioc_setversion_through_a_read_only_fd_is_refused) \
 	T(tiocsti_cannot_push_input_into_the_terminal) \
 	T(a_planted_absolute_symlink_cannot_write_a_masked_or_host_only_path) \

@@ -21,6 +21,12 @@
  *   fsbt_attack lease FILE                 a write lease on FILE (through a read-only
  *                                          fd), then the lease holder's child opens
  *                                          FILE for writing
+ *   fsbt_attack lease-calls FILE [read]    a write lease on FILE, then from the holder's
+ *                                          child: a write open, a truncate, with `read`
+ *                                          a read open (blocking: only where the pack
+ *                                          routes reads), and a mkdir of FILE.d (a call
+ *                                          on another file); then the lease is let go
+ *                                          and the write open tried again
  *   fsbt_attack chroot DIR                 chroot(DIR), and the capabilities it holds
  *                                          ("capabilities: none" or their mask)
  *   fsbt_attack setversion FILE...         FS_IOC_SETVERSION through a read-only fd on
@@ -39,6 +45,7 @@
 #include <linux/openat2.h>
 #include <linux/seccomp.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -304,6 +311,36 @@ static int attack_lease(const char *file)
 
 /* The core opening /dev/tty for the sandbox would hand over the core's
  * controlling terminal: a command could prompt there and read the answer. */
+static int attack_lease_calls(const char *file, bool read)
+{
+	char dir[4096];
+	int fd, status;
+	pid_t child;
+
+	/* The break notice (SIGIO by default) would end the holder. */
+	signal(SIGIO, SIG_IGN);
+	fd = open(file, O_RDONLY | O_CLOEXEC);
+	report("open for the lease", fd);
+	if (fd < 0)
+		return 0;
+	report("F_SETLEASE F_WRLCK", fcntl(fd, F_SETLEASE, F_WRLCK));
+	snprintf(dir, sizeof(dir), "%s.d", file);
+	child = fork();
+	if (child == 0) {
+		report("child open O_WRONLY", open(file, O_WRONLY | O_CLOEXEC));
+		report("child truncate", truncate(file, 0));
+		if (read)
+			report("child open O_RDONLY", open(file, O_RDONLY | O_CLOEXEC));
+		report("child mkdir", mkdir(dir, 0755));
+		_exit(0);
+	}
+	waitpid(child, &status, 0);
+	fcntl(fd, F_SETLEASE, F_UNLCK);
+	close(fd);
+	report("open O_WRONLY after the lease", open(file, O_WRONLY | O_APPEND | O_CLOEXEC));
+	return 0;
+}
+
 static int attack_tty(void)
 {
 	int fd = open("/dev/tty", O_RDWR | O_CLOEXEC);
@@ -385,6 +422,8 @@ int main(int argc, char **argv)
 		return attack_tiocsti();
 	if (strcmp(cmd, "lease") == 0 && argc == 3)
 		return attack_lease(argv[2]);
+	if (strcmp(cmd, "lease-calls") == 0 && (argc == 3 || (argc == 4 && !strcmp(argv[3], "read"))))
+		return attack_lease_calls(argv[2], argc == 4);
 	if (strcmp(cmd, "tty") == 0)
 		return attack_tty();
 	if (strcmp(cmd, "chroot") == 0 && argc == 3)
@@ -394,6 +433,6 @@ int main(int argc, char **argv)
 	if (strcmp(cmd, "legacy") == 0 && argc == 5)
 		return attack_legacy(argv[2], argv[3], argv[4]);
 	fprintf(stderr, "usage: fsbt_attack openat2|creat|tmpfile-link|exchange|io-uring|x32|"
-			"listener|ptrace|tiocsti|lease|tty|chroot|setversion|legacy ARGS\n");
+			"listener|ptrace|tiocsti|lease|lease-calls|tty|chroot|setversion|legacy ARGS\n");
 	return 2;
 }
