@@ -78,6 +78,25 @@ describe("policy.engine", function()
 			end
 		end)
 
+		it("applies denyWrite to every change except delete and rename-from", function()
+			local eng2 = base('denyWrite = { "${workspace}/hooks/?*", "!${workspace}/hooks/*.sample" },',
+				{ vars = { workspace = "/ws", home = "/home/u", tmp = "/tmp", state = "/st" } })
+			for _, op in ipairs(ALL_OPS) do
+				if op == "read" then
+					decides(eng2, op, "/ws/hooks/pre-commit", "allow", "fsProfile.read /**")
+				elseif op == "delete" or op == "rename-from" then
+					decides(eng2, op, "/ws/hooks/pre-commit", "allow", "fsProfile.modify ${workspace}/**")
+				else
+					decides(eng2, op, "/ws/hooks/pre-commit", "deny", "denyWrite ${workspace}/hooks/?*")
+				end
+			end
+			-- An exception, and final as denyModify is: a decide hook cannot lift it.
+			decides(eng2, "create", "/ws/hooks/x.sample", "allow", "fsProfile.modify ${workspace}/**")
+			local eng3 = base('denyWrite = { "/ws/h" }, decide = function() return "allow" end,',
+				{ vars = { workspace = "/ws", home = "/home/u", tmp = "/tmp", state = "/st" } })
+			decides(eng3, "write", "/ws/h", "deny", "denyWrite /ws/h")
+		end)
+
 		it("asks for a change the profile does not allow but ask names", function()
 			decides(eng, "write", "/home/u/.bashrc", "ask", "ask.modify ~/**")
 		end)

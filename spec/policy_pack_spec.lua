@@ -65,7 +65,7 @@ describe("policy.pack", function()
 			{ "an unknown top-level field",
 				'{ name = "t", denyread = { "/x" } }',
 				"/r/top.lua: denyread: unknown field; a pack has name, include, fsProfile, denyRead, "
-					.. "denyModify, ask, backup, delete, reads, env, decide, hardlinks, hardlinkTrees, tests" },
+					.. "denyModify, denyWrite, ask, backup, delete, reads, env, decide, hardlinks, hardlinkTrees, tests" },
 			{ "an unknown nested field",
 				'{ name = "t", fsProfile = { write = { "/x" } } }',
 				"/r/top.lua: fsProfile.write: unknown field; fsProfile has read, modify" },

@@ -151,10 +151,10 @@ describe("rule packs", function()
 		end)
 
 		it("refuses new Git hooks but lets init, clone and commits write the repository", function()
-			decides(eng, "write", "/home/u/proj/.git/hooks/pre-commit", "deny", "denyModify **/.git/hooks/?*")
-			decides(eng, "rename-to", "/home/u/proj/.git/hooks/post-checkout", "deny", "denyModify **/.git/hooks/?*")
+			decides(eng, "write", "/home/u/proj/.git/hooks/pre-commit", "deny", "denyWrite **/.git/hooks/?*")
+			decides(eng, "rename-to", "/home/u/proj/.git/hooks/post-checkout", "deny", "denyWrite **/.git/hooks/?*")
 			decides(eng, "write", "/home/u/proj/.git/modules/lib/hooks/post-checkout", "deny",
-				"denyModify **/.git/modules/**/hooks/?*")
+				"denyWrite **/.git/modules/**/hooks/?*")
 			decides(eng, "write", "/home/u/.gitconfig", "deny", "denyModify ~/.gitconfig")
 			decides(eng, "write", "/home/u/proj/.git/commondir", "deny", "denyModify **/.git/commondir")
 			-- git init: the directory, the hooks directory and the samples.

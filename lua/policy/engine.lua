@@ -145,9 +145,13 @@ local function hit(decision, list, entry, form, final)
 	}
 end
 
+-- The operations that only take a name away: denyWrite lets them through.
+local REMOVES = { delete = true, ["rename-from"] = true }
+
 -- Judges one spelling of the path. `full` false: only the deny lists speak
--- (returns nil when neither matches).
-local function judge(m, path, is_read, full)
+-- (returns nil when none matches).
+local function judge(m, path, op, full)
+	local is_read = op == "read"
 	local e = m.denyRead(path)
 	if e ~= nil then
 		return hit("deny", "denyRead", e, path, true)
@@ -156,6 +160,12 @@ local function judge(m, path, is_read, full)
 		e = m.denyModify(path)
 		if e ~= nil then
 			return hit("deny", "denyModify", e, path, true)
+		end
+		if not REMOVES[op] then
+			e = m.denyWrite(path)
+			if e ~= nil then
+				return hit("deny", "denyWrite", e, path, true)
+			end
 		end
 	end
 	if not full then
@@ -195,7 +205,6 @@ end
 -- The rules' verdict for every spelling of the resolved and the requested
 -- path; the strictest wins, the first found on a tie (the resolved path's).
 local function judge_request(st, req)
-	local is_read = req.op == "read"
 	local best
 	local function consider(v)
 		if v ~= nil and (best == nil or stricter(v, best)) then
@@ -203,7 +212,7 @@ local function judge_request(st, req)
 		end
 	end
 	for _, f in ipairs(normalize.forms(req.path, st.platform)) do
-		consider(judge(st.m, f.path, is_read, f.full))
+		consider(judge(st.m, f.path, req.op, f.full))
 	end
 	local requested = req.requested
 	if requested ~= nil and requested ~= req.path then
@@ -211,7 +220,7 @@ local function judge_request(st, req)
 		-- add a deny (through "**/" globs), never allow.
 		local placed = normalize.is_absolute(requested)
 		for _, f in ipairs(normalize.forms(requested, st.platform)) do
-			consider(judge(st.m, f.path, is_read, placed and f.full))
+			consider(judge(st.m, f.path, req.op, placed and f.full))
 		end
 	end
 	return best
@@ -328,9 +337,10 @@ local function explain(v, req)
 	end
 	local kind = v.kind
 	local reason, hint
-	if kind == "denyRead" or kind == "denyModify" then
+	if kind == "denyRead" or kind == "denyModify" or kind == "denyWrite" then
 		local what = kind == "denyRead" and "it may be neither read nor changed"
-			or "it may be read but not changed"
+			or kind == "denyModify" and "it may be read but not changed"
+			or "it may be read and removed, but not made or changed"
 		reason = string_format("%s of %s is denied by %s%s in %s: %s.", op, path, v.rule, as, where(v.entry), what)
 		hint = string_format("%s is final: fsProfile, ask, approvals and decide hooks cannot relax it. "
 			.. "To allow this path, remove the glob %s from %s, or add an exception '!GLOB' to %s after it "

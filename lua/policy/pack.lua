@@ -42,12 +42,12 @@ M.DEFAULTS = {
 
 --- The glob lists of a pack, by the name rules are reported under.
 M.LISTS = {
-	"fsProfile.read", "fsProfile.modify", "denyRead", "denyModify",
+	"fsProfile.read", "fsProfile.modify", "denyRead", "denyModify", "denyWrite",
 	"ask.read", "ask.modify", "backup.skip", "hardlinkTrees",
 }
 
 local TOP_FIELDS = {
-	"name", "include", "fsProfile", "denyRead", "denyModify", "ask", "backup",
+	"name", "include", "fsProfile", "denyRead", "denyModify", "denyWrite", "ask", "backup",
 	"delete", "reads", "env", "decide", "hardlinks", "hardlinkTrees", "tests",
 }
 local TEST_FIELDS = {
@@ -192,7 +192,7 @@ local function compile_list(t, path, ctx, file)
 	if not ok then
 		return nil, err
 	end
-	local deny_list = path == "denyRead" or path == "denyModify"
+	local deny_list = path == "denyRead" or path == "denyModify" or path == "denyWrite"
 	local entries = {}
 	for i, text in ipairs(t) do
 		local where = join(path, i)
@@ -392,6 +392,7 @@ local function check_pack(raw, file, ctx)
 	for _, step in ipairs({
 		{ fs.read, "fsProfile.read" }, { fs.modify, "fsProfile.modify" },
 		{ raw.denyRead, "denyRead" }, { raw.denyModify, "denyModify" },
+		{ raw.denyWrite, "denyWrite" },
 		{ ask.read, "ask.read" }, { ask.modify, "ask.modify" },
 		{ backup.skip, "backup.skip" }, { raw.hardlinkTrees, "hardlinkTrees" },
 	}) do

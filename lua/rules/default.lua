@@ -62,7 +62,9 @@ return {
 		{ op = "read", path = "${workspace}/.envrc", expect = "allow" },
 		{ op = "write", path = "${workspace}/.envrc", expect = "deny", rule = "denyModify **/.envrc" },
 		{ op = "read", path = "${workspace}/.git/hooks/pre-commit", expect = "allow" },
-		{ op = "write", path = "${workspace}/.git/hooks/pre-commit", expect = "deny", rule = "denyModify **/.git/hooks/?*" },
+		{ op = "write", path = "${workspace}/.git/hooks/pre-commit", expect = "deny", rule = "denyWrite **/.git/hooks/?*" },
+		-- rm -rf of a repository takes its hooks along.
+		{ op = "delete", path = "${workspace}/.git/hooks/pre-commit", expect = "allow" },
 		-- git init and git clone: the repository, its config and the
 		-- template's samples (the git guard undoes risky config keys).
 		{ op = "mkdir", path = "${workspace}/.git", expect = "allow" },

@@ -18,17 +18,21 @@ return {
 
 	-- Readable (git status, log and diff work). Objects, refs, the index
 	-- and config stay writable, so init, clone and commits work.
-	denyModify = {
+	denyWrite = {
 		-- Hooks run on commit, checkout, merge, push ... Git runs
 		-- hooks/<name>, never *.sample, which `git init` copies from its
 		-- templates; the hooks directory itself may be made and removed
 		-- ("?*": git names it "hooks/", and "*" matches the empty name
-		-- after that slash).
+		-- after that slash). A hook may go (rm -rf of a repository): a
+		-- removed hook runs nothing. Making, writing or moving one in is
+		-- refused.
 		"**/.git/hooks/?*",
 		"!**/.git/hooks/*.sample",
 		-- Submodules keep a whole Git directory each, nested at any depth.
 		"**/.git/modules/**/hooks/?*",
 		"!**/.git/modules/**/hooks/*.sample",
+	},
+	denyModify = {
 		-- The main git directory's pointer to a common directory: git
 		-- never writes one there, and it would lend the repository the
 		-- hooks and config of another.
@@ -41,12 +45,16 @@ return {
 	},
 
 	tests = {
-		{ op = "write", path = "/srv/repo/.git/hooks/pre-commit", expect = "deny", rule = "denyModify **/.git/hooks/?*" },
+		{ op = "write", path = "/srv/repo/.git/hooks/pre-commit", expect = "deny", rule = "denyWrite **/.git/hooks/?*" },
 		{ op = "create", path = "/srv/repo/.git/hooks/post-checkout", expect = "deny" },
 		{ op = "chmod", path = "/srv/repo/.git/hooks/pre-push", expect = "deny" },
 		{ op = "rename-to", path = "/srv/repo/.git/hooks/pre-commit", expect = "deny" },
 		{ op = "write", path = "/srv/repo/.git/modules/lib/hooks/pre-commit", expect = "deny" },
 		{ op = "write", path = "/srv/repo/.git/modules/a/modules/b/hooks/post-merge", expect = "deny" },
+		-- Taking a hook away is left to the including pack (here, alone,
+		-- nothing is allowed): the hooks rule does not speak.
+		{ op = "delete", path = "/srv/repo/.git/hooks/pre-commit", expect = "deny", rule = "default deny" },
+		{ op = "rename-from", path = "/srv/repo/.git/hooks/pre-commit", expect = "deny", rule = "default deny" },
 		{ op = "write", path = "/srv/repo/.git/commondir", expect = "deny", rule = "denyModify **/.git/commondir" },
 		{ op = "write", path = "~/.gitconfig", expect = "deny" },
 		{ op = "write", path = "~/.config/git/config", expect = "deny" },

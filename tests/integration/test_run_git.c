@@ -246,6 +246,45 @@ static void a_planted_hook_is_refused_while_the_samples_of_git_init_are_fine(voi
 	assert_true(exists(path));
 }
 
+/* Every hook was denyModify: `rm -rf` of a repository that has a hook
+ * failed on the hook ("Permission denied"), leaving a half-removed tree.
+ * Taking a hook away runs nothing; it is backed up, and a restore brings
+ * the repository back, hook and all. Planting one is still refused. */
+static void rm_rf_of_a_repository_with_a_hook_works_and_restores(void **state)
+{
+	struct fixture *f = *state;
+	char cmd[PATH_MAX * 3], path[PATH_MAX * 2], *out = NULL;
+
+	need_git();
+	snprintf(cmd, sizeof(cmd),
+		 "cd '%s' && git init -q -b main repo && printf '#!/bin/sh\\nexit 0\\n' > "
+		 "repo/.git/hooks/pre-commit && chmod 0755 repo/.git/hooks/pre-commit && "
+		 "cd repo && echo x > x && git add x && " G " commit -q -m x", f->ws);
+	host_ok(cmd);
+	run_ok(f, "rm -rf repo", &out);
+	if (strstr(out, "refused:") != NULL)
+		fsbt_fail_long("rm -rf of the repository was refused:\n%s", out);
+	snprintf(path, sizeof(path), "%s/repo", f->ws);
+	assert_false(exists(path));
+	snprintf(cmd, sizeof(cmd), "%s", strstr(out, "fsbroker backup restore"));
+	cmd[strcspn(cmd, "\n")] = '\0';
+	free(out);
+	assert_int_equal(run_printed(cmd, &out), 0);
+	free(out);
+	snprintf(cmd, sizeof(cmd),
+		 "cd '%s/repo' && test -x .git/hooks/pre-commit && git fsck --no-progress 2>/dev/null "
+		 "&& test \"$(git log --format=%%s)\" = x", f->ws);
+	host_ok(cmd);
+	/* Moving a hook into the repository is still a new hook. */
+	assert_int_equal(run_sh(f, NULL, "echo '#!/bin/sh' > h && mv h repo/.git/hooks/post-merge; "
+				"echo status=$?", &out), 0);
+	if (strstr(out, "status=0") != NULL || strstr(out, "denyWrite") == NULL)
+		fsbt_fail_long("a hook moved into the repository was not refused:\n%s", out);
+	free(out);
+	snprintf(path, sizeof(path), "%s/repo/.git/hooks/post-merge", f->ws);
+	assert_false(exists(path));
+}
+
 /* A hook written under another name of the git directory: the rename back
  * is refused (each entry beneath is judged), and the guard removes it where
  * it is, since the directory named `aside` is a git directory too. */
@@ -434,6 +473,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(
 			a_planted_hook_is_refused_while_the_samples_of_git_init_are_fine, setup,
 			teardown),
+		cmocka_unit_test_setup_teardown(rm_rf_of_a_repository_with_a_hook_works_and_restores,
+						setup, teardown),
 		cmocka_unit_test_setup_teardown(a_hook_planted_in_a_renamed_git_directory_is_undone,
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(a_hooks_directory_or_a_config_made_a_symlink_is_undone,
