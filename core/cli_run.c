@@ -902,6 +902,10 @@ int fsb_cli_run(int argc, char **argv)
 	}
 
 	in.scoped_socket = r->scoped;
+	if (r->attached) {
+		in.socket_dirs = at.socket_dir_list;
+		in.nsocket_dirs = at.nsocket_dirs;
+	}
 	in.init_binary = init;
 	if (o.shell_cmd != NULL && mode.namespaces)
 		shell_in_sandbox(o.shell_cmd, &in);

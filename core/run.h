@@ -77,6 +77,10 @@ bool fsb_shell_append(char *buf, size_t len, const char *arg);
 
 /* ---- attaching to a running core (run_attach.c) ------------------------- */
 
+/* More socket dirs than this from a core: the run refuses (it could not
+ * hide the rest). */
+#define FSB_RUN_MAX_SOCKET_DIRS 8
+
 /** What a running core told the run when it opened the run's scope. */
 struct fsb_run_attach {
 	int fd;				/* the admin connection, O_CLOEXEC */
@@ -86,6 +90,10 @@ struct fsb_run_attach {
 	char workspace[PATH_MAX];	/* "" when the core has none */
 	char home[PATH_MAX], tmp[PATH_MAX];
 	char state_dir[PATH_MAX];
+	/* Every directory the core has a socket in: the sandbox hides each. */
+	char socket_dirs[FSB_RUN_MAX_SOCKET_DIRS][PATH_MAX];
+	const char *socket_dir_list[FSB_RUN_MAX_SOCKET_DIRS];
+	size_t nsocket_dirs;
 	long next_id;
 };
 
