@@ -33,6 +33,7 @@ struct fsb_run_summary {
 	/* Filled by the caller. */
 	const char *session, *tool_call, *state_dir;
 	bool attached;		/* --core: the cycle stays open, the host commits it */
+	const char *network;	/* "host" or "none"; NULL: no sandbox to say it of */
 	int exit_status;	/* what fsbroker run exits with */
 	int signal;		/* the signal that ended CMD, 0 when none */
 	char *rerun;		/* the command line that repeats the run (malloc'd) */
