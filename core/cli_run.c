@@ -44,9 +44,9 @@ static const char usage[] =
 	"                    [--approvals deferred|inline] [--approval-timeout SECONDS]\n"
 	"                    [--without-landlock] [--without-namespaces]\n"
 	"                    [--simulate-missing FEATURE,...] [--explain] [--shell zsh]\n"
-	"                    -- CMD [ARG]...\n"
+	"                    [--network host|none] -- CMD [ARG]...\n"
 	"       fsbroker run --core STATE-DIR [--session ID] [--tool-call ID] [--summary-fd N]\n"
-	"                    -- CMD [ARG]...\n"
+	"                    [--network host|none] -- CMD [ARG]...\n"
 	"\n"
 	"Run CMD in a sandbox where every file change goes through a core: judged by\n"
 	"the pack, backed up, audited. Without --core the core is embedded: the run\n"
@@ -64,8 +64,10 @@ static const char usage[] =
 	"namespaces the run refuses unless --without-landlock or --without-namespaces\n"
 	"accepts a weaker mode (docs/runtime-degraded.md). --shell zsh runs CMD, its\n"
 	"words joined into one command line, with the patched zsh (zsh -f -c) and the\n"
-	"brokered toybox's shims first on PATH (docs/clients.md). docs/runtime.md has\n"
-	"every flag.\n";
+	"brokered toybox's shims first on PATH (docs/clients.md). --network none runs\n"
+	"CMD in a network namespace of its own with only a loopback, --network host on\n"
+	"the host's network; either overrides the pack's `network` setting, and the\n"
+	"summary and --explain say which one held. docs/runtime.md has every flag.\n";
 
 #define DEFAULT_APPROVAL_TIMEOUT 60
 
@@ -75,6 +77,7 @@ struct run_opts {
 	bool inline_approvals;
 	unsigned approval_timeout;
 	bool explain;
+	int network;		/* --network: enum fsb_network_mode, or -1: the pack's */
 	unsigned simulate_missing;	/* enum fsb_feature bits */
 	unsigned accepted;		/* --without-landlock, --without-namespaces */
 	char **cmd;
@@ -226,6 +229,9 @@ static char *rerun_command(const struct run_opts *o, const char *session, const 
 			ok = ok && fsb_shell_append(buf, len, "--rules") &&
 			     fsb_shell_append(buf, len, o->rules);
 	}
+	if (o->network >= 0)
+		ok = ok && fsb_shell_append(buf, len, "--network") &&
+		     fsb_shell_append(buf, len, o->network == FSB_NETWORK_NONE ? "none" : "host");
 	ok = ok && fsb_shell_append(buf, len, "--session") && fsb_shell_append(buf, len, session) &&
 	     fsb_shell_append(buf, len, "--");
 	for (char **c = o->cmd; *c != NULL && ok; c++)
@@ -237,9 +243,40 @@ static char *rerun_command(const struct run_opts *o, const char *session, const 
 	return buf;
 }
 
-static int explain(struct fsb_broker *b, const struct fsb_mount_inputs *in,
+/* The network the run gets: --network, else the pack's. `from` says which. */
+static enum fsb_network_mode run_network(const struct run_opts *o,
+					 const struct fsb_policy_summary *sum, const char **from)
+{
+	if (o->network >= 0) {
+		*from = "--network";
+		return (enum fsb_network_mode)o->network;
+	}
+	*from = "the pack's network setting";
+	return sum->network;
+}
+
+static const char *network_name(enum fsb_network_mode n)
+{
+	return n == FSB_NETWORK_NONE ? "none" : "host";
+}
+
+/* network = "none" is a network namespace: bwrap's, so never without it. */
+static int check_network(enum fsb_network_mode net, const char *from,
+			 const struct fsb_run_mode *mode)
+{
+	if (net == FSB_NETWORK_NONE && !mode->namespaces)
+		return fail("network none (%s) needs a network namespace, which a run without "
+			    "namespaces does not have: use --network host to run on the host's "
+			    "network, or a machine with user namespaces", from);
+	return 0;
+}
+
+static int explain(struct fsb_broker *b, const struct fsb_mount_inputs *in_,
 		   const struct run_opts *o)
 {
+	struct fsb_mount_inputs inputs = *in_, *in = &inputs;
+	enum fsb_network_mode net;
+	const char *net_from;
 	struct fsb_policy_summary sum;
 	struct fsb_mount_plan plan;
 	struct fsb_run_mode mode;
@@ -256,6 +293,12 @@ static int explain(struct fsb_broker *b, const struct fsb_mount_inputs *in,
 		fsb_policy_summary_free(&sum);
 		return fail("%s", err);
 	}
+	net = run_network(o, &sum, &net_from);
+	if ((rc = check_network(net, net_from, &mode)) != 0) {
+		fsb_policy_summary_free(&sum);
+		return rc;
+	}
+	in->network_none = net == FSB_NETWORK_NONE;
 	memset(&plan, 0, sizeof(plan));
 	if (mode.namespaces && fsb_mount_plan_build(b->policy, in, &plan) < 0) {
 		rc = fail("%s", plan.why);
@@ -267,6 +310,8 @@ static int explain(struct fsb_broker *b, const struct fsb_mount_inputs *in,
 	fputs(text, stdout);
 	printf("core: embedded\n");
 	printf("pack: %s (%s)\n", fsb_policy_name(b->policy), b->cfg.pack);
+	printf("network: %s (%s)%s\n", network_name(net), net_from,
+	       net == FSB_NETWORK_NONE ? ": a namespace of its own with only a loopback" : "");
 	printf("environment kept:");
 	for (size_t i = 0; i < sum.nenv_pass; i++)
 		printf(" %s", sum.env_pass[i]);
@@ -421,6 +466,7 @@ static int parse_opts(int argc, char **argv, struct run_opts *o, bool *help)
 		{ "without-namespaces", no_argument, NULL, 'N' },
 		{ "simulate-missing", required_argument, NULL, 'M' },
 		{ "shell", required_argument, NULL, 'Z' },
+		{ "network", required_argument, NULL, 'n' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -429,6 +475,7 @@ static int parse_opts(int argc, char **argv, struct run_opts *o, bool *help)
 
 	memset(o, 0, sizeof(*o));
 	o->summary_fd = o->control_fd = -1;
+	o->network = -1;
 	o->approval_timeout = DEFAULT_APPROVAL_TIMEOUT;
 	*help = false;
 	optind = 1;
@@ -496,6 +543,11 @@ static int parse_opts(int argc, char **argv, struct run_opts *o, bool *help)
 			o->simulate_missing |= mask;
 			break;
 		}
+		case 'n':
+			if (strcmp(optarg, "host") != 0 && strcmp(optarg, "none") != 0)
+				return fail("--network is host or none, not '%s'", optarg);
+			o->network = strcmp(optarg, "none") == 0 ? FSB_NETWORK_NONE : FSB_NETWORK_HOST;
+			break;
 		case 'Z':
 			if (strcmp(optarg, "zsh") != 0)
 				return fail("--shell takes zsh (the patched zsh), not '%s'", optarg);
@@ -780,6 +832,8 @@ int fsb_cli_run(int argc, char **argv)
 	struct fsb_run_launch launch;
 	struct run_opts o;
 	bool help, plan_built = false, summary_written = false;
+	enum fsb_network_mode net;
+	const char *net_from;
 	char **bargv = NULL;
 	struct run *r = NULL;
 	int rc;
@@ -890,6 +944,12 @@ int fsb_cli_run(int argc, char **argv)
 		rc = fail("%s", err);
 		goto out;
 	}
+	net = run_network(&o, &pol, &net_from);
+	if ((rc = check_network(net, net_from, &mode)) != 0)
+		goto out;
+	rc = FSB_EXIT_RUN;
+	in.network_none = net == FSB_NETWORK_NONE;
+	sum.network = network_name(net);
 
 	if (r->attached) {
 		snprintf(r->scoped, sizeof(r->scoped), "%s", at.socket);
@@ -902,6 +962,10 @@ int fsb_cli_run(int argc, char **argv)
 	}
 
 	in.scoped_socket = r->scoped;
+	if (r->attached) {
+		in.socket_dirs = at.socket_dir_list;
+		in.nsocket_dirs = at.nsocket_dirs;
+	}
 	in.init_binary = init;
 	if (o.shell_cmd != NULL && mode.namespaces)
 		shell_in_sandbox(o.shell_cmd, &in);

@@ -19,7 +19,8 @@
  *   5. the private tmp dirs (--tmpfs) and the read-write trees (--bind),
  *      together, shallowest first, so that a workspace under /tmp is bound
  *      on top of the private /tmp and not hidden by it;
- *   6. the masks (denyRead paths, the state dir, $XDG_RUNTIME_DIR), after
+ *   6. the masks (denyRead paths, the state dir, the core's socket dirs,
+ *      $XDG_RUNTIME_DIR), after
  *      every read-write tree so that none can uncover them; a read-write
  *      tree inside a mask cannot be placed after it without showing what it
  *      hides, so such a pack is refused. Masked dirs are made read-only
@@ -32,6 +33,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <libgen.h>
 #include <limits.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -659,8 +661,53 @@ static int check_inputs(struct builder *b)
 	return 0;
 }
 
-/* What must stay hidden whatever the pack says: the state dir and the
- * runtime dirs. Added before the denyRead masks so that they name it. */
+/*
+ * A directory of the core's sockets. Through its main socket a sandbox
+ * would be served in the host's view, through a sibling run's scoped socket
+ * as that run: hidden wherever the host put it, and with the directory
+ * every socket made there later. The real path, as bwrap follows links.
+ */
+static int add_socket_dir(struct builder *b, const char *dir)
+{
+	char real[PATH_MAX], why[PATH_MAX + 100];
+	struct stat st;
+
+	if (dir[0] != '/')
+		return fail(b, -EINVAL, "the core's socket dir '%s' is not an absolute path", dir);
+	if (realpath(dir, real) == NULL || stat(real, &st) < 0 || !S_ISDIR(st.st_mode))
+		return note(b, "the core's socket dir %s does not exist: nothing to hide", dir);
+	/* A tmpfs over it would hide the workspace too; leaving it would hand
+	 * the sandbox the core's sockets. */
+	if (strcmp(real, "/") == 0 || is_under(b->in->workspace, real))
+		return fail(b, -EPERM, "the core's socket dir %s holds the workspace %s: the "
+			    "sandbox cannot be kept from the core's sockets without hiding the "
+			    "workspace; give the core's socket a directory of its own outside "
+			    "the workspace (fsbroker serve --socket /tmp/fsb-%u/broker.sock)",
+			    real, b->in->workspace, (unsigned)b->in->uid);
+	if (masked(b, real))
+		return 0;
+	snprintf(why, sizeof(why), "the core's socket dir %s (its socket and every run's)", real);
+	return list_add(&b->masks, real, why, true, true);
+}
+
+static int add_socket_dirs(struct builder *b)
+{
+	const struct fsb_mount_inputs *in = b->in;
+	char dir[PATH_MAX];
+	int err;
+
+	for (size_t i = 0; i < in->nsocket_dirs; i++)
+		if ((err = add_socket_dir(b, in->socket_dirs[i])) < 0)
+			return err;
+	if (in->scoped_socket == NULL)
+		return 0;
+	snprintf(dir, sizeof(dir), "%s", in->scoped_socket);
+	return add_socket_dir(b, dirname(dir));
+}
+
+/* What must stay hidden whatever the pack says: the state dir, the core's
+ * socket dirs and the runtime dirs. Added before the denyRead masks so
+ * that they name it. */
 static int add_fixed_masks(struct builder *b)
 {
 	const struct fsb_mount_inputs *in = b->in;
@@ -682,6 +729,8 @@ static int add_fixed_masks(struct builder *b)
 		if (err < 0)
 			return err;
 	}
+	if ((err = add_socket_dirs(b)) < 0)
+		return err;
 	if (rt == NULL || rt[0] != '/') {
 		snprintf(runtime, sizeof(runtime), "/run/user/%u", (unsigned)in->uid);
 		rt = runtime;
@@ -750,6 +799,11 @@ int fsb_mount_plan_build(struct fsb_policy *p, const struct fsb_mount_inputs *in
 	if (err == 0)
 		err = step(&b, "no capabilities, whoever runs it (root included); an IPC "
 			   "namespace of its own", "--cap-drop", "ALL", "--unshare-ipc");
+	/* bwrap brings the new namespace's loopback up: 127.0.0.1 inside is
+	 * the sandbox's own, not the host's. */
+	if (err == 0 && in->network_none)
+		err = step(&b, "network = \"none\": a network namespace of its own, with only a "
+			   "loopback", "--unshare-net");
 	if (err == 0)
 		err = step(&b, "the host tree, read-only at the same paths", "--ro-bind", "/", "/");
 	if (err == 0)

@@ -37,6 +37,12 @@ struct fsb_mount_inputs {
 	const char *tmp;		/* ${tmp} ($TMPDIR or /tmp): private like /tmp; may be NULL */
 	const char *state_dir;		/* hidden; may be NULL */
 	const char *scoped_socket;	/* bound at FSB_MOUNT_SOCKET; NULL only for --explain */
+	/* The core's socket dirs (its main socket's, the scoped sockets' of
+	 * every run): masked wherever they lie. The scoped socket's own dir
+	 * is masked too, without being named here. */
+	const char *const *socket_dirs;
+	size_t nsocket_dirs;
+	bool network_none;		/* --unshare-net: only a loopback inside */
 	const char *init_binary;	/* fsbroker-init, bound at FSB_MOUNT_INIT; may be NULL */
 	const char *shell_binary;	/* --shell: bound at FSB_MOUNT_SHELL; may be NULL */
 	const char *clients_dir;	/* --shell: bound at FSB_MOUNT_CLIENTS; may be NULL */
@@ -72,7 +78,8 @@ struct fsb_mount_plan {
  * -errno with a sentence in out->why: -EINVAL for inputs that cannot make a
  * plan (a relative or missing workspace, a scoped socket that is not a
  * socket), -EPERM when the pack lets the broker modify a path the plan must
- * hide (the sentence names both rules). Free with fsb_mount_plan_free(),
+ * hide (the sentence names both rules) or when a socket dir of the core
+ * cannot be hidden without hiding the workspace. Free with fsb_mount_plan_free(),
  * also after a failure.
  */
 int fsb_mount_plan_build(struct fsb_policy *p, const struct fsb_mount_inputs *in,

@@ -618,7 +618,7 @@ struct summary_call {
 static int l_summary(lua_State *L)
 {
 	struct summary_call *c = lua_touserdata(L, 1);
-	const char *reads;
+	const char *reads, *network;
 
 	call_method(L, c->p->engine_ref, "summary", 0, 1);
 	if (lua_type(L, -1) != LUA_TTABLE)
@@ -633,6 +633,17 @@ static int l_summary(lua_State *L)
 	lua_getfield(L, -1, "reads");
 	reads = lua_tostring(L, -1);
 	c->s->reads = reads != NULL && strcmp(reads, "broker") == 0 ? FSB_READS_BROKER : FSB_READS_MASK;
+	lua_pop(L, 1);
+	/* pack.lua has checked it; anything else here is a bug, and a run on
+	 * the host's network for it would not fail closed. */
+	lua_getfield(L, -1, "network");
+	network = lua_tostring(L, -1);
+	if (network != NULL && strcmp(network, "none") == 0)
+		c->s->network = FSB_NETWORK_NONE;
+	else if (network != NULL && strcmp(network, "host") == 0)
+		c->s->network = FSB_NETWORK_HOST;
+	else
+		return luaL_error(L, "the pack's network setting is neither \"host\" nor \"none\"");
 	lua_pop(L, 1);
 	/* stack: ctx, summary */
 	lua_getfield(L, -1, "env_pass");

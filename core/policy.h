@@ -132,10 +132,14 @@ struct fsb_glob_list {
 
 enum fsb_reads_mode { FSB_READS_MASK, FSB_READS_BROKER };
 
+/* The pack's `network`: the host's, or a namespace with only a loopback. */
+enum fsb_network_mode { FSB_NETWORK_HOST, FSB_NETWORK_NONE };
+
 /** The pack's lists for the runtime's mount plan (engine:summary()). */
 struct fsb_policy_summary {
 	struct fsb_glob_list read, modify, deny_read, deny_modify, ask, ask_read;
 	enum fsb_reads_mode reads;
+	enum fsb_network_mode network;
 	char **env_pass;	/* env.pass: the variables a sandboxed command keeps */
 	size_t nenv_pass;
 };

@@ -33,6 +33,7 @@ struct fsb_run_summary {
 	/* Filled by the caller. */
 	const char *session, *tool_call, *state_dir;
 	bool attached;		/* --core: the cycle stays open, the host commits it */
+	const char *network;	/* "host" or "none"; NULL: no sandbox to say it of */
 	int exit_status;	/* what fsbroker run exits with */
 	int signal;		/* the signal that ended CMD, 0 when none */
 	char *rerun;		/* the command line that repeats the run (malloc'd) */
@@ -77,6 +78,10 @@ bool fsb_shell_append(char *buf, size_t len, const char *arg);
 
 /* ---- attaching to a running core (run_attach.c) ------------------------- */
 
+/* More socket dirs than this from a core: the run refuses (it could not
+ * hide the rest). */
+#define FSB_RUN_MAX_SOCKET_DIRS 8
+
 /** What a running core told the run when it opened the run's scope. */
 struct fsb_run_attach {
 	int fd;				/* the admin connection, O_CLOEXEC */
@@ -86,6 +91,10 @@ struct fsb_run_attach {
 	char workspace[PATH_MAX];	/* "" when the core has none */
 	char home[PATH_MAX], tmp[PATH_MAX];
 	char state_dir[PATH_MAX];
+	/* Every directory the core has a socket in: the sandbox hides each. */
+	char socket_dirs[FSB_RUN_MAX_SOCKET_DIRS][PATH_MAX];
+	const char *socket_dir_list[FSB_RUN_MAX_SOCKET_DIRS];
+	size_t nsocket_dirs;
 	long next_id;
 };
 

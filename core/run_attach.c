@@ -110,6 +110,30 @@ static void copy_field(const cJSON *o, const char *name, char *out, size_t len)
 	snprintf(out, len, "%s", v != NULL ? v : "");
 }
 
+/* The core's socket dirs (an older core names none: the scoped socket's
+ * own dir is hidden anyway). One the run cannot take fails it: a dir left
+ * visible would let the sandbox past its scope. */
+static int copy_socket_dirs(const cJSON *r, struct fsb_run_attach *a, char *err, size_t errlen)
+{
+	const cJSON *arr = cJSON_GetObjectItemCaseSensitive(r, "socketDirs"), *it;
+
+	cJSON_ArrayForEach(it, arr) {
+		const char *dir = cJSON_GetStringValue(it);
+
+		if (dir == NULL || dir[0] != '/' || strlen(dir) >= PATH_MAX ||
+		    a->nsocket_dirs == FSB_RUN_MAX_SOCKET_DIRS) {
+			snprintf(err, errlen, "the core named socket directories the run cannot "
+				 "hide from its sandbox (more than %d, or one that is not an "
+				 "absolute path)", FSB_RUN_MAX_SOCKET_DIRS);
+			return -EPROTO;
+		}
+		snprintf(a->socket_dirs[a->nsocket_dirs], PATH_MAX, "%s", dir);
+		a->socket_dir_list[a->nsocket_dirs] = a->socket_dirs[a->nsocket_dirs];
+		a->nsocket_dirs++;
+	}
+	return 0;
+}
+
 int fsb_run_attach_open(const char *state_dir, const char *session, const char *tool_call,
 			struct fsb_run_attach *a, char *err, size_t errlen)
 {
@@ -176,6 +200,8 @@ int fsb_run_attach_open(const char *state_dir, const char *session, const char *
 	copy_field(r, "home", a->home, sizeof(a->home));
 	copy_field(r, "tmp", a->tmp, sizeof(a->tmp));
 	copy_field(r, "stateDir", a->state_dir, sizeof(a->state_dir));
+	if ((rc = copy_socket_dirs(r, a, err, errlen)) < 0)
+		goto fail;
 	if (a->socket[0] != '/' || a->session[0] == '\0' || a->pack[0] != '/') {
 		snprintf(err, errlen, "the core at %s answered OpenScope without its socket, "
 			 "session or pack: is it an older fsbroker?", state_dir);

@@ -370,6 +370,9 @@ void fsb_run_summary_print(const struct fsb_run_summary *s, const char *who, FIL
 	else
 		fprintf(f, "%s: no file changed; %zu refused by the pack, %zu waiting for "
 			"approval\n", who, s->ndenied, s->nwaiting);
+	if (s->network != NULL)
+		fprintf(f, "%s: network: %s\n", who, strcmp(s->network, "none") == 0 ?
+			"none (a namespace with only a loopback)" : "host (the host's network)");
 	for (size_t i = 0; i < s->nundone; i++)
 		fprintf(f, "%s: undone: %s\n", who, s->undone[i]);
 	if (s->restore != NULL)
@@ -409,6 +412,8 @@ cJSON *fsb_run_summary_json(const struct fsb_run_summary *s)
 	else
 		cJSON_AddNullToObject(o, "signal");
 	cJSON_AddStringToObject(o, "mode", s->attached ? "attached" : "embedded");
+	if (s->network != NULL)
+		cJSON_AddStringToObject(o, "network", s->network);
 	cJSON_AddStringToObject(o, "session", s->session);
 	cJSON_AddStringToObject(o, "toolCall", s->tool_call);
 	cJSON_AddStringToObject(o, "stateDir", s->state_dir);

@@ -7,7 +7,8 @@
  * One JSON object per line, as on the control channel:
  *   -> {"id":1,"command":"OpenScope","sessionId":"s1","toolCallId":"tc-7"}
  *   <- {"id":1,"ok":true,"socket":"/tmp/fsb-1000/run-4242-1.sock",
- *       "sessionId":"s1","pack":"...","workspace":"...",...}
+ *       "sessionId":"s1","pack":"...","workspace":"...",...,
+ *       "socketDirs":["/tmp/fsb-1000","..."]}
  *   -> {"command":"Supervise"} + the seccomp listener in SCM_RIGHTS
  *   -> {"id":2,"command":"CloseScope","socket":"..."}
  * A scoped socket ends with CloseScope or with the admin connection that
@@ -16,6 +17,7 @@
  * call, so that what the run changed is on disk when the run reads it.
  */
 #include <errno.h>
+#include <libgen.h>
 #include <limits.h>
 #include <stdio.h>
 #include <string.h>
@@ -60,6 +62,38 @@ static const char *core_session(const struct fsb_server *srv)
 		if (!l->admin && l->id == 0 && l->scope.session[0] != '\0')
 			return l->scope.session;
 	return NULL;
+}
+
+static void add_dir_once(cJSON *arr, const char *path)
+{
+	char dir[PATH_MAX];
+	const cJSON *it;
+
+	snprintf(dir, sizeof(dir), "%s", path);
+	dirname(dir);
+	cJSON_ArrayForEach(it, arr)
+		if (cJSON_IsString(it) && strcmp(it->valuestring, dir) == 0)
+			return;
+	cJSON_AddItemToArray(arr, cJSON_CreateString(dir));
+}
+
+/* Every directory the core has a socket in (the main socket's, which the
+ * scoped ones share, and the admin socket's): the run hides each from its
+ * sandbox, or a program inside could connect past its scope. */
+static void add_socket_dirs(const struct fsb_server *srv, cJSON *reply)
+{
+	cJSON *arr = cJSON_AddArrayToObject(reply, "socketDirs");
+	char probe[PATH_MAX + 2];
+
+	if (arr == NULL)
+		return;
+	for (const struct fsb_listener *l = srv->listeners; l != NULL; l = l->next)
+		if (l->owner == NULL)
+			add_dir_once(arr, l->path);
+	if (srv->scope_dir[0] != '\0') {
+		snprintf(probe, sizeof(probe), "%s/x", srv->scope_dir);
+		add_dir_once(arr, probe);
+	}
 }
 
 static void open_scope(struct fsb_conn *conn, const cJSON *req, cJSON *reply)
@@ -110,6 +144,7 @@ static void open_scope(struct fsb_conn *conn, const cJSON *req, cJSON *reply)
 	cJSON_AddStringToObject(reply, "home", cfg->home);
 	cJSON_AddStringToObject(reply, "tmp", cfg->tmp);
 	cJSON_AddStringToObject(reply, "stateDir", cfg->state_dir);
+	add_socket_dirs(conn->srv, reply);
 }
 
 static void close_scope_now(struct fsb_conn *conn, cJSON *reply);

@@ -439,6 +439,7 @@ describe("policy.engine", function()
 		it("gives the settings, with defaults for what the pack leaves out", function()
 			assert.are.equal("broker", s.reads)
 			assert.are.equal("trash", s.delete_mode)
+			assert.are.equal("host", s.network)
 			assert.are.same({ "PATH", "HOME" }, s.env_pass)
 			assert.are.same({ maxSizeMB = 10, skip = { "/tmp/**", "!/tmp/keep/**" }, onTooLarge = "ask", quotaMB = 5120 },
 				s.backup)

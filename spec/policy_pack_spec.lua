@@ -65,7 +65,7 @@ describe("policy.pack", function()
 			{ "an unknown top-level field",
 				'{ name = "t", denyread = { "/x" } }',
 				"/r/top.lua: denyread: unknown field; a pack has name, include, fsProfile, denyRead, "
-					.. "denyModify, denyWrite, ask, backup, delete, reads, env, decide, hardlinks, hardlinkTrees, tests" },
+					.. "denyModify, denyWrite, ask, backup, delete, reads, network, env, decide, hardlinks, hardlinkTrees, tests" },
 			{ "an unknown nested field",
 				'{ name = "t", fsProfile = { write = { "/x" } } }',
 				"/r/top.lua: fsProfile.write: unknown field; fsProfile has read, modify" },
@@ -81,6 +81,16 @@ describe("policy.pack", function()
 			{ "a wrong enum value",
 				'{ name = "t", reads = "all" }',
 				'/r/top.lua: reads: expected "mask" or "broker", got "all"' },
+			{ "a wrong network value",
+				'{ name = "t", network = "off" }',
+				'/r/top.lua: network: expected "host" or "none", got "off"' },
+			{ "a network that is not a string",
+				'{ name = "t", network = false }',
+				'/r/top.lua: network: expected "host" or "none", got boolean' },
+			{ "a network allowlist, reserved for a later version",
+				'{ name = "t", network = { allow = { "registry.npmjs.org:443" } } }',
+				'/r/top.lua: network: a table (an allowlist of hosts) is reserved for a later version; '
+					.. 'expected "host" or "none"' },
 			{ "a wrong hardlinks value",
 				'{ name = "t", hardlinks = true }',
 				'/r/top.lua: hardlinks: expected "ask", "allow" or "deny", got boolean' },
@@ -258,8 +268,22 @@ describe("policy.pack", function()
 			assert.are.same({ "/a", "/b", "/top" }, s.denyRead)
 			assert.are.equal("broker", s.reads)
 			assert.are.equal("allow", s.hardlinks)
+			assert.are.equal("host", s.network)
 			assert.are.equal(3, s.backup.maxSizeMB)
 			assert.are.same({ "PATH", "TERM" }, s.env_pass)
+		end)
+
+		it("keep network = \"none\" from an included pack, and let the including pack set it back", function()
+			local cut = packs.engine({
+				top = 'return { name = "top", include = { "a" } }',
+				a = 'return { name = "a", network = "none" }',
+			})
+			assert.are.equal("none", cut:summary().network)
+			local open = packs.engine({
+				top = 'return { name = "top", include = { "a" }, network = "host" }',
+				a = 'return { name = "a", network = "none" }',
+			})
+			assert.are.equal("host", open:summary().network)
 		end)
 	end)
 

@@ -257,6 +257,11 @@ describe("rule packs", function()
 	describe("example-strict", function()
 		local eng = assert(load_pack("example-strict"))
 
+		it("cuts the network (network = \"none\"), where the default pack keeps the host's", function()
+			assert.are.equal("none", eng:summary().network)
+			assert.are.equal("host", assert(load_pack("default")):summary().network)
+		end)
+
 		it("denies changes to lock files through its decide hook", function()
 			decides(eng, "write", "/home/u/proj/Cargo.lock", "deny", "decide lock files")
 			decides(eng, "read", "/home/u/proj/Cargo.lock", "allow", "fsProfile.read ${workspace}/**")

@@ -3,7 +3,8 @@
 # measured in this one run on this machine: each workload runs bare, under
 # bubblewrap alone with the mount plan `fsbroker run --explain` prints, and
 # under `fsbroker run` (reads = "mask", and reads = "broker" once the run
-# accepts it). In every round each configuration runs once, one after the
+# accepts it; and, for the start-up and the build, with network = "none"
+# against the default pack's "host"). In every round each configuration runs once, one after the
 # other, in an order that rotates round by round, so drift on the machine
 # reaches them alike; medians are printed with their ratios, never judged.
 # A command that fails under a configuration prints why in its row; the Lua
@@ -90,6 +91,8 @@ build_argv() {
     mask) argv=("$fsb" run --state-dir "$state" --workspace "$ws" --session bench -- "$@") ;;
     broker) argv=("$fsb" run --rules "$broker_pack" --state-dir "$state" --workspace "$ws"
         --session bench -- "$@") ;;
+    nonet) argv=("$fsb" run --network none --state-dir "$state" --workspace "$ws"
+        --session bench -- "$@") ;;
     srt) argv=("$peers/bin/srt" --settings "$root/srt-${ws##*/}.json" -c "$(printf '%q ' "$@")") ;;
     codex) argv=("$peers/bin/codex" sandbox -P "${ws##*/}" -C "$ws" -- "$@") ;;
     esac
@@ -135,6 +138,7 @@ label() {
     bwrap) echo "bwrap alone, same mounts" ;;
     mask) echo "fsbroker run, reads = mask" ;;
     broker) echo "fsbroker run, reads = broker" ;;
+    nonet) echo "fsbroker run, reads = mask, network = none" ;;
     srt) echo "srt (sandbox-runtime $srt_version)" ;;
     codex) echo "codex sandbox ($codex_version)" ;;
     esac
@@ -181,6 +185,14 @@ row() {
     esac
 }
 rows() { for c in $all_configs; do row "$1" "$c"; done; }
+# The network = "none" row of WORKLOAD, and its ratio to the same run on the
+# host's network (mask).
+net_row() {
+    row "$1" nonet
+    [ -z "$(unmeasured "$1" nonet)" ] && [ -z "$(unmeasured "$1" mask)" ] || return 0
+    printf '  %-44s %10s %8s\n' "network = none ÷ host" "" \
+        "$(ratio "$(med "$1" nonet)" "$(med "$1" mask)")"
+}
 
 # --- the workspaces -------------------------------------------------------------
 
@@ -240,6 +252,12 @@ elif [ $rc != 0 ]; then
     off[broker]="fails (exit $rc): $(tail -n 1 "$root/probe")"
 fi
 all_configs="bare bwrap mask broker"
+# network = "none" (a network namespace of its own): only in the start-up and
+# the build, against mask (the default pack: network = "host").
+rc=0
+(cd "$ws_true" && "$fsb" run --network none --state-dir "$state" --workspace "$ws_true" \
+    --session bench -- true) 2>"$root/probe" || rc=$?
+[ $rc = 0 ] || off[nonet]="fails (exit $rc): $(tail -n 1 "$root/probe")"
 
 # The peers, when asked for: each workspace gets an srt settings file that
 # lets it write there (and only there), and a codex permission profile named
@@ -271,13 +289,15 @@ if [ -n "$peers" ]; then
 fi
 configs=
 for c in $all_configs; do [ -n "${off[$c]:-}" ] || configs="$configs $c"; done
+net_configs=$configs
+[ -n "${off[nonet]:-}" ] || net_configs="$configs nonet"
 
 # The configurations in the order round $1 runs them: the list rotated by
 # one each round, so that none always runs first (after the setup's writes)
 # or always right after the same neighbour.
 round_order() {
     local -a list
-    read -r -a list <<<"$configs"
+    read -r -a list <<<"${2:-$configs}"
     local k n=${#list[@]}
     for ((k = 0; k < n; k++)); do echo "${list[(k + $1) % n]}"; done
 }
@@ -294,10 +314,11 @@ echo "  fsbroker run: the default pack, backups on. Workspaces under $root."
 
 # /bin/true, not the shell's builtin: every configuration starts a program.
 for ((r = 0; r < r_true; r++)); do
-    for c in $(round_order "$r"); do timed true "$c" "$ws_true" /bin/true || true; done
+    for c in $(round_order "$r" "$net_configs"); do timed true "$c" "$ws_true" /bin/true || true; done
 done
 header "1. \`true\` (start-up), $r_true rounds"
 rows true
+net_row true
 echo "  (aim: fsbroker run ≤ 20 ms)"
 
 # --- 2. tar x -------------------------------------------------------------------------
@@ -374,13 +395,14 @@ if [ -n "$make_skip" ]; then
     echo "  skipped: $make_skip"
 else
     for ((r = 0; r < r_make; r++)); do
-        for c in $(round_order "$r"); do
+        for c in $(round_order "$r" "$net_configs"); do
             cp -a "$lua_tree" "$ws_make/lua-$r-$c" && sync
             timed make "$c" "$ws_make" make -s -j2 -C "lua-$r-$c" linux || continue
             [ -x "$ws_make/lua-$r-$c/src/lua" ] || die "make under $c built no lua"
         done
     done
     rows make
+    net_row make
 fi
 echo "  (aim: fsbroker run ÷ bare ≤ 1.05)"
 

@@ -568,6 +568,7 @@ function Engine:summary()
 		ask = globs(lists["ask.modify"]),
 		ask_read = globs(lists["ask.read"]),
 		reads = s.reads,
+		network = s.network,
 		env_pass = env_pass,
 		backup = {
 			maxSizeMB = s.maxSizeMB, skip = globs(lists["backup.skip"]),

@@ -28,6 +28,12 @@ return {
 	},
 	delete = { mode = "trash" },
 	reads = "mask",
+	-- The host's network, on purpose: installs and fetches (npm, pip,
+	-- cargo, go, git clone) are everyday commands here, and denyRead keeps
+	-- the secrets from being read to send anywhere. `fsbroker run
+	-- --network none`, or a pack of your own with network = "none", cuts
+	-- it (docs/rule-packs.md, "network").
+	network = "host",
 	env = {
 		pass = { "PATH", "HOME", "LANG", "LC_ALL", "TERM", "USER", "LOGNAME", "SHELL", "TZ", "TMPDIR" },
 	},

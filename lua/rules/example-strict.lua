@@ -28,6 +28,8 @@ return {
 	backup = { maxSizeMB = 50, skip = { "${tmp}/**", "${workspace}/target/**" } },
 	delete = { mode = "trash" },
 	reads = "broker",
+	-- Nothing a command reads can leave the machine: only a loopback.
+	network = "none",
 	env = { pass = { "PATH", "HOME", "LANG", "TERM" } },
 	hardlinks = "deny",
 

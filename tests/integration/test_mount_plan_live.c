@@ -270,7 +270,7 @@ static int live_setup(void **state)
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	static const char *const dirs[] = {
 		"home", "home/.ssh", "home/.local", "home/.local/state", "home/.local/state/fsbroker",
-		"ws", "rules", NULL,
+		"ws", "rules", "sockets", NULL,
 	};
 	char path[512];
 	ssize_t n;
@@ -288,7 +288,9 @@ static int live_setup(void **state)
 	at(l->ws, sizeof(l->ws), l->root, "ws");
 	at(l->state, sizeof(l->state), l->root, "home/.local/state/fsbroker");
 	at(l->rules, sizeof(l->rules), l->root, "rules");
-	at(l->sock, sizeof(l->sock), l->root, "sock");
+	/* In a directory of its own, as the core makes one: the root holds
+	 * the workspace, and the core's socket dir is masked. */
+	at(l->sock, sizeof(l->sock), l->root, "sockets/sock");
 	at(path, sizeof(path), l->home, ".ssh/id_ed25519");
 	put(path, "PRIVATE KEY\n");
 	at(path, sizeof(path), l->ws, ".env");

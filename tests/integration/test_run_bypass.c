@@ -25,6 +25,7 @@
 #include <grp.h>
 #include <libgen.h>
 #include <linux/fs.h>
+#include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -1363,7 +1364,103 @@ static void the_hosts_run_user_is_out_of_reach(void **state)
 	T(a_path_buffer_rewritten_after_the_call_never_reaches_the_protected_file) \
 	T(a_write_to_dotdot_from_a_subdirectory_lands_in_the_parent) \
 	T(a_write_to_dev_stderr_reaches_stderr) \
-	T(a_signal_storm_never_performs_an_o_excl_create_twice)
+	T(a_signal_storm_never_performs_an_o_excl_create_twice) \
+	T(network_none_cuts_a_connect_to_the_hosts_loopback)
+/* A TCP listener on the host's 127.0.0.1, port chosen by the kernel. */
+static int host_loopback_listener(int *port)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	socklen_t len = sizeof(sa);
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	assert_true(fd >= 0);
+	assert_int_equal(bind(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	assert_int_equal(listen(fd, 16), 0);
+	assert_int_equal(getsockname(fd, (struct sockaddr *)&sa, &len), 0);
+	*port = ntohs(sa.sin_port);
+	return fd;
+}
+
+/* fsbt_reach tcp:PORT under `fsbroker run --rules PACK [--network NET]`:
+ * its answer ("ok" or an errno's name). */
+static char *tcp_from_inside(struct fixture *f, const char *pack, const char *net, int port)
+{
+	char helper[PATH_MAX + 16], arg[32];
+	char *argv[20], *out = NULL, *err = NULL, *answer_copy;
+	const char *a;
+	size_t n = 0;
+	int st;
+
+	snprintf(helper, sizeof(helper), "%s/fsbt_reach", f->progs);
+	snprintf(arg, sizeof(arg), "tcp:%d", port);
+	argv[n++] = f->fsbroker;
+	argv[n++] = "run";
+	argv[n++] = "--rules";
+	argv[n++] = (char *)pack;
+	argv[n++] = "--workspace";
+	argv[n++] = f->ws;
+	argv[n++] = "--state-dir";
+	argv[n++] = f->state;
+	argv[n++] = "--session";
+	argv[n++] = "s";
+	if (net != NULL) {
+		argv[n++] = "--network";
+		argv[n++] = (char *)net;
+	}
+	argv[n++] = "--";
+	argv[n++] = helper;
+	argv[n++] = arg;
+	argv[n] = NULL;
+	st = run_split_as(argv, f->uid, -1, &out, &err);
+	if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
+		fsbt_fail_long("fsbroker run (%s, --network %s) exited 0x%x:\n%s%s", pack,
+			       net ? net : "(the pack's)", (unsigned)st, out, err);
+	snprintf(arg, sizeof(arg), "tcp %d", port);
+	a = answer(out, arg);
+	if (a == NULL)
+		fsbt_fail_long("no answer from fsbt_reach:\n%s%s", out, err);
+	answer_copy = strdup(a);
+	free(out);
+	free(err);
+	return answer_copy;
+}
+
+/*
+ * network = "none" (the pack's or --network's): a connect to a listener on
+ * the host's 127.0.0.1 fails from inside, since the sandbox's loopback is
+ * its own; network = "host" reaches it. The flag overrides the pack both
+ * ways.
+ */
+static void network_none_cuts_a_connect_to_the_hosts_loopback(void **state)
+{
+	struct fixture *f = *state;
+	char none_pack[PATH_MAX + 16];
+	int lfd, port;
+	char *a;
+
+	need_sandbox(f);
+	snprintf(none_pack, sizeof(none_pack), "%s/rules/offline.lua", f->root);
+	fsbt_write_file(none_pack, "return { name = \"offline\", include = { \"default\" }, "
+			"network = \"none\" }\n");
+	give(f, none_pack);
+	lfd = host_loopback_listener(&port);
+
+	a = tcp_from_inside(f, f->pack, NULL, port);	/* the default pack's: host */
+	assert_string_equal(a, "ok");
+	free(a);
+	a = tcp_from_inside(f, none_pack, NULL, port);
+	if (strcmp(a, "ok") == 0)
+		fsbt_fail_long("under network = \"none\" the host's 127.0.0.1:%d was reached", port);
+	free(a);
+	a = tcp_from_inside(f, f->pack, "none", port);
+	if (strcmp(a, "ok") == 0)
+		fsbt_fail_long("under --network none the host's 127.0.0.1:%d was reached", port);
+	free(a);
+	a = tcp_from_inside(f, none_pack, "host", port);
+	assert_string_equal(a, "ok");
+	free(a);
+	close(lfd);
+}
 
 int main(void)
 {

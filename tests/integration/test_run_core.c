@@ -256,6 +256,108 @@ static void no_core_running_exits_125_naming_the_state_dir(void **state)
 	run_free(&p);
 }
 
+/*
+ * Where `fsbroker serve --socket` puts the core's socket, an attached run's
+ * sandbox must not see it: through the main socket a program inside would
+ * be served in the host's view, through a sibling run's scoped socket as
+ * that run. The test holds a second scope open (the sibling), then runs a
+ * command that looks for both sockets and lists their directory, and writes
+ * a file to show the sandbox still works.
+ */
+static void socket_hidden_at(const char *sockdir)
+{
+	char why[512], line[512], reply[8192], admin_sock[PATH_MAX + 16], out[PATH_MAX + 16];
+	const char *sibling;
+	struct fsbt_core *c;
+	struct runproc p;
+	cJSON *r;
+	int afd, st;
+	char *text;
+
+	if (fsbt_sandbox_unsupported(why, sizeof(why)) != NULL)
+		fsbt_skip("%s", why);
+	c = fsbt_core_new();
+	if (strcmp(sockdir, "home") == 0)
+		snprintf(c->sockdir, sizeof(c->sockdir), "%s/.fsbroker-sock", c->home);
+	else
+		snprintf(c->sockdir, sizeof(c->sockdir), "%s/.fsbroker-sock", c->ws);
+	snprintf(c->sock, sizeof(c->sock), "%s/broker.sock", c->sockdir);
+	fsbt_core_start(c);
+
+	/* The sibling: a live scope of another tool call, in the same dir. */
+	snprintf(admin_sock, sizeof(admin_sock), "%s/admin.sock", c->state);
+	afd = fsbt_connect_path(admin_sock);
+	assert_true(afd >= 0);
+	snprintf(line, sizeof(line), "{\"id\":1,\"command\":\"OpenScope\",\"sessionId\":\"%s\","
+		 "\"toolCallId\":\"tc-sibling\"}", c->session);
+	assert_true(fsbt_request(afd, line, reply, sizeof(reply), NULL) > 0);
+	r = cJSON_Parse(reply);
+	assert_non_null(r);
+	sibling = fsbt_str(r, "socket");
+	assert_true(strncmp(sibling, c->sockdir, strlen(c->sockdir)) == 0);
+
+	run_start((char *[]){ (char *)fsbt_binary(), "run", "--core", c->state, "--tool-call",
+			      "tc-socket-probe", "--summary-fd", "5", "--", "sh", "-c",
+			      "for s in \"$1\" \"$2\"; do [ -e \"$s\" ] && echo \"visible: $s\"; done; "
+			      "ls -A \"$3\" 2>/dev/null | sed 's/^/listed: /'; echo ok > probe.txt",
+			      "sh", c->sock, (char *)sibling, c->sockdir, NULL },
+		  false, &p);
+	st = run_finish(&p);
+	if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
+		fail_msg("socket dir under the %s: wait status 0x%x; stderr:\n%s\ncore log:\n%s",
+			 sockdir, (unsigned)st, p.ebuf ? p.ebuf : "", fsbt_core_log(c));
+	if (p.obuf != NULL && p.obuf[0] != '\0')
+		fail_msg("socket dir under the %s: the sandbox sees the core's sockets:\n%s",
+			 sockdir, p.obuf);
+	snprintf(out, sizeof(out), "%s/probe.txt", c->ws);
+	text = fsbt_read_file(out, NULL);
+	assert_string_equal(text, "ok\n");
+	free(text);
+	run_free(&p);
+	cJSON_Delete(r);
+	close(afd);
+	fsbt_core_stop(c);
+}
+
+static void the_core_socket_is_not_visible_inside_wherever_it_lies(void **state)
+{
+	(void)state;
+	setenv("TMPDIR", "/var/tmp", 1);
+	unsetenv("XDG_RUNTIME_DIR");
+	socket_hidden_at("home");
+	socket_hidden_at("workspace");
+}
+
+/* A socket dir that holds the workspace cannot be hidden without hiding
+ * the workspace: the run refuses with a sentence instead of showing it. */
+static void a_socket_dir_holding_the_workspace_refuses_the_run(void **state)
+{
+	char why[512];
+	struct fsbt_core *c;
+	struct runproc p;
+	int st;
+
+	(void)state;
+	if (fsbt_sandbox_unsupported(why, sizeof(why)) != NULL)
+		fsbt_skip("%s", why);
+	setenv("TMPDIR", "/var/tmp", 1);
+	unsetenv("XDG_RUNTIME_DIR");
+	c = fsbt_core_new();
+	assert_int_equal(chmod(c->ws, 0700), 0);
+	snprintf(c->sockdir, sizeof(c->sockdir), "%s", c->ws);
+	snprintf(c->sock, sizeof(c->sock), "%s/broker.sock", c->ws);
+	fsbt_core_start(c);
+	run_start((char *[]){ (char *)fsbt_binary(), "run", "--core", c->state, "--", "true",
+			      NULL }, false, &p);
+	st = run_finish(&p);
+	assert_true(WIFEXITED(st));
+	assert_int_equal(WEXITSTATUS(st), 125);
+	if (p.ebuf == NULL || strstr(p.ebuf, "holds the workspace") == NULL)
+		fail_msg("no refusal naming the workspace: %s", p.ebuf ? p.ebuf : "");
+	run_free(&p);
+	fsbt_core_stop(c);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -269,6 +371,8 @@ int main(void)
 						core_setup_inline, core_teardown),
 		cmocka_unit_test_setup_teardown(serve_inline_deny_refuses_the_waiting_call,
 						core_setup_inline, core_teardown),
+		cmocka_unit_test(the_core_socket_is_not_visible_inside_wherever_it_lies),
+		cmocka_unit_test(a_socket_dir_holding_the_workspace_refuses_the_run),
 	};
 
 	return fsbt_run_group(tests, NULL, NULL);

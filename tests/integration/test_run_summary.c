@@ -282,6 +282,75 @@ static void the_environment_is_the_packs_env_pass(void **state)
 	unsetenv("FSBT_DROPPED");
 }
 
+/*
+ * Which network a run had is said where a reader looks: `network` in the
+ * --summary-fd object, a line of the text summary, and --explain, which
+ * also names where it came from (the pack or --network). network none
+ * without namespaces is refused: there is nothing to cut the network with.
+ */
+static void the_summary_and_explain_name_the_network(void **state)
+{
+	struct fixture *f = *state;
+	char why[512], *out = NULL;
+	struct runproc p;
+	cJSON *s;
+	int st;
+
+	if (fsbt_sandbox_unsupported(why, sizeof(why)) != NULL)
+		fsbt_skip("%s", why);
+	run_start((char *[]){ (char *)fsbt_binary(), "run", "--workspace", f->ws, "--state-dir",
+			      f->state, "--session", "s", "--network", "none", "--summary-fd",
+			      SUMMARY_FD_ARG, "--", "true", NULL }, false, &p);
+	st = run_finish(&p);
+	assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	s = run_summary(&p);
+	assert_string_equal(fsbt_str(s, "network"), "none");
+	assert_non_null(strstr(fsbt_str(s, "rerunCommand"), "--network none"));
+	cJSON_Delete(s);
+	run_free(&p);
+	run_start((char *[]){ (char *)fsbt_binary(), "run", "--workspace", f->ws, "--state-dir",
+			      f->state, "--session", "s", "--summary-fd", SUMMARY_FD_ARG, "--",
+			      "true", NULL }, false, &p);
+	st = run_finish(&p);
+	assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	s = run_summary(&p);
+	assert_string_equal(fsbt_str(s, "network"), "host");
+	cJSON_Delete(s);
+	run_free(&p);
+
+	st = run_sh(f, "--network=none", "true", &out);
+	assert_int_equal(st, 0);
+	if (strstr(out, "fsbroker run: network: none (a namespace with only a loopback)") == NULL)
+		fail_msg("the text summary does not name the network:\n%s", out);
+	free(out);
+	st = run_sh(f, "--explain", NULL, &out);
+	assert_int_equal(st, 0);
+	if (strstr(out, "network: host (the pack's network setting)") == NULL ||
+	    strstr(out, "--unshare-net") != NULL)
+		fail_msg("--explain of the default pack:\n%s", out);
+	free(out);
+	st = fsbt_run((char *[]){ (char *)fsbt_binary(), "run", "--workspace", f->ws,
+				  "--state-dir", f->state, "--network", "none", "--explain", NULL },
+		      &out);
+	assert_int_equal(st, 0);
+	if (strstr(out, "network: none (--network)") == NULL || strstr(out, "--unshare-net") == NULL)
+		fail_msg("--explain --network none:\n%s", out);
+	free(out);
+
+	st = run_sh(f, "--network=off", "true", &out);
+	assert_int_equal(st, 125 << 8);
+	assert_non_null(strstr(out, "--network is host or none, not 'off'"));
+	free(out);
+	st = fsbt_run((char *[]){ (char *)fsbt_binary(), "run", "--workspace", f->ws,
+				  "--state-dir", f->state, "--session", "s", "--simulate-missing",
+				  "userns", "--without-namespaces", "--network", "none", "--",
+				  "true", NULL }, &out);
+	assert_int_equal(st, 125 << 8);
+	if (strstr(out, "network none (--network) needs a network namespace") == NULL)
+		fail_msg("network none without namespaces:\n%s", out);
+	free(out);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -294,6 +363,8 @@ int main(void)
 						teardown),
 		cmocka_unit_test_setup_teardown(
 			a_name_that_is_not_utf8_leaves_every_json_text_valid_utf8, setup, teardown),
+		cmocka_unit_test_setup_teardown(the_summary_and_explain_name_the_network, setup,
+						teardown),
 	};
 
 	return fsbt_run_group(tests, NULL, NULL);

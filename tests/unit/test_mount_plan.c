@@ -48,7 +48,7 @@ static int setup(void **state)
 	static const char *const dirs[] = {
 		"home", "home/.ssh", "home/.aws", "home/.local", "home/.local/state",
 		"home/.local/state/fsbroker", "home/notes", "ws", "ws/src", "ws/sub", "ws/deep",
-		"ws/deep/er", "rules", NULL,
+		"ws/deep/er", "rules", "sockets", NULL,
 	};
 	struct fixture *f = calloc(1, sizeof(*f));
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
@@ -64,7 +64,9 @@ static int setup(void **state)
 	snprintf(f->ws, sizeof(f->ws), "%s/ws", f->root);
 	snprintf(f->state, sizeof(f->state), "%s/home/.local/state/fsbroker", f->root);
 	snprintf(f->rules, sizeof(f->rules), "%s/rules", f->root);
-	snprintf(f->sock, sizeof(f->sock), "%s/sock", f->root);
+	/* A directory of its own, as the core makes one: not the root, which
+	 * holds the workspace. */
+	snprintf(f->sock, sizeof(f->sock), "%s/sockets/sock", f->root);
 	snprintf(path, sizeof(path), "%s/.ssh/id_ed25519", f->home);
 	put(path, "private key\n");
 	snprintf(path, sizeof(path), "%s/.ssh/known_hosts", f->home);
@@ -466,11 +468,82 @@ static void test_paths_with_odd_characters_go_through_unchanged(void **state)
 	fsb_policy_free(p);
 }
 
+/*
+ * The core's socket dirs are masked wherever they lie: the scoped socket's
+ * own, and each one the core names (here one under the home and one under
+ * the workspace), after the read-write trees so that none uncovers them.
+ * The scoped socket is still bound, from the host's path, after them.
+ */
+static void test_the_core_socket_dirs_are_masked_wherever_they_lie(void **state)
+{
+	struct fixture *f = *state;
+	struct fsb_policy *p = load(f, "default");
+	struct fsb_mount_inputs in = inputs(f);
+	struct fsb_mount_plan pl;
+	char in_home[256], in_ws[256], own[256];
+	const char *dirs[2] = { in_home, in_ws };
+	long h, w, o, sock;
+
+	snprintf(in_home, sizeof(in_home), "%s/.fsbroker-sock", f->home);
+	snprintf(in_ws, sizeof(in_ws), "%s/.fsbroker-sock", f->ws);
+	snprintf(own, sizeof(own), "%s/sockets", f->root);
+	assert_int_equal(mkdir(in_home, 0700), 0);
+	assert_int_equal(mkdir(in_ws, 0700), 0);
+	in.socket_dirs = dirs;
+	in.nsocket_dirs = 2;
+	if (fsb_mount_plan_build(p, &in, &pl) != 0)
+		fail_msg("plan: %s", pl.why);
+	h = find3(&pl, "--tmpfs", in_home, NULL);
+	w = find3(&pl, "--tmpfs", in_ws, NULL);
+	o = find3(&pl, "--tmpfs", own, NULL);
+	sock = find3(&pl, "--bind", f->sock, FSB_MOUNT_SOCKET);
+	if (h < 0 || w < 0 || o < 0 || sock < 0) {
+		dump(&pl);
+		fail_msg("a socket dir is not masked");
+	}
+	assert_int_equal(find3(&pl, "--remount-ro", in_ws, NULL), w + 2);
+	assert_true(h > find3(&pl, "--bind", f->home, f->home));
+	assert_true(w > find3(&pl, "--bind", f->ws, f->ws));
+	assert_true(h < sock && w < sock && o < sock);
+	fsb_mount_plan_free(&pl);
+
+	/* A socket dir that holds the workspace cannot be hidden: refused. */
+	dirs[0] = f->root;
+	in.nsocket_dirs = 1;
+	assert_int_equal(fsb_mount_plan_build(p, &in, &pl), -EPERM);
+	assert_non_null(strstr(pl.why, "holds the workspace"));
+	fsb_mount_plan_free(&pl);
+	fsb_policy_free(p);
+}
+
+/* network = "none": a network namespace of its own; "host": none. */
+static void test_network_none_unshares_the_network(void **state)
+{
+	struct fixture *f = *state;
+	struct fsb_policy *p = load(f, "default");
+	struct fsb_mount_inputs in = inputs(f);
+	struct fsb_mount_plan pl;
+
+	if (fsb_mount_plan_build(p, &in, &pl) != 0)
+		fail_msg("plan: %s", pl.why);
+	assert_int_equal(find3(&pl, "--unshare-net", NULL, NULL), -1);
+	fsb_mount_plan_free(&pl);
+	in.network_none = true;
+	if (fsb_mount_plan_build(p, &in, &pl) != 0)
+		fail_msg("plan: %s", pl.why);
+	assert_true(find3(&pl, "--unshare-net", NULL, NULL) > 0);
+	assert_true(find3(&pl, "--unshare-net", NULL, NULL) < find3(&pl, "--ro-bind", "/", "/"));
+	fsb_mount_plan_free(&pl);
+	fsb_policy_free(p);
+}
+
 int main(void)
 {
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
 	const struct CMUnitTest tests[] = {
 		T(test_default_pack_plan_in_order),
+		T(test_the_core_socket_dirs_are_masked_wherever_they_lie),
+		T(test_network_none_unshares_the_network),
 		T(test_mask_scan_finds_env_files),
 		T(test_scan_stops_at_its_bound_and_says_so),
 		T(test_scan_stopped_in_its_last_directory_says_so),

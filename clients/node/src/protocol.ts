@@ -115,6 +115,8 @@ export interface RunSummary {
   exitStatus: number;
   signal?: number | null;
   mode?: "embedded" | "attached";
+  /** The network the command had: the pack's `network`, or `--network`. */
+  network?: "host" | "none";
   session?: string;
   toolCall?: string;
   stateDir?: string;

@@ -6,13 +6,16 @@
  *   open:PATH      "open PATH: ok" or the errno's name (O_RDONLY)
  *   list:PATH      "list PATH: <n> entries: a b c" or the errno's name
  *   connect:PATH   "connect PATH: ok" or the errno's name (a Unix stream socket)
+ *   tcp:PORT       "tcp PORT: ok" or the errno's name (TCP to 127.0.0.1:PORT)
  *
  * Exit status: 0 when it ran, 2 on bad usage.
  */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <netinet/in.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/un.h>
@@ -80,10 +83,27 @@ static void try_connect(const char *path)
 	close(fd);
 }
 
+static void try_tcp(const char *port)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET,
+				  .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	sa.sin_port = htons((unsigned short)atoi(port));
+	if (fd < 0)
+		printf("tcp %s: %s\n", port, err_name());
+	else if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0)
+		printf("tcp %s: %s\n", port, err_name());
+	else
+		printf("tcp %s: ok\n", port);
+	if (fd >= 0)
+		close(fd);
+}
+
 int main(int argc, char **argv)
 {
 	if (argc < 2) {
-		fprintf(stderr, "usage: fsbt_reach open:PATH|list:PATH|connect:PATH...\n");
+		fprintf(stderr, "usage: fsbt_reach open:PATH|list:PATH|connect:PATH|tcp:PORT...\n");
 		return 2;
 	}
 	for (int i = 1; i < argc; i++) {
@@ -93,6 +113,8 @@ int main(int argc, char **argv)
 			try_list(argv[i] + 5);
 		else if (strncmp(argv[i], "connect:", 8) == 0)
 			try_connect(argv[i] + 8);
+		else if (strncmp(argv[i], "tcp:", 4) == 0)
+			try_tcp(argv[i] + 4);
 		else {
 			fprintf(stderr, "fsbt_reach: bad argument %s\n", argv[i]);
 			return 2;
