@@ -66,7 +66,7 @@ static const char usage[] =
 	"words joined into one command line, with the patched zsh (zsh -f -c) and the\n"
 	"brokered toybox's shims first on PATH (docs/clients.md). With reads = \"mask\"\n"
 	"the scan for denyRead files looks at no more than --scan-max-entries entries\n"
-	"(50000) and refuses the run when it would need more\n"
+	"(200000) and refuses the run when it would need more\n"
 	"(docs/runtime-mount-plan.md). docs/runtime.md has every flag.\n";
 
 #define DEFAULT_APPROVAL_TIMEOUT 60

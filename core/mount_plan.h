@@ -30,7 +30,7 @@
  * directory depth below each place the scan starts. With reads = "mask" a
  * directory beyond the depth bound is masked whole and reaching the entry
  * bound refuses the run (docs/runtime-mount-plan.md). */
-#define FSB_MOUNT_SCAN_MAX_ENTRIES 50000
+#define FSB_MOUNT_SCAN_MAX_ENTRIES 200000
 #define FSB_MOUNT_SCAN_MAX_DEPTH 32
 
 struct fsb_mount_inputs {
