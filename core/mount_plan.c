@@ -410,13 +410,14 @@ static int walk_children(struct builder *b, const char *dir, int parent, const c
 
 		errno = 0;
 		if ((de = readdir(d)) == NULL) {
-			if (errno != 0)
-				err = unscanned(b, dir, strerror(errno));
+			err = -errno;
+			if (err != 0)
+				err = unscanned(b, dir, strerror(-err));
 			break;
 		}
 		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
 			continue;
-		/* An entry left unlooked at: the scan says it stopped. */
+		/* An entry left unlooked at: the entry bound is reached. */
 		if (budget_spent(b, dir))
 			break;
 		n = snprintf(child, sizeof(child), "%s%s%s", dir,
@@ -427,11 +428,14 @@ static int walk_children(struct builder *b, const char *dir, int parent, const c
 			break;
 		}
 		if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
-			if (errno == ENOENT)
+			err = -errno;
+			if (err == -ENOENT) {
+				err = 0;
 				continue;
+			}
 			/* Listable but not searchable (r without x): none of its
 			 * entries can be looked at. */
-			err = unscanned(b, dir, strerror(errno));
+			err = unscanned(b, dir, strerror(-err));
 			break;
 		}
 		if (masked(b, child))

@@ -186,12 +186,14 @@ static const char *cannot_run_as(uid_t uid, char *why, size_t len)
 	return NULL;
 }
 
-/* Run 1 makes deploy/ 0311 from inside a run (the pack allows it: a
- * workspace change); run 2 reads the denyRead file in it by name. */
+/* Run 1 makes deploy/ 0311 and keys/ 0644 (listable, not searchable) from
+ * inside a run (the pack allows it: workspace changes); run 2 reads the
+ * denyRead file in deploy/ by name, and makes keys/ searchable again to
+ * read the one in it. */
 static void unreadable_directory_case(struct fixture *f, const char *mode, uid_t uid)
 {
 	struct layout l;
-	char dir[PATH_MAX * 2], masked[PATH_MAX * 2 + 32], *out = NULL;
+	char dir[PATH_MAX * 2], masked[PATH_MAX * 2 + 32], keys[PATH_MAX * 2 + 32], *out = NULL;
 	int st;
 
 	layout_make(f, "unreadable", mode, uid, &l);
@@ -200,9 +202,12 @@ static void unreadable_directory_case(struct fixture *f, const char *mode, uid_t
 	snprintf(dir, sizeof(dir), "%s/deploy/prod", l.ws);
 	assert_int_equal(mkdir(dir, 0755), 0);
 	fsbt_put(dir, ".env.production", SECRET "\n");
+	snprintf(dir, sizeof(dir), "%s/keys", l.ws);
+	assert_int_equal(mkdir(dir, 0755), 0);
+	fsbt_put(dir, ".env", SECRET "\n");
 	layout_own(&l);
 
-	st = run_as(&l, NULL, "chmod 0311 deploy", &out);
+	st = run_as(&l, NULL, "chmod 0311 deploy && chmod 0644 keys", &out);
 	if (WIFEXITED(st) && WEXITSTATUS(st) == UNREACHABLE)
 		fsbt_skip("the build is not reachable as uid %u (a checkout others cannot enter)",
 			  (unsigned)uid);
@@ -218,10 +223,11 @@ static void unreadable_directory_case(struct fixture *f, const char *mode, uid_t
 		assert_int_equal(sb.st_mode & 07777, 0311);
 	}
 
-	st = run_as(&l, NULL, "cat deploy/prod/.env.production; echo \"ran $?\"", &out);
+	st = run_as(&l, NULL, "cat deploy/prod/.env.production; echo \"ran $?\"; "
+		    "chmod 0755 keys; cat keys/.env", &out);
 	if (strstr(out, SECRET) != NULL)
-		fsbt_fail_long("reads = \"%s\", uid %u: the denyRead file in the 0311 directory "
-			       "was read:\n%s", mode, (unsigned)uid, out);
+		fsbt_fail_long("reads = \"%s\", uid %u: a denyRead file in the 0311 or the "
+			       "0644 directory was read:\n%s", mode, (unsigned)uid, out);
 	if (strstr(out, "ran 1") == NULL)
 		fsbt_fail_long("reads = \"%s\", uid %u: the command did not run and fail:\n%s",
 			       mode, (unsigned)uid, out);
@@ -235,9 +241,11 @@ static void unreadable_directory_case(struct fixture *f, const char *mode, uid_t
 	} else if (uid != 0) {
 		/* The user's scan cannot read deploy/: the whole of it is masked,
 		 * and the run says so once, naming it. */
-		if (count(out, masked) != 1 || strstr(out, "chmod u+rx") == NULL)
-			fsbt_fail_long("reads = \"mask\", uid %u: the masked directory is not said "
-				       "once:\n%s", (unsigned)uid, out);
+		snprintf(keys, sizeof(keys), "%s/keys is masked whole", l.ws);
+		if (count(out, masked) != 1 || count(out, keys) != 1 ||
+		    strstr(out, "chmod u+rx") == NULL)
+			fsbt_fail_long("reads = \"mask\", uid %u: the masked directories are not "
+				       "said once each:\n%s", (unsigned)uid, out);
 	} else if (count(out, "masked whole") != 0) {
 		/* Root's scan reads a 0311 directory (CAP_DAC_READ_SEARCH): the
 		 * file itself is masked, nothing else. */
