@@ -65,7 +65,16 @@ struct builder {
 	struct mp_list run;	/* host /run entries bound back */
 	size_t budget;
 	char stopped_at[PATH_MAX];	/* where the entry bound was reached */
+	size_t unscanned_unsaid;	/* masked whole beyond the first UNSCANNED_SAID */
 };
+
+/* How many directories masked whole for want of a scan are named one by
+ * one on stderr; the rest in one line. */
+#define UNSCANNED_SAID 5
+
+#define REMEDY_UNREADABLE "make it readable to you (chmod u+rx) or set reads = \"broker\" " \
+			  "in the pack"
+#define REMEDY_BEYOND "set reads = \"broker\" in the pack to have every open there judged"
 
 /* ------------------------------------------------------------------------ */
 /* Paths. */
@@ -308,12 +317,13 @@ static bool budget_spent(struct builder *b, const char *where)
 	return true;
 }
 
-/* `dir` could not be looked into (unreadable, an entry that cannot be
- * stat'ed, a name too long, the depth bound). With reads = "mask" the masks
- * are the only check on reads, so what the scan did not see is masked whole:
- * a denyRead file in it would otherwise be readable. With reads = "broker"
- * the supervisor judges every open there, so the plan only says so. */
-static int unscanned(struct builder *b, const char *dir, const char *why)
+/* `dir` could not be looked into: `why`, and `remedy` what the user can do
+ * about it. With reads = "mask" the masks are the only check on reads, so
+ * what the scan did not see is masked whole: a denyRead file in it would
+ * otherwise be readable. With reads = "broker" the supervisor judges every
+ * open there, so the plan only says so. The first few are said on stderr;
+ * the rest are counted (the explanation lists every mask). */
+static int unscanned(struct builder *b, const char *dir, const char *why, const char *remedy)
 {
 	char rule[PATH_MAX + 300];
 	int err;
@@ -325,10 +335,13 @@ static int unscanned(struct builder *b, const char *dir, const char *why)
 		 dir, why);
 	if ((err = list_add(&b->masks, dir, rule, true, true)) < 0)
 		return err;
+	if (b->out->nwarnings >= UNSCANNED_SAID) {
+		b->unscanned_unsaid++;
+		return 0;
+	}
 	return warn(b, "%s is masked whole (empty and read-only in the sandbox): the mask scan "
 		    "could not look into it (%s), so a denyRead file in it would have been "
-		    "readable; make it readable to you (chmod u+rx) or set reads = \"broker\" "
-		    "in the pack", dir, why);
+		    "readable; %s", dir, why, remedy);
 }
 
 /* A symlink whose name denyRead hides: reading through it reads its target,
@@ -387,7 +400,7 @@ static int walk_children(struct builder *b, const char *dir, int parent, const c
 	if (depth >= FSB_MOUNT_SCAN_MAX_DEPTH) {
 		snprintf(why, sizeof(why), "it lies %d directories below where the scan started, "
 			 "its depth bound", FSB_MOUNT_SCAN_MAX_DEPTH);
-		return unscanned(b, dir, why);
+		return unscanned(b, dir, why, REMEDY_BEYOND);
 	}
 	/* O_NOFOLLOW: the scan never leaves the tree through a symlink. */
 	fd = parent < 0 ? open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
@@ -395,13 +408,13 @@ static int walk_children(struct builder *b, const char *dir, int parent, const c
 	if (fd < 0) {
 		err = -errno;
 		/* Gone since it was looked at: there is nothing left to read. */
-		return err == -ENOENT ? 0 : unscanned(b, dir, strerror(-err));
+		return err == -ENOENT ? 0 : unscanned(b, dir, strerror(-err), REMEDY_UNREADABLE);
 	}
 	d = fdopendir(fd);
 	if (d == NULL) {
 		err = -errno;
 		close(fd);
-		return unscanned(b, dir, strerror(-err));
+		return unscanned(b, dir, strerror(-err), REMEDY_UNREADABLE);
 	}
 	for (;;) {
 		char child[PATH_MAX];
@@ -412,7 +425,7 @@ static int walk_children(struct builder *b, const char *dir, int parent, const c
 		if ((de = readdir(d)) == NULL) {
 			err = -errno;
 			if (err != 0)
-				err = unscanned(b, dir, strerror(-err));
+				err = unscanned(b, dir, strerror(-err), REMEDY_UNREADABLE);
 			break;
 		}
 		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
@@ -424,7 +437,7 @@ static int walk_children(struct builder *b, const char *dir, int parent, const c
 			     strcmp(dir, "/") == 0 ? "" : "/", de->d_name);
 		if (n < 0 || (size_t)n >= sizeof(child)) {
 			/* bwrap could not be given a mask there either. */
-			err = unscanned(b, dir, "it holds a path longer than PATH_MAX");
+			err = unscanned(b, dir, "it holds a path longer than PATH_MAX", REMEDY_BEYOND);
 			break;
 		}
 		if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
@@ -435,7 +448,7 @@ static int walk_children(struct builder *b, const char *dir, int parent, const c
 			}
 			/* Listable but not searchable (r without x): none of its
 			 * entries can be looked at. */
-			err = unscanned(b, dir, strerror(-err));
+			err = unscanned(b, dir, strerror(-err), REMEDY_UNREADABLE);
 			break;
 		}
 		if (masked(b, child))
@@ -524,6 +537,10 @@ static int plan_masks(struct builder *b)
 			return err;
 	}
 bound:
+	if (b->unscanned_unsaid > 0 &&
+	    (err = warn(b, "%zu more directories the mask scan could not look into are masked "
+			"whole too (fsbroker run --explain lists them)", b->unscanned_unsaid)) < 0)
+		return err;
 	if (!b->out->scan_truncated)
 		return 0;
 	/* Masking what lies beyond the entry bound would hide whatever

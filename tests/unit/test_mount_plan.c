@@ -375,6 +375,37 @@ static void test_scan_masks_what_lies_beyond_its_depth_bound(void **state)
 	fsb_policy_free(p);
 }
 
+/* Seven trees beyond the depth bound: each is masked, the first five are
+ * named on stderr one by one and the other two in one line. */
+static void test_many_unscanned_directories_are_said_in_a_few_lines(void **state)
+{
+	struct fixture *f = *state;
+	struct fsb_policy *p = load(f, "default");
+	struct fsb_mount_inputs in = inputs(f);
+	struct fsb_mount_plan pl;
+	char path[PATH_MAX];
+	size_t masks = 0;
+
+	for (int t = 0; t < 7; t++) {
+		size_t n = (size_t)snprintf(path, sizeof(path), "%s/t%d", f->ws, t);
+
+		assert_int_equal(mkdir(path, 0755), 0);
+		for (int d = 1; d <= FSB_MOUNT_SCAN_MAX_DEPTH; d++) {
+			n += (size_t)snprintf(path + n, sizeof(path) - n, "/d");
+			assert_int_equal(mkdir(path, 0755), 0);
+		}
+	}
+	if (fsb_mount_plan_build(p, &in, &pl) != 0)
+		fail_msg("plan: %s", pl.why);
+	for (size_t i = 0; i < pl.nsteps; i++)
+		masks += strstr(pl.steps[i].why, "could not look into") != NULL;
+	assert_int_equal(masks, 7);
+	assert_int_equal(pl.nwarnings, 6);
+	assert_non_null(strstr(pl.warnings[5], "2 more directories"));
+	fsb_mount_plan_free(&pl);
+	fsb_policy_free(p);
+}
+
 static void test_broker_reads_mask_only_literal_paths(void **state)
 {
 	struct fixture *f = *state;
@@ -536,6 +567,7 @@ int main(void)
 		T(test_scan_stopped_in_its_last_directory_refuses),
 		T(test_broker_reads_scan_bound_is_a_note),
 		T(test_scan_masks_what_lies_beyond_its_depth_bound),
+		T(test_many_unscanned_directories_are_said_in_a_few_lines),
 		T(test_broker_reads_mask_only_literal_paths),
 		T(test_exception_masks_entry_by_entry),
 		T(test_modify_inside_denyread_dir_is_refused),
