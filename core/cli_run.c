@@ -929,8 +929,11 @@ int fsb_cli_run(int argc, char **argv)
 		goto out;
 	}
 	/* What the plan had to mask whole (a directory the scan could not
-	 * look into): the user hears it before CMD runs, once. */
-	for (size_t i = 0; i < plan.nwarnings; i++)
+	 * look into): the user hears it before CMD runs, once; a program
+	 * reading --summary-fd finds it there instead. */
+	sum.mask_warnings = plan.warnings;
+	sum.nmask_warnings = plan.nwarnings;
+	for (size_t i = 0; o.summary_fd < 0 && i < plan.nwarnings; i++)
 		fprintf(stderr, "fsbroker run: %s\n", plan.warnings[i]);
 	/* Under bwrap the plan binds the scoped socket at FSB_MOUNT_SOCKET. */
 	snprintf(env_sock, sizeof(env_sock), "FSBROKER_SOCKET=%s",

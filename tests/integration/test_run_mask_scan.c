@@ -100,26 +100,43 @@ static void layout_own(const struct layout *l)
 	assert_int_equal(system(cmd), 0);
 }
 
-/* `fsbroker run [extra] --rules PACK --workspace WS --state-dir ST -- sh -c
- * SCRIPT` as the layout's user with its HOME and TMPDIR; stdout and stderr
- * together into *out. The wait status. */
-static int run_as(const struct layout *l, const char *extra, const char *script, char **out)
+/* `fsbroker run --rules PACK --workspace WS --state-dir ST --session s
+ * [EXTRA...] -- sh -c SCRIPT` as the layout's user with its HOME and
+ * TMPDIR; stdout, stderr and fd 3 (for --summary-fd 3) together into *out.
+ * The wait status. */
+static int run_as(const struct layout *l, const char *const *extra, const char *script,
+		  char **out)
 {
-	char *argv[] = { (char *)fsbt_binary(), "run", "--rules", (char *)l->pack, "--workspace",
-			 (char *)l->ws, "--state-dir", (char *)l->state,
-			 (char *)(extra ? "--scan-max-entries" : "--session"),
-			 (char *)(extra ? extra : "s"), "--", "sh", "-c", (char *)script, NULL };
+	char *argv[24];
+	int argc = 0;
 	size_t len = 0, cap = 4096;
 	char *buf = malloc(cap);
 	int p[2], status = -1;
 	pid_t pid;
 
+	argv[argc++] = (char *)fsbt_binary();
+	argv[argc++] = "run";
+	argv[argc++] = "--rules";
+	argv[argc++] = (char *)l->pack;
+	argv[argc++] = "--workspace";
+	argv[argc++] = (char *)l->ws;
+	argv[argc++] = "--state-dir";
+	argv[argc++] = (char *)l->state;
+	argv[argc++] = "--session";
+	argv[argc++] = "s";
+	for (; extra != NULL && *extra != NULL && argc < 18; extra++)
+		argv[argc++] = (char *)*extra;
+	argv[argc++] = "--";
+	argv[argc++] = "sh";
+	argv[argc++] = "-c";
+	argv[argc++] = (char *)script;
+	argv[argc] = NULL;
 	assert_non_null(buf);
 	assert_int_equal(pipe2(p, O_CLOEXEC), 0);
 	pid = fork();
 	assert_true(pid >= 0);
 	if (pid == 0) {
-		if (dup2(p[1], 1) < 0 || dup2(p[1], 2) < 0)
+		if (dup2(p[1], 1) < 0 || dup2(p[1], 2) < 0 || dup2(p[1], 3) < 0)
 			_exit(127);
 		setenv("HOME", l->home, 1);
 		setenv("TMPDIR", l->tmp, 1);
@@ -246,6 +263,16 @@ static void unreadable_directory_case(struct fixture *f, const char *mode, uid_t
 		    strstr(out, "chmod u+rx") == NULL)
 			fsbt_fail_long("reads = \"mask\", uid %u: the masked directories are not "
 				       "said once each:\n%s", (unsigned)uid, out);
+		/* A program reading --summary-fd finds it there, and stderr
+		 * carries none of it. */
+		free(out);
+		st = run_as(&l, (const char *const[]){ "--summary-fd", "3", NULL },
+			    "cat deploy/prod/.env.production 2>/dev/null; echo \"ran $?\"", &out);
+		if (strstr(out, SECRET) != NULL || count(out, masked) != 1 ||
+		    strstr(out, "\"maskWarnings\":[\"") == NULL ||
+		    strstr(out, "fsbroker run: ") != NULL)
+			fsbt_fail_long("reads = \"mask\", uid %u, --summary-fd: the masked "
+				       "directory is not in maskWarnings alone:\n%s", (unsigned)uid, out);
 	} else if (count(out, "masked whole") != 0) {
 		/* Root's scan reads a 0311 directory (CAP_DAC_READ_SEARCH): the
 		 * file itself is masked, nothing else. */
@@ -336,7 +363,8 @@ static void a_scan_that_hits_its_entry_bound_refuses_the_run(void **state)
 		snprintf(dir, sizeof(dir), "%s/deploy", l.ws);
 		assert_int_equal(mkdir(dir, 0755), 0);
 		fsbt_put(dir, ".env.production", SECRET "\n");
-		st = run_as(&l, "20", "cat deploy/.env.production; echo \"ran $?\"", &out);
+		st = run_as(&l, (const char *const[]){ "--scan-max-entries", "20", NULL },
+		    "cat deploy/.env.production; echo \"ran $?\"", &out);
 		if (strstr(out, SECRET) != NULL)
 			fsbt_fail_long("reads = \"%s\": the denyRead file was read:\n%s", modes[i], out);
 		if (strcmp(modes[i], "mask") == 0) {
