@@ -331,6 +331,8 @@ static int unscanned(struct builder *b, const char *dir, const char *why, const 
 	if (b->sum.reads != FSB_READS_MASK)
 		return note(b, "the mask scan could not look into %s (%s): not masked, the "
 			    "supervisor judges every open there (reads = \"broker\")", dir, why);
+	if (masked(b, dir))
+		return 0;	/* hidden already, and said */
 	snprintf(rule, sizeof(rule), "%s, a directory the mask scan could not look into (%s)",
 		 dir, why);
 	if ((err = list_add(&b->masks, dir, rule, true, true)) < 0)
@@ -474,11 +476,37 @@ static bool changeable_above(const struct builder *b, const char *path)
 }
 
 /* A place the scan starts (a literal denyRead path, the workspace, a glob's
- * base). One that cannot be looked at for a reason other than not existing
- * (an ancestor that is not searchable) cannot be masked: whether it is a
- * file or a directory is not known. The command cannot reach it either
+ * base) that cannot be looked at for a reason other than not existing: a
+ * directory above it is not searchable. The command cannot reach it either
  * (it runs as the same user, without capabilities) unless the pack lets it
- * change a directory above it: then a reads = "mask" run is refused. */
+ * change a directory above it (its mode, say); then, with reads = "mask",
+ * the nearest directory above it that can be looked at is masked whole, as
+ * one the walk cannot look into. */
+static int unreachable_start(struct builder *b, const char *path, int err)
+{
+	char dir[PATH_MAX];
+	struct stat st;
+	char *slash;
+
+	if (b->sum.reads != FSB_READS_MASK)
+		return note(b, "the mask scan cannot look at %s (%s): the supervisor judges "
+			    "every open there (reads = \"broker\")", path, strerror(-err));
+	if (!changeable_above(b, path))
+		return note(b, "the mask scan cannot look at %s (%s): not masked, the "
+			    "sandbox cannot reach it either", path, strerror(-err));
+	snprintf(dir, sizeof(dir), "%s", path);
+	while ((slash = strrchr(dir, '/')) != NULL && slash != dir) {
+		*slash = '\0';
+		if (lstat(dir, &st) == 0)
+			return S_ISDIR(st.st_mode) ? unscanned(b, dir, strerror(-err), REMEDY_UNREADABLE)
+						   : 0;
+	}
+	return fail(b, -EACCES, "the mask scan cannot look at %s (%s), so a denyRead file "
+		    "there could not be masked: make it reachable to you or set reads = "
+		    "\"broker\" in the pack", path, strerror(-err));
+}
+
+/* A place the scan starts. */
 static int mask_walk(struct builder *b, const char *path)
 {
 	struct stat st;
@@ -490,15 +518,7 @@ static int mask_walk(struct builder *b, const char *path)
 		err = -errno;
 		if (err == -ENOENT || err == -ENOTDIR)
 			return 0;
-		if (b->sum.reads != FSB_READS_MASK)
-			return note(b, "the mask scan cannot look at %s (%s): the supervisor judges "
-				    "every open there (reads = \"broker\")", path, strerror(-err));
-		if (!changeable_above(b, path))
-			return note(b, "the mask scan cannot look at %s (%s): not masked, the "
-				    "sandbox cannot reach it either", path, strerror(-err));
-		return fail(b, -EACCES, "the mask scan cannot look at %s (%s), so a denyRead "
-			    "file there could not be masked: make it reachable to you or set "
-			    "reads = \"broker\" in the pack", path, strerror(-err));
+		return unreachable_start(b, path, err);
 	}
 	if (masked(b, path))
 		return 0;

@@ -77,9 +77,9 @@ struct fsb_mount_plan {
  * plan (a relative or missing workspace, a scoped socket that is not a
  * socket), -EPERM when the pack lets the broker modify a path the plan must
  * hide (the sentence names both rules); with reads = "mask", -E2BIG when the
- * scan reached its entry bound and -EACCES when a denyRead path cannot be
- * looked at though the pack lets the broker change a directory above it (a
- * directory the scan cannot read is masked whole instead, with a warning).
+ * scan reached its entry bound, -EACCES when neither a denyRead path nor any
+ * directory above it can be looked at (a directory the scan cannot look
+ * into is masked whole instead, with a warning in out->warnings).
  * Free with fsb_mount_plan_free(), also after a failure.
  */
 int fsb_mount_plan_build(struct fsb_policy *p, const struct fsb_mount_inputs *in,

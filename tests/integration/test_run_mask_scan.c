@@ -304,6 +304,46 @@ static void an_unreadable_directory_does_not_hide_a_denied_file_from_the_mask_as
 		unreadable_directory_case(*state, modes[i], 0);
 }
 
+/* A literal denyRead path (no glob: masked without a scan, in both modes)
+ * inside a directory run 1 made 0000; run 2 makes it searchable again and
+ * reads the file. */
+static void a_literal_denied_path_in_an_unsearchable_directory_stays_hidden(void **state)
+{
+	uid_t uid = getuid() == 0 ? NOBODY : getuid();
+	char why[512], dir[PATH_MAX * 2], masked[PATH_MAX * 2 + 32], text[512], *out = NULL;
+	struct layout l;
+	int st;
+
+	if (cannot_run_as(uid, why, sizeof(why)) != NULL)
+		fsbt_skip("%s", why);
+	for (size_t i = 0; i < sizeof(modes) / sizeof(modes[0]); i++) {
+		layout_make(*state, "literal", modes[i], uid, &l);
+		snprintf(text, sizeof(text), "return { name = \"scan-literal\", include = "
+			 "{ \"default\" }, reads = \"%s\", denyRead = { \"%s/locked/token\" } }\n",
+			 modes[i], l.ws);
+		fsbt_write_file(l.pack, text);
+		snprintf(dir, sizeof(dir), "%s/locked", l.ws);
+		assert_int_equal(mkdir(dir, 0755), 0);
+		fsbt_put(dir, "token", SECRET "\n");
+		layout_own(&l);
+		st = run_as(&l, NULL, "chmod 0 locked", &out);
+		if (WIFEXITED(st) && WEXITSTATUS(st) == UNREACHABLE)
+			fsbt_skip("the build is not reachable as uid %u", (unsigned)uid);
+		if (st != 0)
+			fsbt_fail_long("run 1 (%s) exited 0x%x:\n%s", modes[i], (unsigned)st, out);
+		free(out);
+		st = run_as(&l, NULL, "chmod 0755 locked; cat locked/token; echo \"ran $?\"", &out);
+		if (strstr(out, SECRET) != NULL || strstr(out, "ran 1") == NULL)
+			fsbt_fail_long("reads = \"%s\", uid %u: the literal denyRead file was read, "
+				       "or the command did not run:\n%s", modes[i], (unsigned)uid, out);
+		snprintf(masked, sizeof(masked), "%s is masked whole", dir);
+		if (uid != 0 && strcmp(modes[i], "mask") == 0 && count(out, masked) != 1)
+			fsbt_fail_long("reads = \"mask\": the 0000 directory is not said to be "
+				       "masked, once:\n%s", out);
+		free(out);
+	}
+}
+
 /* A .env two directories beyond the scan's depth bound (32 below the
  * workspace). */
 static void a_scan_that_hits_its_bound_masks_what_it_did_not_see(void **state)
@@ -390,6 +430,9 @@ int main(void)
 		cmocka_unit_test_setup_teardown(
 			an_unreadable_directory_does_not_hide_a_denied_file_from_the_mask_as_root,
 			setup, teardown),
+		cmocka_unit_test_setup_teardown(
+			a_literal_denied_path_in_an_unsearchable_directory_stays_hidden, setup,
+			teardown),
 		cmocka_unit_test_setup_teardown(a_scan_that_hits_its_bound_masks_what_it_did_not_see,
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(a_scan_that_hits_its_entry_bound_refuses_the_run,
