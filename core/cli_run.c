@@ -44,7 +44,7 @@ static const char usage[] =
 	"                    [--approvals deferred|inline] [--approval-timeout SECONDS]\n"
 	"                    [--without-landlock] [--without-namespaces]\n"
 	"                    [--simulate-missing FEATURE,...] [--explain] [--shell zsh]\n"
-	"                    [--network host|none] -- CMD [ARG]...\n"
+	"                    [--network host|none] [--scan-max-entries N] -- CMD [ARG]...\n"
 	"       fsbroker run --core STATE-DIR [--session ID] [--tool-call ID] [--summary-fd N]\n"
 	"                    [--network host|none] -- CMD [ARG]...\n"
 	"\n"
@@ -67,7 +67,10 @@ static const char usage[] =
 	"brokered toybox's shims first on PATH (docs/clients.md). --network none runs\n"
 	"CMD in a network namespace of its own with only a loopback, --network host on\n"
 	"the host's network; either overrides the pack's `network` setting, and the\n"
-	"summary and --explain say which one held. docs/runtime.md has every flag.\n";
+	"summary and --explain say which one held. With reads = \"mask\" the scan for\n"
+	"denyRead files looks at no more than --scan-max-entries entries (200000) and\n"
+	"refuses the run when it would need more (docs/runtime-mount-plan.md).\n"
+	"docs/runtime.md has every flag.\n";
 
 #define DEFAULT_APPROVAL_TIMEOUT 60
 
@@ -80,6 +83,7 @@ struct run_opts {
 	int network;		/* --network: enum fsb_network_mode, or -1: the pack's */
 	unsigned simulate_missing;	/* enum fsb_feature bits */
 	unsigned accepted;		/* --without-landlock, --without-namespaces */
+	size_t scan_max_entries;	/* --scan-max-entries; 0: the plan's default */
 	char **cmd;
 	char **shell_cmd;	/* --shell zsh: the shell's vector, CMD at its end */
 };
@@ -467,6 +471,7 @@ static int parse_opts(int argc, char **argv, struct run_opts *o, bool *help)
 		{ "simulate-missing", required_argument, NULL, 'M' },
 		{ "shell", required_argument, NULL, 'Z' },
 		{ "network", required_argument, NULL, 'n' },
+		{ "scan-max-entries", required_argument, NULL, 'X' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -523,6 +528,18 @@ static int parse_opts(int argc, char **argv, struct run_opts *o, bool *help)
 				return fail("--approval-timeout needs a number of seconds from 1 to "
 					    "86400, not '%s'", optarg);
 			o->approval_timeout = (unsigned)t;
+			break;
+		}
+		case 'X': {
+			char *end;
+			long long n;
+
+			errno = 0;
+			n = strtoll(optarg, &end, 10);
+			if (errno != 0 || *end != '\0' || end == optarg || n < 1 || n > 100000000)
+				return fail("--scan-max-entries needs a number of entries from 1 to "
+					    "100000000, not '%s'", optarg);
+			o->scan_max_entries = (size_t)n;
 			break;
 		}
 		case 'e':
@@ -933,6 +950,7 @@ int fsb_cli_run(int argc, char **argv)
 	in.state_dir = r->broker.cfg.state_dir;
 	in.runtime_dir = getenv("XDG_RUNTIME_DIR");
 	in.uid = getuid();
+	in.scan_max_entries = o.scan_max_entries;
 	if (o.explain) {
 		rc = explain(&r->broker, &in, &o);
 		goto out;
@@ -975,6 +993,13 @@ int fsb_cli_run(int argc, char **argv)
 		rc = fail("%s", plan.why);
 		goto out;
 	}
+	/* What the plan had to mask whole (a directory the scan could not
+	 * look into): the user hears it before CMD runs, once; a program
+	 * reading --summary-fd finds it there instead. */
+	sum.mask_warnings = plan.warnings;
+	sum.nmask_warnings = plan.nwarnings;
+	for (size_t i = 0; o.summary_fd < 0 && i < plan.nwarnings; i++)
+		fprintf(stderr, "fsbroker run: %s\n", plan.warnings[i]);
 	/* Under bwrap the plan binds the scoped socket at FSB_MOUNT_SOCKET. */
 	snprintf(env_sock, sizeof(env_sock), "FSBROKER_SOCKET=%s",
 		 mode.namespaces ? FSB_MOUNT_SOCKET : r->scoped);

@@ -66,7 +66,17 @@ struct builder {
 	struct mp_list masks;
 	struct mp_list run;	/* host /run entries bound back */
 	size_t budget;
+	char stopped_at[PATH_MAX];	/* where the entry bound was reached */
+	size_t unscanned_unsaid;	/* masked whole beyond the first UNSCANNED_SAID */
 };
+
+/* How many directories masked whole for want of a scan are named one by
+ * one on stderr; the rest in one line. */
+#define UNSCANNED_SAID 5
+
+#define REMEDY_UNREADABLE "make it readable to you (chmod u+rx) or set reads = \"broker\" " \
+			  "in the pack"
+#define REMEDY_BEYOND "set reads = \"broker\" in the pack to have every open there judged"
 
 /* ------------------------------------------------------------------------ */
 /* Paths. */
@@ -187,6 +197,28 @@ static int note(struct builder *b, const char *fmt, ...)
 	return 0;
 }
 
+static int warn(struct builder *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* What the user must know before the command runs (cli_run prints it on
+ * stderr, --explain with the plan): said once, by the plan. */
+static int warn(struct builder *b, const char *fmt, ...)
+{
+	struct fsb_mount_plan *o = b->out;
+	va_list ap;
+	char *s;
+	int n;
+
+	if (grow((void **)&o->warnings, &o->warnings_cap, o->nwarnings, sizeof(*o->warnings)) < 0)
+		return -ENOMEM;
+	va_start(ap, fmt);
+	n = vasprintf(&s, fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		return -ENOMEM;
+	o->warnings[o->nwarnings++] = s;
+	return 0;
+}
+
 /* Start a step: a group of arguments with why it is there. */
 static int step_begin(struct builder *b, const char *why)
 {
@@ -241,7 +273,8 @@ static int step_argv(struct builder *b, ...)
 /* Masks: denyRead paths that exist, found from the literal globs and by the
  * bounded scan. */
 
-static int mask_walk(struct builder *b, const char *path, unsigned depth);
+static int walk_children(struct builder *b, const char *dir, int parent, const char *name,
+			 unsigned depth);
 
 /* True when an exception of denyRead ("!glob") may match something beneath
  * `dir`: masking the whole directory would hide what the pack shows. */
@@ -274,46 +307,45 @@ static bool masked(const struct builder *b, const char *path)
 	return false;
 }
 
-static int walk_children(struct builder *b, const char *dir, unsigned depth)
+/* The entry bound is spent: what is left is not looked at. The first place
+ * it stopped is kept for the sentence that refuses the run. */
+static bool budget_spent(struct builder *b, const char *where)
 {
-	struct dirent *de;
-	DIR *d;
-	int fd, err = 0;
+	if (b->out->scanned < b->budget)
+		return false;
+	if (!b->out->scan_truncated)
+		snprintf(b->stopped_at, sizeof(b->stopped_at), "%s", where);
+	b->out->scan_truncated = true;
+	return true;
+}
 
-	if (depth >= FSB_MOUNT_SCAN_MAX_DEPTH) {
-		b->out->scan_truncated = true;
-		return 0;
-	}
-	/* O_NOFOLLOW: the scan never leaves the tree through a symlink. */
-	fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (fd < 0)
-		return 0;
-	d = fdopendir(fd);
-	if (d == NULL) {
-		close(fd);
-		return 0;
-	}
-	while (err == 0 && (de = readdir(d)) != NULL) {
-		char child[PATH_MAX];
-		int n;
+/* `dir` could not be looked into: `why`, and `remedy` what the user can do
+ * about it. With reads = "mask" the masks are the only check on reads, so
+ * what the scan did not see is masked whole: a denyRead file in it would
+ * otherwise be readable. With reads = "broker" the supervisor judges every
+ * open there, so the plan only says so. The first few are said on stderr;
+ * the rest are counted (the explanation lists every mask). */
+static int unscanned(struct builder *b, const char *dir, const char *why, const char *remedy)
+{
+	char rule[PATH_MAX + 300];
+	int err;
 
-		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
-			continue;
-		/* An entry left unlooked at: the scan says it stopped. */
-		if (b->out->scanned >= b->budget) {
-			b->out->scan_truncated = true;
-			break;
-		}
-		n = snprintf(child, sizeof(child), "%s%s%s", dir,
-			     strcmp(dir, "/") == 0 ? "" : "/", de->d_name);
-		if (n < 0 || (size_t)n >= sizeof(child)) {
-			b->out->scan_truncated = true;
-			continue;
-		}
-		err = mask_walk(b, child, depth + 1);
+	if (b->sum.reads != FSB_READS_MASK)
+		return note(b, "the mask scan could not look into %s (%s): not masked, the "
+			    "supervisor judges every open there (reads = \"broker\")", dir, why);
+	if (masked(b, dir))
+		return 0;	/* hidden already, and said */
+	snprintf(rule, sizeof(rule), "%s, a directory the mask scan could not look into (%s)",
+		 dir, why);
+	if ((err = list_add(&b->masks, dir, rule, true, true)) < 0)
+		return err;
+	if (b->out->nwarnings >= UNSCANNED_SAID) {
+		b->unscanned_unsaid++;
+		return 0;
 	}
-	closedir(d);
-	return err;
+	return warn(b, "%s is masked whole (empty and read-only in the sandbox): the mask scan "
+		    "could not look into it (%s), so a denyRead file in it would have been "
+		    "readable; %s", dir, why, remedy);
 }
 
 /* A symlink whose name denyRead hides: reading through it reads its target,
@@ -331,35 +363,168 @@ static int mask_symlink_target(struct builder *b, const char *path, const char *
 	return list_add(&b->masks, real, why, S_ISDIR(st.st_mode), true);
 }
 
-/* Look at `path`: mask it when denyRead hides it, else look beneath it. */
-static int mask_walk(struct builder *b, const char *path, unsigned depth)
+/* Look at `path` (`st` its lstat; `name` in the directory `parent`, or
+ * parent -1 for a place the scan starts): mask it when denyRead hides it,
+ * else look beneath it. */
+static int scan_entry(struct builder *b, const char *path, const struct stat *st, int parent,
+		      const char *name, unsigned depth)
 {
 	char rule[600];
-	struct stat st;
 	int r;
 
-	if (b->out->scanned >= b->budget) {
-		b->out->scan_truncated = true;
-		return 0;
-	}
-	if (lstat(path, &st) < 0 || masked(b, path))
-		return 0;
 	b->out->scanned++;
 	r = fsb_policy_denied_read(b->p, path, rule, sizeof(rule));
 	if (r < 0)
 		return fail(b, -EINVAL, "the policy engine failed while planning the masks (at %s)", path);
 	if (r == 0)
-		return S_ISDIR(st.st_mode) ? walk_children(b, path, depth) : 0;
-	if (S_ISLNK(st.st_mode))
+		return S_ISDIR(st->st_mode) ? walk_children(b, path, parent, name, depth) : 0;
+	if (S_ISLNK(st->st_mode))
 		return mask_symlink_target(b, path, rule);
-	if (S_ISDIR(st.st_mode) && exceptions_within(b, path)) {
+	if (S_ISDIR(st->st_mode) && exceptions_within(b, path)) {
 		/* The directory's names stay listable; what it holds is masked
 		 * entry by entry, except what the exception lets through. */
 		r = note(b, "%s is masked entry by entry, not as a whole: an exception of denyRead "
 			 "applies beneath it", path);
-		return r < 0 ? r : walk_children(b, path, depth);
+		return r < 0 ? r : walk_children(b, path, parent, name, depth);
 	}
-	return list_add(&b->masks, path, rule, S_ISDIR(st.st_mode), true);
+	return list_add(&b->masks, path, rule, S_ISDIR(st->st_mode), true);
+}
+
+/* The entries of the directory `dir`, opened as `name` in `parent` (or by
+ * its path when parent is -1). Anything that keeps the scan from seeing all
+ * of them makes the directory unscanned(), except its vanishing. */
+static int walk_children(struct builder *b, const char *dir, int parent, const char *name,
+			 unsigned depth)
+{
+	char why[300];
+	struct dirent *de;
+	DIR *d;
+	int fd, err = 0;
+
+	if (depth >= FSB_MOUNT_SCAN_MAX_DEPTH) {
+		snprintf(why, sizeof(why), "it lies %d directories below where the scan started, "
+			 "its depth bound", FSB_MOUNT_SCAN_MAX_DEPTH);
+		return unscanned(b, dir, why, REMEDY_BEYOND);
+	}
+	/* O_NOFOLLOW: the scan never leaves the tree through a symlink. */
+	fd = parent < 0 ? open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+			: openat(parent, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0) {
+		err = -errno;
+		/* Gone since it was looked at: there is nothing left to read. */
+		return err == -ENOENT ? 0 : unscanned(b, dir, strerror(-err), REMEDY_UNREADABLE);
+	}
+	d = fdopendir(fd);
+	if (d == NULL) {
+		err = -errno;
+		close(fd);
+		return unscanned(b, dir, strerror(-err), REMEDY_UNREADABLE);
+	}
+	for (;;) {
+		char child[PATH_MAX];
+		struct stat st;
+		int n;
+
+		errno = 0;
+		if ((de = readdir(d)) == NULL) {
+			err = -errno;
+			if (err != 0)
+				err = unscanned(b, dir, strerror(-err), REMEDY_UNREADABLE);
+			break;
+		}
+		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+			continue;
+		/* An entry left unlooked at: the entry bound is reached. */
+		if (budget_spent(b, dir))
+			break;
+		n = snprintf(child, sizeof(child), "%s%s%s", dir,
+			     strcmp(dir, "/") == 0 ? "" : "/", de->d_name);
+		if (n < 0 || (size_t)n >= sizeof(child)) {
+			/* bwrap could not be given a mask there either. */
+			err = unscanned(b, dir, "it holds a path longer than PATH_MAX", REMEDY_BEYOND);
+			break;
+		}
+		if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
+			err = -errno;
+			if (err == -ENOENT) {
+				err = 0;
+				continue;
+			}
+			/* Listable but not searchable (r without x): none of its
+			 * entries can be looked at. */
+			err = unscanned(b, dir, strerror(-err), REMEDY_UNREADABLE);
+			break;
+		}
+		if (masked(b, child))
+			continue;
+		if ((err = scan_entry(b, child, &st, dirfd(d), de->d_name, depth + 1)) < 0)
+			break;
+	}
+	closedir(d);
+	return err;
+}
+
+/* True when the pack lets the broker change something at or above `path`
+ * (its modes included): what cannot be reached now could be made so. */
+static bool changeable_above(const struct builder *b, const char *path)
+{
+	const struct fsb_glob_list *lists[] = { &b->sum.modify, &b->sum.ask };
+
+	for (size_t k = 0; k < 2; k++)
+		for (size_t i = 0; i < lists[k]->n; i++)
+			if (!lists[k]->v[i].except && is_under(path, lists[k]->v[i].base))
+				return true;
+	return false;
+}
+
+/* A place the scan starts (a literal denyRead path, the workspace, a glob's
+ * base) that cannot be looked at for a reason other than not existing: a
+ * directory above it is not searchable. The command cannot reach it either
+ * (it runs as the same user, without capabilities) unless the pack lets it
+ * change a directory above it (its mode, say); then, with reads = "mask",
+ * the nearest directory above it that can be looked at is masked whole, as
+ * one the walk cannot look into. */
+static int unreachable_start(struct builder *b, const char *path, int err)
+{
+	char dir[PATH_MAX];
+	struct stat st;
+	char *slash;
+
+	if (b->sum.reads != FSB_READS_MASK)
+		return note(b, "the mask scan cannot look at %s (%s): the supervisor judges "
+			    "every open there (reads = \"broker\")", path, strerror(-err));
+	if (!changeable_above(b, path))
+		return note(b, "the mask scan cannot look at %s (%s): not masked, the "
+			    "sandbox cannot reach it either", path, strerror(-err));
+	snprintf(dir, sizeof(dir), "%s", path);
+	while ((slash = strrchr(dir, '/')) != NULL && slash != dir) {
+		*slash = '\0';
+		if (lstat(dir, &st) == 0)
+			return S_ISDIR(st.st_mode) ? unscanned(b, dir, strerror(-err), REMEDY_UNREADABLE)
+						   : 0;
+	}
+	return fail(b, -EACCES, "the mask scan cannot look at %s (%s), so a denyRead file "
+		    "there could not be masked: make it reachable to you or set reads = "
+		    "\"broker\" in the pack", path, strerror(-err));
+}
+
+/* A place the scan starts. */
+static int mask_walk(struct builder *b, const char *path)
+{
+	struct stat st;
+	int err;
+
+	if (budget_spent(b, path))
+		return 0;
+	if (lstat(path, &st) < 0) {
+		err = -errno;
+		if (err == -ENOENT || err == -ENOTDIR)
+			return 0;
+		return unreachable_start(b, path, err);
+	}
+	if (masked(b, path))
+		return 0;
+	return scan_entry(b, path, &st, -1, NULL, 0);
 }
 
 /* Masks from literal denyRead globs (their base is the path), then, with
@@ -374,12 +539,12 @@ static int plan_masks(struct builder *b)
 
 		if (e->except || e->kind == FSB_GLOB_PATTERN)
 			continue;
-		if ((err = mask_walk(b, e->base, 0)) < 0)
+		if ((err = mask_walk(b, e->base)) < 0)
 			return err;
 	}
 	if (b->sum.reads != FSB_READS_MASK)
-		return 0;
-	if ((err = mask_walk(b, b->in->workspace, 0)) < 0)
+		goto bound;
+	if ((err = mask_walk(b, b->in->workspace)) < 0)
 		return err;
 	/* A pattern rooted below "/" ("~/.config/<star>/token"): its base is
 	 * scanned too, with what is left of the budget. "**" globs rooted at
@@ -390,10 +555,27 @@ static int plan_masks(struct builder *b)
 		if (e->except || e->kind != FSB_GLOB_PATTERN || strcmp(e->base, "/") == 0 ||
 		    is_under(e->base, b->in->workspace))
 			continue;
-		if ((err = mask_walk(b, e->base, 0)) < 0)
+		if ((err = mask_walk(b, e->base)) < 0)
 			return err;
 	}
-	return 0;
+bound:
+	if (b->unscanned_unsaid > 0 &&
+	    (err = warn(b, "%zu more directories the mask scan could not look into are masked "
+			"whole too (fsbroker run --explain lists them)", b->unscanned_unsaid)) < 0)
+		return err;
+	if (!b->out->scan_truncated)
+		return 0;
+	/* Masking what lies beyond the entry bound would hide whatever
+	 * readdir's order left last, a different part of the tree from run to
+	 * run: a refusal the user can act on is the predictable choice. */
+	if (b->sum.reads == FSB_READS_MASK)
+		return fail(b, -E2BIG, "the mask scan reached its bound of %zu entries at %s "
+			    "before it had looked at everything, so a denyRead file beyond it "
+			    "would be readable: raise the bound (fsbroker run --scan-max-entries N) "
+			    "or set reads = \"broker\" in the pack", b->budget, b->stopped_at);
+	return note(b, "the mask scan stopped after %zu entries at %s: denyRead matches beyond "
+		    "it are not masked, the supervisor judges every open (reads = \"broker\")",
+		    b->out->scanned, b->stopped_at);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -780,10 +962,6 @@ int fsb_mount_plan_build(struct fsb_policy *p, const struct fsb_mount_inputs *in
 	}
 	if ((err = add_fixed_masks(&b)) < 0 || (err = plan_masks(&b)) < 0)
 		goto done;
-	if (out->scan_truncated &&
-	    (err = note(&b, "the mask scan stopped after %zu entries or at depth %d: denyRead "
-			"matches beyond it are not masked", out->scanned, FSB_MOUNT_SCAN_MAX_DEPTH)) < 0)
-		goto done;
 	if ((err = add_private_tmps(&b)) < 0)
 		goto done;
 	if ((err = add_rw_list(&b, &b.sum.modify)) < 0 || (err = add_rw_list(&b, &b.sum.ask)) < 0)
@@ -856,11 +1034,15 @@ void fsb_mount_plan_free(struct fsb_mount_plan *plan)
 	for (size_t i = 0; i < plan->nnotes; i++)
 		free(plan->notes[i]);
 	free(plan->notes);
+	for (size_t i = 0; i < plan->nwarnings; i++)
+		free(plan->warnings[i]);
+	free(plan->warnings);
 	plan->argv = NULL;
 	plan->steps = NULL;
 	plan->notes = NULL;
-	plan->argc = plan->nsteps = plan->nnotes = 0;
-	plan->argv_cap = plan->steps_cap = plan->notes_cap = 0;
+	plan->warnings = NULL;
+	plan->argc = plan->nsteps = plan->nnotes = plan->nwarnings = 0;
+	plan->argv_cap = plan->steps_cap = plan->notes_cap = plan->warnings_cap = 0;
 }
 
 /* Print `s` so that a shell reads it back as one word. */
@@ -896,7 +1078,9 @@ int fsb_mount_plan_explain(const struct fsb_mount_plan *plan, FILE *f)
 		fputc('\n', f);
 	}
 	fprintf(f, "mask scan: %zu entries looked at%s\n", plan->scanned,
-		plan->scan_truncated ? ", stopped at a bound" : "");
+		plan->scan_truncated ? ", stopped at its bound" : "");
+	for (size_t i = 0; i < plan->nwarnings; i++)
+		fprintf(f, "warning: %s\n", plan->warnings[i]);
 	for (size_t i = 0; i < plan->nnotes; i++)
 		fprintf(f, "note: %s\n", plan->notes[i]);
 	return ferror(f) ? -EIO : 0;

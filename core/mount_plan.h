@@ -27,8 +27,10 @@
 
 /* Bounds of the reads = "mask" scan: entries looked at (shared by the
  * literal denyRead trees, the workspace and the other glob bases) and
- * directory depth below each place the scan starts. */
-#define FSB_MOUNT_SCAN_MAX_ENTRIES 50000
+ * directory depth below each place the scan starts. With reads = "mask" a
+ * directory beyond the depth bound is masked whole and reaching the entry
+ * bound refuses the run (docs/runtime-mount-plan.md). */
+#define FSB_MOUNT_SCAN_MAX_ENTRIES 200000
 #define FSB_MOUNT_SCAN_MAX_DEPTH 32
 
 struct fsb_mount_inputs {
@@ -48,7 +50,7 @@ struct fsb_mount_inputs {
 	const char *clients_dir;	/* --shell: bound at FSB_MOUNT_CLIENTS; may be NULL */
 	const char *runtime_dir;	/* $XDG_RUNTIME_DIR; NULL: /run/user/<uid> */
 	uid_t uid;
-	size_t scan_max_entries;	/* 0: FSB_MOUNT_SCAN_MAX_ENTRIES */
+	size_t scan_max_entries;	/* 0: FSB_MOUNT_SCAN_MAX_ENTRIES (--scan-max-entries) */
 };
 
 /* One group of arguments and why it is there, for the explanation. */
@@ -64,11 +66,13 @@ struct fsb_mount_plan {
 	size_t nsteps;
 	char **notes;			/* what the plan left out, and why */
 	size_t nnotes;
+	char **warnings;		/* what the user must hear before the run: once each */
+	size_t nwarnings;
 	size_t scanned;			/* entries the mask scan looked at */
-	bool scan_truncated;		/* the scan hit a bound: some matches may be unmasked */
+	bool scan_truncated;		/* the scan hit its entry bound */
 	char why[1024];			/* after a failure: one sentence */
 	/* private */
-	size_t argv_cap, steps_cap, notes_cap;
+	size_t argv_cap, steps_cap, notes_cap, warnings_cap;
 };
 
 /**
@@ -79,8 +83,11 @@ struct fsb_mount_plan {
  * plan (a relative or missing workspace, a scoped socket that is not a
  * socket), -EPERM when the pack lets the broker modify a path the plan must
  * hide (the sentence names both rules) or when a socket dir of the core
- * cannot be hidden without hiding the workspace. Free with fsb_mount_plan_free(),
- * also after a failure.
+ * cannot be hidden without hiding the workspace; with reads = "mask", -E2BIG when the
+ * scan reached its entry bound, -EACCES when neither a denyRead path nor any
+ * directory above it can be looked at (a directory the scan cannot look
+ * into is masked whole instead, with a warning in out->warnings).
+ * Free with fsb_mount_plan_free(), also after a failure.
  */
 int fsb_mount_plan_build(struct fsb_policy *p, const struct fsb_mount_inputs *in,
 			 struct fsb_mount_plan *out);
@@ -89,7 +96,8 @@ void fsb_mount_plan_free(struct fsb_mount_plan *plan);
 
 /**
  * Print the plan for people (`fsbroker run --explain`): each group of
- * arguments with why it is there, shell-quoted, then the notes. 0 or -EIO.
+ * arguments with why it is there, shell-quoted, then the warnings and the
+ * notes. 0 or -EIO.
  */
 int fsb_mount_plan_explain(const struct fsb_mount_plan *plan, FILE *f);
 

@@ -37,6 +37,10 @@ struct fsb_run_summary {
 	int exit_status;	/* what fsbroker run exits with */
 	int signal;		/* the signal that ended CMD, 0 when none */
 	char *rerun;		/* the command line that repeats the run (malloc'd) */
+	/* The mount plan's warnings (a directory masked whole because the
+	 * mask scan could not look into it); not owned. */
+	char *const *mask_warnings;
+	size_t nmask_warnings;
 	/* Filled by fsb_run_summary_collect(). */
 	unsigned cycle;		/* the sealed cycle (embedded), the open one (attached), or 0 */
 	char **changed;		/* real paths the tool call changed, in order */

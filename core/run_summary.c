@@ -405,6 +405,7 @@ static cJSON *refusals_json(const struct fsb_run_refusal *v, size_t n)
 cJSON *fsb_run_summary_json(const struct fsb_run_summary *s)
 {
 	cJSON *o = cJSON_CreateObject(), *changed = cJSON_CreateArray(), *undone = cJSON_CreateArray();
+	cJSON *warnings = cJSON_CreateArray();
 
 	cJSON_AddNumberToObject(o, "exitStatus", s->exit_status);
 	if (s->signal > 0)
@@ -425,6 +426,9 @@ cJSON *fsb_run_summary_json(const struct fsb_run_summary *s)
 	for (size_t i = 0; i < s->nundone; i++)
 		cJSON_AddItemToArray(undone, cJSON_CreateString(s->undone[i]));
 	cJSON_AddItemToObject(o, "undone", undone);
+	for (size_t i = 0; i < s->nmask_warnings; i++)
+		cJSON_AddItemToArray(warnings, cJSON_CreateString(s->mask_warnings[i]));
+	cJSON_AddItemToObject(o, "maskWarnings", warnings);
 	cJSON_AddNumberToObject(o, "backedUp", (double)s->backed_up);
 	cJSON_AddItemToObject(o, "denied", refusals_json(s->denied, s->ndenied));
 	cJSON_AddItemToObject(o, "waiting", refusals_json(s->waiting, s->nwaiting));

@@ -491,3 +491,31 @@ for c in $all_configs; do
 done
 echo "  (medians of each run's median open; \"first\" is the first open of a run,"
 echo "   which backs the file up; aim: emulated ÷ native ≤ 4)"
+
+# --- 7. the mask scan alone ---------------------------------------------------------
+
+# `fsbroker run --explain` loads the pack and builds the mount plan, the mask
+# scan included, and starts nothing: the big workspace's time less the small
+# one's is the scan of the extra entries. The two alternate round by round.
+for ((r = 0; r < r_sed; r++)); do
+    for ws in "$ws_small" "$ws_big"; do
+        cd "$ws"
+        t0=${EPOCHREALTIME/./}
+        "$fsb" run --state-dir "$state" --workspace "$ws" --session bench --explain \
+            >/dev/null 2>>"$log" || die "fsbroker run --explain failed in $ws"
+        t1=${EPOCHREALTIME/./}
+        cd "$root"
+        add "explain-$ws" mask $((t1 - t0))
+    done
+done
+s=$(med "explain-$ws_small" mask)
+b=$(med "explain-$ws_big" mask)
+n_small=${scanned[$ws_small]%% *}
+n_big=${scanned[$ws_big]%% *}
+printf '\n%-46s %10s %10s %12s\n' "7. the mask scan: \`fsbroker run --explain\`," "10 files" \
+    "$big_files" "µs/entry"
+printf '  %-44s %7s ms %7s ms %12s\n' "$r_sed rounds, alternating" "$(ms "$s")" "$(ms "$b")" \
+    "$(awk -v s="$s" -v b="$b" -v ns="$n_small" -v nb="$n_big" \
+        'BEGIN { if (nb > ns) printf "%.1f", (b - s) / (nb - ns); else print "-" }')"
+echo "  (medians; the scan looked at $n_small and $n_big entries; it reads every entry"
+echo "   up to its bound, and a workspace beyond the bound refuses the run)"

@@ -7,6 +7,7 @@
 #include "unit.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -270,7 +271,9 @@ static void test_mask_scan_finds_env_files(void **state)
 	fsb_policy_free(p);
 }
 
-static void test_scan_stops_at_its_bound_and_says_so(void **state)
+/* reads = "mask": what the scan did not look at would be readable, so
+ * reaching the entry bound refuses the run with a sentence naming it. */
+static void test_scan_that_hits_its_bound_refuses_the_plan(void **state)
 {
 	struct fixture *f = *state;
 	struct fsb_policy *p = load(f, "default");
@@ -278,18 +281,20 @@ static void test_scan_stops_at_its_bound_and_says_so(void **state)
 	struct fsb_mount_plan pl;
 
 	in.scan_max_entries = 3;
-	assert_int_equal(fsb_mount_plan_build(p, &in, &pl), 0);
+	assert_int_equal(fsb_mount_plan_build(p, &in, &pl), -E2BIG);
 	assert_true(pl.scan_truncated);
 	assert_int_equal(pl.scanned, 3);
-	assert_true(has_note(&pl, "are not masked"));
+	assert_non_null(strstr(pl.why, "bound of 3 entries"));
+	assert_non_null(strstr(pl.why, "--scan-max-entries"));
+	assert_non_null(strstr(pl.why, "reads = \"broker\""));
 	fsb_mount_plan_free(&pl);
 	fsb_policy_free(p);
 }
 
 /* The bound reached in the middle of the last directory scanned (the
  * workspace here is the only place looked at): the entries left unlooked
- * at must be reported too. */
-static void test_scan_stopped_in_its_last_directory_says_so(void **state)
+ * at must refuse the plan too. */
+static void test_scan_stopped_in_its_last_directory_refuses(void **state)
 {
 	struct fixture *f = *state;
 	/* One glob, found only by the workspace's scan: the last place looked. */
@@ -304,16 +309,102 @@ static void test_scan_stopped_in_its_last_directory_says_so(void **state)
 	assert_false(pl.scan_truncated);
 	all = pl.scanned;
 	fsb_mount_plan_free(&pl);
+	/* The whole tree exactly: nothing left unseen, no refusal. */
+	in.scan_max_entries = all;
+	assert_int_equal(fsb_mount_plan_build(p, &in, &pl), 0);
+	fsb_mount_plan_free(&pl);
 	/* Wherever in the walk the bound falls (readdir's order decides
-	 * which entry is last): every bound below the whole says so. */
+	 * which entry is last): every bound below the whole refuses. */
 	for (size_t bound = 1; bound < all; bound++) {
 		in.scan_max_entries = bound;
-		assert_int_equal(fsb_mount_plan_build(p, &in, &pl), 0);
+		if (fsb_mount_plan_build(p, &in, &pl) != -E2BIG)
+			fail_msg("a scan bound of %zu (of %zu entries) does not refuse", bound, all);
 		assert_int_equal(pl.scanned, bound);
-		if (!pl.scan_truncated)
-			fail_msg("a scan bound of %zu (of %zu entries) is not reported", bound, all);
 		fsb_mount_plan_free(&pl);
 	}
+	fsb_policy_free(p);
+}
+
+/* reads = "broker": the supervisor judges every open, so a bound reached
+ * while masking a literal tree entry by entry is only said. */
+static void test_broker_reads_scan_bound_is_a_note(void **state)
+{
+	struct fixture *f = *state;
+	struct fsb_policy *p = load_text(f, "brokerx",
+		"return { name = \"brokerx\", reads = \"broker\", fsProfile = { read = { \"/**\" },\n"
+		"  modify = { \"${workspace}/**\" } },\n"
+		"  denyRead = { \"~/.ssh/**\", \"!~/.ssh/known_hosts\" } }\n");
+	struct fsb_mount_inputs in = inputs(f);
+	struct fsb_mount_plan pl;
+
+	in.scan_max_entries = 1;
+	if (fsb_mount_plan_build(p, &in, &pl) != 0)
+		fail_msg("plan: %s", pl.why);
+	assert_true(pl.scan_truncated);
+	assert_true(has_note(&pl, "the supervisor judges every open"));
+	fsb_mount_plan_free(&pl);
+	fsb_policy_free(p);
+}
+
+/* A chain deeper than the depth bound: with reads = "mask" the directory
+ * the scan did not go into is masked whole and the user is told; a .env at
+ * the bottom stays hidden. */
+static void test_scan_masks_what_lies_beyond_its_depth_bound(void **state)
+{
+	struct fixture *f = *state;
+	struct fsb_policy *p = load(f, "default");
+	struct fsb_mount_inputs in = inputs(f);
+	struct fsb_mount_plan pl;
+	char path[PATH_MAX], at_bound[PATH_MAX];
+	size_t n;
+
+	n = (size_t)snprintf(path, sizeof(path), "%s", f->ws);
+	for (int d = 1; d <= FSB_MOUNT_SCAN_MAX_DEPTH + 2; d++) {
+		n += (size_t)snprintf(path + n, sizeof(path) - n, "/d");
+		assert_int_equal(mkdir(path, 0755), 0);
+		if (d == FSB_MOUNT_SCAN_MAX_DEPTH)
+			snprintf(at_bound, sizeof(at_bound), "%s", path);
+	}
+	snprintf(path + n, sizeof(path) - n, "/.env");
+	put(path, "DEEP=1\n");
+	if (fsb_mount_plan_build(p, &in, &pl) != 0)
+		fail_msg("plan: %s", pl.why);
+	assert_true(find3(&pl, "--tmpfs", at_bound, "--remount-ro") > 0);
+	assert_int_equal(pl.nwarnings, 1);
+	assert_non_null(strstr(pl.warnings[0], "depth bound"));
+	assert_non_null(strstr(pl.warnings[0], at_bound));
+	fsb_mount_plan_free(&pl);
+	fsb_policy_free(p);
+}
+
+/* Seven trees beyond the depth bound: each is masked, the first five are
+ * named on stderr one by one and the other two in one line. */
+static void test_many_unscanned_directories_are_said_in_a_few_lines(void **state)
+{
+	struct fixture *f = *state;
+	struct fsb_policy *p = load(f, "default");
+	struct fsb_mount_inputs in = inputs(f);
+	struct fsb_mount_plan pl;
+	char path[PATH_MAX];
+	size_t masks = 0;
+
+	for (int t = 0; t < 7; t++) {
+		size_t n = (size_t)snprintf(path, sizeof(path), "%s/t%d", f->ws, t);
+
+		assert_int_equal(mkdir(path, 0755), 0);
+		for (int d = 1; d <= FSB_MOUNT_SCAN_MAX_DEPTH; d++) {
+			n += (size_t)snprintf(path + n, sizeof(path) - n, "/d");
+			assert_int_equal(mkdir(path, 0755), 0);
+		}
+	}
+	if (fsb_mount_plan_build(p, &in, &pl) != 0)
+		fail_msg("plan: %s", pl.why);
+	for (size_t i = 0; i < pl.nsteps; i++)
+		masks += strstr(pl.steps[i].why, "could not look into") != NULL;
+	assert_int_equal(masks, 7);
+	assert_int_equal(pl.nwarnings, 6);
+	assert_non_null(strstr(pl.warnings[5], "2 more directories"));
+	fsb_mount_plan_free(&pl);
 	fsb_policy_free(p);
 }
 
@@ -545,8 +636,11 @@ int main(void)
 		T(test_the_core_socket_dirs_are_masked_wherever_they_lie),
 		T(test_network_none_unshares_the_network),
 		T(test_mask_scan_finds_env_files),
-		T(test_scan_stops_at_its_bound_and_says_so),
-		T(test_scan_stopped_in_its_last_directory_says_so),
+		T(test_scan_that_hits_its_bound_refuses_the_plan),
+		T(test_scan_stopped_in_its_last_directory_refuses),
+		T(test_broker_reads_scan_bound_is_a_note),
+		T(test_scan_masks_what_lies_beyond_its_depth_bound),
+		T(test_many_unscanned_directories_are_said_in_a_few_lines),
 		T(test_broker_reads_mask_only_literal_paths),
 		T(test_exception_masks_entry_by_entry),
 		T(test_modify_inside_denyread_dir_is_refused),

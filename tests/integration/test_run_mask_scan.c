@@ -1,0 +1,443 @@
+/*
+ * test_run_mask_scan.c — what the reads = "mask" scan of `fsbroker run`
+ * cannot look at stays unreadable (docs/runtime-mount-plan.md): a directory
+ * it cannot read is masked whole, a directory beyond its depth bound too,
+ * and reaching its entry bound refuses the run with a sentence. Each in both
+ * read modes (with reads = "broker" the supervisor refuses the read
+ * instead), as root and as an ordinary user (uid 65534) where both apply:
+ * root's scan reads a 0311 directory anyway, an ordinary user's cannot.
+ */
+#include "harness.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define NOBODY 65534
+#define SECRET "SECRET-PROD-7f3a"
+/* The exit status a child gives when the build cannot be run as the uid. */
+#define UNREACHABLE 120
+
+static const char *const modes[] = { "mask", "broker" };
+
+struct fixture {
+	char root[PATH_MAX];
+};
+
+/* One run's layout: a home, a workspace, a private tmp, a state dir and a
+ * pack that includes the default one with the read mode under test. */
+struct layout {
+	char base[PATH_MAX], home[PATH_MAX + 8], ws[PATH_MAX + 8], tmp[PATH_MAX + 8];
+	char state[PATH_MAX + 8], pack[PATH_MAX + 16];
+	uid_t uid;
+};
+
+static int setup(void **state)
+{
+	struct fixture *f = calloc(1, sizeof(*f));
+
+	assert_non_null(f);
+	/* Not under /tmp: the sandbox has a private one. */
+	snprintf(f->root, sizeof(f->root), "/var/tmp/fsbt-mscan-XXXXXX");
+	assert_non_null(mkdtemp(f->root));
+	assert_int_equal(chmod(f->root, 0755), 0);
+	*state = f;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	struct fixture *f = *state;
+	char cmd[PATH_MAX + 16];
+
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", f->root);
+	if (getenv("FSBT_KEEP") == NULL && system(cmd) != 0)
+		fprintf(stderr, "could not remove %s\n", f->root);
+	free(f);
+	return 0;
+}
+
+static void layout_make(struct fixture *f, const char *name, const char *mode, uid_t uid,
+			struct layout *l)
+{
+	char text[256];
+
+	memset(l, 0, sizeof(*l));
+	l->uid = uid;
+	snprintf(l->base, sizeof(l->base), "%s/%s-%s-%u", f->root, name, mode, (unsigned)uid);
+	snprintf(l->home, sizeof(l->home), "%s/home", l->base);
+	snprintf(l->ws, sizeof(l->ws), "%s/ws", l->base);
+	snprintf(l->tmp, sizeof(l->tmp), "%s/tmp", l->base);
+	snprintf(l->state, sizeof(l->state), "%s/state", l->base);
+	snprintf(l->pack, sizeof(l->pack), "%s/pack.lua", l->base);
+	assert_int_equal(mkdir(l->base, 0755), 0);
+	assert_int_equal(mkdir(l->home, 0755), 0);
+	assert_int_equal(mkdir(l->ws, 0755), 0);
+	assert_int_equal(mkdir(l->tmp, 0700), 0);
+	snprintf(text, sizeof(text), "return { name = \"scan-%s\", include = { \"default\" }, "
+		 "reads = \"%s\" }\n", mode, mode);
+	fsbt_write_file(l->pack, text);
+}
+
+/* Give the layout to its user, once its files are in place. */
+static void layout_own(const struct layout *l)
+{
+	char cmd[PATH_MAX + 64];
+
+	if (l->uid == getuid())
+		return;
+	snprintf(cmd, sizeof(cmd), "chown -R %u:%u '%s'", (unsigned)l->uid, (unsigned)l->uid,
+		 l->base);
+	assert_int_equal(system(cmd), 0);
+}
+
+/* `fsbroker run --rules PACK --workspace WS --state-dir ST --session s
+ * [EXTRA...] -- sh -c SCRIPT` as the layout's user with its HOME and
+ * TMPDIR; stdout, stderr and fd 3 (for --summary-fd 3) together into *out.
+ * The wait status. */
+static int run_as(const struct layout *l, const char *const *extra, const char *script,
+		  char **out)
+{
+	char *argv[24];
+	int argc = 0;
+	size_t len = 0, cap = 4096;
+	char *buf = malloc(cap);
+	int p[2], status = -1;
+	pid_t pid;
+
+	argv[argc++] = (char *)fsbt_binary();
+	argv[argc++] = "run";
+	argv[argc++] = "--rules";
+	argv[argc++] = (char *)l->pack;
+	argv[argc++] = "--workspace";
+	argv[argc++] = (char *)l->ws;
+	argv[argc++] = "--state-dir";
+	argv[argc++] = (char *)l->state;
+	argv[argc++] = "--session";
+	argv[argc++] = "s";
+	for (; extra != NULL && *extra != NULL && argc < 18; extra++)
+		argv[argc++] = (char *)*extra;
+	argv[argc++] = "--";
+	argv[argc++] = "sh";
+	argv[argc++] = "-c";
+	argv[argc++] = (char *)script;
+	argv[argc] = NULL;
+	assert_non_null(buf);
+	assert_int_equal(pipe2(p, O_CLOEXEC), 0);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		if (dup2(p[1], 1) < 0 || dup2(p[1], 2) < 0 || dup2(p[1], 3) < 0)
+			_exit(127);
+		setenv("HOME", l->home, 1);
+		setenv("TMPDIR", l->tmp, 1);
+		unsetenv("XDG_RUNTIME_DIR");
+		unsetenv("XDG_STATE_HOME");
+		unsetenv("XDG_CONFIG_HOME");
+		if (l->uid != getuid() &&
+		    (setgroups(0, NULL) < 0 || setgid(l->uid) < 0 || setuid(l->uid) < 0))
+			_exit(126);
+		if (access(argv[0], X_OK) < 0)
+			_exit(UNREACHABLE);
+		if (chdir(l->ws) < 0)
+			_exit(127);
+		execv(argv[0], argv);
+		_exit(127);
+	}
+	close(p[1]);
+	for (;;) {
+		struct pollfd pf = { .fd = p[0], .events = POLLIN };
+		ssize_t n;
+
+		/* A hang detector, not a measure. */
+		if (poll(&pf, 1, 120000) <= 0) {
+			kill(pid, SIGKILL);
+			break;
+		}
+		if (len + 1024 > cap) {
+			char *nb = realloc(buf, cap *= 2);
+
+			assert_non_null(nb);
+			buf = nb;
+		}
+		n = read(p[0], buf + len, cap - len - 1);
+		if (n <= 0)
+			break;
+		len += (size_t)n;
+	}
+	buf[len] = '\0';
+	close(p[0]);
+	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+		;
+	*out = buf;
+	return status;
+}
+
+static size_t count(const char *hay, const char *needle)
+{
+	size_t n = 0;
+
+	for (const char *s = hay; (s = strstr(s, needle)) != NULL; s += strlen(needle))
+		n++;
+	return n;
+}
+
+/* Why this test cannot run as `uid`, or NULL. */
+static const char *cannot_run_as(uid_t uid, char *why, size_t len)
+{
+	if (fsbt_sandbox_unsupported(why, len) != NULL)
+		return why;
+	if (uid != getuid() && getuid() != 0) {
+		snprintf(why, len, "needs root to run as uid %u", (unsigned)uid);
+		return why;
+	}
+	return NULL;
+}
+
+/* Run 1 makes deploy/ 0311 and keys/ 0644 (listable, not searchable) from
+ * inside a run (the pack allows it: workspace changes); run 2 reads the
+ * denyRead file in deploy/ by name, and makes keys/ searchable again to
+ * read the one in it. */
+static void unreadable_directory_case(struct fixture *f, const char *mode, uid_t uid)
+{
+	struct layout l;
+	char dir[PATH_MAX * 2], masked[PATH_MAX * 2 + 32], keys[PATH_MAX * 2 + 32], *out = NULL;
+	int st;
+
+	layout_make(f, "unreadable", mode, uid, &l);
+	snprintf(dir, sizeof(dir), "%s/deploy", l.ws);
+	assert_int_equal(mkdir(dir, 0755), 0);
+	snprintf(dir, sizeof(dir), "%s/deploy/prod", l.ws);
+	assert_int_equal(mkdir(dir, 0755), 0);
+	fsbt_put(dir, ".env.production", SECRET "\n");
+	snprintf(dir, sizeof(dir), "%s/keys", l.ws);
+	assert_int_equal(mkdir(dir, 0755), 0);
+	fsbt_put(dir, ".env", SECRET "\n");
+	layout_own(&l);
+
+	st = run_as(&l, NULL, "chmod 0311 deploy && chmod 0644 keys", &out);
+	if (WIFEXITED(st) && WEXITSTATUS(st) == UNREACHABLE)
+		fsbt_skip("the build is not reachable as uid %u (a checkout others cannot enter)",
+			  (unsigned)uid);
+	if (st != 0)
+		fsbt_fail_long("run 1 (%s, uid %u) exited 0x%x:\n%s", mode, (unsigned)uid,
+			       (unsigned)st, out);
+	free(out);
+	snprintf(dir, sizeof(dir), "%s/deploy", l.ws);
+	{
+		struct stat sb;
+
+		assert_int_equal(stat(dir, &sb), 0);
+		assert_int_equal(sb.st_mode & 07777, 0311);
+	}
+
+	st = run_as(&l, NULL, "cat deploy/prod/.env.production; echo \"ran $?\"; "
+		    "chmod 0755 keys; cat keys/.env", &out);
+	if (strstr(out, SECRET) != NULL)
+		fsbt_fail_long("reads = \"%s\", uid %u: a denyRead file in the 0311 or the "
+			       "0644 directory was read:\n%s", mode, (unsigned)uid, out);
+	if (strstr(out, "ran 1") == NULL)
+		fsbt_fail_long("reads = \"%s\", uid %u: the command did not run and fail:\n%s",
+			       mode, (unsigned)uid, out);
+	snprintf(masked, sizeof(masked), "%s is masked whole", dir);
+	if (strcmp(mode, "broker") == 0) {
+		/* The supervisor judges the open: the scan is not involved. */
+		if (strstr(out, "refused: read of ") == NULL ||
+		    strstr(out, "(denyRead **/.env.*)") == NULL || count(out, "masked whole") != 0)
+			fsbt_fail_long("reads = \"broker\", uid %u: no refusal by the supervisor:\n%s",
+				       (unsigned)uid, out);
+	} else if (uid != 0) {
+		/* The user's scan cannot read deploy/: the whole of it is masked,
+		 * and the run says so once, naming it. */
+		snprintf(keys, sizeof(keys), "%s/keys is masked whole", l.ws);
+		if (count(out, masked) != 1 || count(out, keys) != 1 ||
+		    strstr(out, "chmod u+rx") == NULL)
+			fsbt_fail_long("reads = \"mask\", uid %u: the masked directories are not "
+				       "said once each:\n%s", (unsigned)uid, out);
+		/* A program reading --summary-fd finds it there, and stderr
+		 * carries none of it. */
+		free(out);
+		st = run_as(&l, (const char *const[]){ "--summary-fd", "3", NULL },
+			    "cat deploy/prod/.env.production 2>/dev/null; echo \"ran $?\"", &out);
+		if (strstr(out, SECRET) != NULL || count(out, masked) != 1 ||
+		    strstr(out, "\"maskWarnings\":[\"") == NULL ||
+		    strstr(out, "fsbroker run: ") != NULL)
+			fsbt_fail_long("reads = \"mask\", uid %u, --summary-fd: the masked "
+				       "directory is not in maskWarnings alone:\n%s", (unsigned)uid, out);
+	} else if (count(out, "masked whole") != 0) {
+		/* Root's scan reads a 0311 directory (CAP_DAC_READ_SEARCH): the
+		 * file itself is masked, nothing else. */
+		fsbt_fail_long("reads = \"mask\" as root: deploy/ masked whole:\n%s", out);
+	}
+	free(out);
+}
+
+static void an_unreadable_directory_does_not_hide_a_denied_file_from_the_mask(void **state)
+{
+	uid_t uid = getuid() == 0 ? NOBODY : getuid();
+	char why[512];
+
+	if (cannot_run_as(uid, why, sizeof(why)) != NULL)
+		fsbt_skip("%s", why);
+	for (size_t i = 0; i < sizeof(modes) / sizeof(modes[0]); i++)
+		unreadable_directory_case(*state, modes[i], uid);
+}
+
+static void an_unreadable_directory_does_not_hide_a_denied_file_from_the_mask_as_root(void **state)
+{
+	char why[512];
+
+	if (getuid() != 0)
+		fsbt_skip("needs root");
+	if (cannot_run_as(0, why, sizeof(why)) != NULL)
+		fsbt_skip("%s", why);
+	for (size_t i = 0; i < sizeof(modes) / sizeof(modes[0]); i++)
+		unreadable_directory_case(*state, modes[i], 0);
+}
+
+/* A literal denyRead path (no glob: masked without a scan, in both modes)
+ * inside a directory run 1 made 0000; run 2 makes it searchable again and
+ * reads the file. */
+static void a_literal_denied_path_in_an_unsearchable_directory_stays_hidden(void **state)
+{
+	uid_t uid = getuid() == 0 ? NOBODY : getuid();
+	char why[512], dir[PATH_MAX * 2], masked[PATH_MAX * 2 + 32], text[512], *out = NULL;
+	struct layout l;
+	int st;
+
+	if (cannot_run_as(uid, why, sizeof(why)) != NULL)
+		fsbt_skip("%s", why);
+	for (size_t i = 0; i < sizeof(modes) / sizeof(modes[0]); i++) {
+		layout_make(*state, "literal", modes[i], uid, &l);
+		snprintf(text, sizeof(text), "return { name = \"scan-literal\", include = "
+			 "{ \"default\" }, reads = \"%s\", denyRead = { \"%s/locked/token\" } }\n",
+			 modes[i], l.ws);
+		fsbt_write_file(l.pack, text);
+		snprintf(dir, sizeof(dir), "%s/locked", l.ws);
+		assert_int_equal(mkdir(dir, 0755), 0);
+		fsbt_put(dir, "token", SECRET "\n");
+		layout_own(&l);
+		st = run_as(&l, NULL, "chmod 0 locked", &out);
+		if (WIFEXITED(st) && WEXITSTATUS(st) == UNREACHABLE)
+			fsbt_skip("the build is not reachable as uid %u", (unsigned)uid);
+		if (st != 0)
+			fsbt_fail_long("run 1 (%s) exited 0x%x:\n%s", modes[i], (unsigned)st, out);
+		free(out);
+		st = run_as(&l, NULL, "chmod 0755 locked; cat locked/token; echo \"ran $?\"", &out);
+		if (strstr(out, SECRET) != NULL || strstr(out, "ran 1") == NULL)
+			fsbt_fail_long("reads = \"%s\", uid %u: the literal denyRead file was read, "
+				       "or the command did not run:\n%s", modes[i], (unsigned)uid, out);
+		snprintf(masked, sizeof(masked), "%s is masked whole", dir);
+		if (uid != 0 && strcmp(modes[i], "mask") == 0 && count(out, masked) != 1)
+			fsbt_fail_long("reads = \"mask\": the 0000 directory is not said to be "
+				       "masked, once:\n%s", out);
+		free(out);
+	}
+}
+
+/* A .env two directories beyond the scan's depth bound (32 below the
+ * workspace). */
+static void a_scan_that_hits_its_bound_masks_what_it_did_not_see(void **state)
+{
+	char why[512], path[PATH_MAX], bound_dir[PATH_MAX], script[PATH_MAX + 64];
+	char masked[PATH_MAX + 32], *out = NULL;
+	struct layout l;
+	size_t n, rel;
+	int st;
+
+	if (cannot_run_as(getuid(), why, sizeof(why)) != NULL)
+		fsbt_skip("%s", why);
+	for (size_t i = 0; i < sizeof(modes) / sizeof(modes[0]); i++) {
+		layout_make(*state, "depth", modes[i], getuid(), &l);
+		n = (size_t)snprintf(path, sizeof(path), "%s", l.ws);
+		rel = n + 1;
+		for (int d = 1; d <= 34; d++) {
+			n += (size_t)snprintf(path + n, sizeof(path) - n, "/d");
+			assert_int_equal(mkdir(path, 0755), 0);
+			if (d == 32)
+				snprintf(bound_dir, sizeof(bound_dir), "%s", path);
+		}
+		fsbt_put(path, ".env", SECRET "\n");
+		snprintf(script, sizeof(script), "cat %s/.env; echo \"ran $?\"", path + rel);
+		st = run_as(&l, NULL, script, &out);
+		if (st == -1 || strstr(out, SECRET) != NULL || strstr(out, "ran 1") == NULL)
+			fsbt_fail_long("reads = \"%s\": the .env beyond the depth bound was read, or "
+				       "the command did not run:\n%s", modes[i], out);
+		snprintf(masked, sizeof(masked), "%s is masked whole", bound_dir);
+		if (strcmp(modes[i], "mask") == 0 && count(out, masked) != 1)
+			fsbt_fail_long("reads = \"mask\": the directory at the depth bound is not "
+				       "said to be masked, once:\n%s", out);
+		if (strcmp(modes[i], "broker") == 0 && strstr(out, "refused: read of ") == NULL)
+			fsbt_fail_long("reads = \"broker\": no refusal by the supervisor:\n%s", out);
+		free(out);
+	}
+}
+
+/* More entries than the bound (--scan-max-entries, the knob a user raises
+ * it with): with reads = "mask" the run refuses before CMD starts, with a
+ * sentence saying what to do; with reads = "broker" it runs and the
+ * supervisor refuses the read. */
+static void a_scan_that_hits_its_entry_bound_refuses_the_run(void **state)
+{
+	char why[512], dir[PATH_MAX * 2], name[32], *out = NULL;
+	struct layout l;
+	int st;
+
+	if (cannot_run_as(getuid(), why, sizeof(why)) != NULL)
+		fsbt_skip("%s", why);
+	for (size_t i = 0; i < sizeof(modes) / sizeof(modes[0]); i++) {
+		layout_make(*state, "entries", modes[i], getuid(), &l);
+		for (int k = 0; k < 40; k++) {
+			snprintf(name, sizeof(name), "f%02d", k);
+			fsbt_put(l.ws, name, "x\n");
+		}
+		snprintf(dir, sizeof(dir), "%s/deploy", l.ws);
+		assert_int_equal(mkdir(dir, 0755), 0);
+		fsbt_put(dir, ".env.production", SECRET "\n");
+		st = run_as(&l, (const char *const[]){ "--scan-max-entries", "20", NULL },
+		    "cat deploy/.env.production; echo \"ran $?\"", &out);
+		if (strstr(out, SECRET) != NULL)
+			fsbt_fail_long("reads = \"%s\": the denyRead file was read:\n%s", modes[i], out);
+		if (strcmp(modes[i], "mask") == 0) {
+			if (!WIFEXITED(st) || WEXITSTATUS(st) != 125 || strstr(out, "ran ") != NULL ||
+			    count(out, "the mask scan reached its bound of 20 entries") != 1 ||
+			    strstr(out, "--scan-max-entries N") == NULL)
+				fsbt_fail_long("reads = \"mask\": exit 0x%x, not a refusal with the "
+					       "sentence:\n%s", (unsigned)st, out);
+		} else if (strstr(out, "ran 1") == NULL || strstr(out, "refused: read of ") == NULL) {
+			fsbt_fail_long("reads = \"broker\": exit 0x%x, no refusal by the "
+				       "supervisor:\n%s", (unsigned)st, out);
+		}
+		free(out);
+	}
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(
+			an_unreadable_directory_does_not_hide_a_denied_file_from_the_mask, setup,
+			teardown),
+		cmocka_unit_test_setup_teardown(
+			an_unreadable_directory_does_not_hide_a_denied_file_from_the_mask_as_root,
+			setup, teardown),
+		cmocka_unit_test_setup_teardown(
+			a_literal_denied_path_in_an_unsearchable_directory_stays_hidden, setup,
+			teardown),
+		cmocka_unit_test_setup_teardown(a_scan_that_hits_its_bound_masks_what_it_did_not_see,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(a_scan_that_hits_its_entry_bound_refuses_the_run,
+						setup, teardown),
+	};
+
+	return fsbt_run_group(tests, NULL, NULL);
+}
