@@ -70,6 +70,10 @@ struct fsb_backup_entry {
 					 * times, owner, mode): one its tool call
 					 * recorded in the cycle needs nothing more */
 	const char *tool_call, *trace;
+	/* The requester's "/" when it is not the core's (a sandboxed process):
+	 * a path only the sandbox has is not journaled (view.h). */
+	bool has_view;
+	int view_fd;
 };
 
 /**

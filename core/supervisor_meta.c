@@ -203,6 +203,8 @@ static int back_up(struct obj *o)
 		.metadata_only = fsb_op_metadata_only(a->op),
 		.in_place = true,
 		.tool_call = o->sv->scope.tool_call,
+		.has_view = a->has_view,
+		.view_fd = a->view_fd,
 	};
 	int rc;
 
