@@ -457,11 +457,12 @@ static struct fsb_session *journaling(struct fsb_broker *b, const char *sid, int
 }
 
 int fsb_backup_note_created(struct fsb_broker *b, const char *sid, const struct fsb_access *acc,
-			    int flags)
+			    int flags, int made_fd)
 {
 	struct fsb_backup_result res;
 	struct fsb_backup_req r;
 	struct fsb_session *s;
+	struct stat made;
 	char why[256];
 	int rc;
 
@@ -477,6 +478,7 @@ int fsb_backup_note_created(struct fsb_broker *b, const char *sid, const struct 
 	r.path = acc->requested;
 	r.resolved = acc->res.path;
 	r.fd = -1;
+	r.made = made_fd >= 0 && fstat(made_fd, &made) == 0 ? &made : NULL;
 	r.defer_sync = true;
 	pthread_mutex_lock(&s->store_lock);
 	rc = store_of(b, s, why, sizeof(why)) == NULL ? -EIO : fsb_store_record(s->store, &r, &res);

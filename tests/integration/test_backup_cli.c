@@ -154,7 +154,8 @@ static void object_path(const char *hex, char *out, size_t len)
 	snprintf(out, len, "%s/objects/%.2s/%s", S.store, hex, hex);
 }
 
-/* Append one journal line: `prior` NULL for a path that did not exist;
+/* Append one journal line: `prior` NULL for a path that did not exist (its
+ * object named as `made` when it exists already);
  * `hex` an object name, a `skipped` reason, or NULL. */
 static void journal_add(const char *tool_call, const char *op, const char *path,
 			const struct stat *prior, const char *hex)
@@ -162,6 +163,15 @@ static void journal_add(const char *tool_call, const char *op, const char *path,
 	char p[1024];
 	size_t n = strlen(S.journal);
 
+	struct stat made;
+	char m[256] = "";
+
+	/* A create journaled after it was made names the object it made, as
+	 * the core's grants do. */
+	if (prior == NULL && lstat(path, &made) == 0)
+		snprintf(m, sizeof(m), ",\"made\":{\"type\":\"%s\",\"dev\":%llu,\"ino\":%llu}",
+			 S_ISDIR(made.st_mode) ? "dir" : "file", (unsigned long long)made.st_dev,
+			 (unsigned long long)made.st_ino);
 	if (prior == NULL)
 		snprintf(p, sizeof(p), "{\"exists\":false}");
 	else
@@ -181,8 +191,8 @@ static void journal_add(const char *tool_call, const char *op, const char *path,
 	snprintf(S.journal + n, sizeof(S.journal) - n,
 		 "{\"seq\":%u,\"time\":\"2026-11-29T20:01:0%u.003Z\",\"toolCallId\":\"%s\","
 		 "\"traceId\":\"tr-%u\",\"op\":\"%s\",\"flags\":0,\"path\":\"%s\","
-		 "\"resolved\":\"%s\",\"prior\":%s,\"ok\":true}\n",
-		 S.seq, S.seq % 10, tool_call, S.seq, op, path, path, p);
+		 "\"resolved\":\"%s\",\"prior\":%s%s,\"ok\":true}\n",
+		 S.seq, S.seq % 10, tool_call, S.seq, op, path, path, p, m);
 }
 
 static void journal_write(void)
@@ -215,11 +225,13 @@ static void seal_as(const char *const *paths, bool recovered)
 		else
 			n += (size_t)snprintf(text + n, sizeof(text) - n,
 					      "%s\"%s\": {\"exists\": true, \"type\": \"%s\", "
-					      "\"size\": %lld, \"mtime\": [%lld, %ld], \"ino\": %llu}",
+					      "\"size\": %lld, \"mtime\": [%lld, %ld], \"dev\": %llu, "
+					      "\"ino\": %llu}",
 					      i ? ", " : "", paths[i],
 					      S_ISDIR(st.st_mode) ? "dir" : "file",
 					      (long long)st.st_size, (long long)st.st_mtim.tv_sec,
-					      st.st_mtim.tv_nsec, (unsigned long long)st.st_ino);
+					      st.st_mtim.tv_nsec, (unsigned long long)st.st_dev,
+					      (unsigned long long)st.st_ino);
 	}
 	snprintf(text + n, sizeof(text) - n, "}}\n");
 	snprintf(path, sizeof(path), "%s/cycles/1/cycle.json", S.store);
@@ -256,6 +268,7 @@ static void scene(bool open)
 	put_object(D_BEFORE, S.del_hex);
 
 	journal_add("tc-1", "write", S.a, &S.a_before, S.a_hex);
+	fsbt_write_file(S.made, "made by the cycle\n");
 	journal_add("tc-1", "create", S.made, NULL, NULL);
 	journal_add("tc-2", "delete", S.del, &S.del_before, S.del_hex);
 	journal_write();
