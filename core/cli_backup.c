@@ -726,7 +726,8 @@ static void choose_action(struct item *it)
  * When it is not, --force still removes what a later restore or edit may
  * have put there in its place (a regular file, a symlink — unlinked, never
  * followed — a fifo, an empty directory) and notes it; never a socket or a
- * device, which no brokered call makes; otherwise `it` is settled as left.
+ * device, which no restore makes again (a socket there is some program's
+ * live endpoint); otherwise `it` is settled as left.
  */
 static bool is_the_object(const struct cli *c, struct item *it, const struct stat *st,
 			  const char *type, uint64_t dev, uint64_t ino)

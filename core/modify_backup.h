@@ -17,7 +17,9 @@
 
 /** What became of a backup, beyond its return value. */
 struct fsb_backup_outcome {
-	const char *skipped;	/* no copy taken: "too-large", "skip-rule", "disabled"; or NULL */
+	const char *skipped;	/* no copy taken: "too-large", "skip-rule", "disabled",
+				 * "private" (only the sandbox has the path:
+				 * nothing journaled); or NULL */
 	bool approved_too_large;	/* an approval of an onTooLarge block let it through */
 	char block_id[24];	/* -EACCES: the prompt block the change waits on */
 	char why[512];		/* a sentence, when it failed */

@@ -35,26 +35,30 @@ static int identify(int rootfd, const char *path, struct stat *st)
 int fsb_view_is_hosts(int viewfd, int hostfd, const char *path)
 {
 	char dir[PATH_MAX];
-	const char *what = path, *slash;
 	struct stat in, out;
+	size_t len = strlen(path);
 	int rc;
 
-	rc = identify(viewfd, what, &in);
-	/* A create: the directory it goes into decides. */
-	if (rc == -ENOENT && (slash = strrchr(path, '/')) != NULL && slash != path) {
-		if ((size_t)(slash - path) >= sizeof(dir))
-			return -ENAMETOOLONG;
-		memcpy(dir, path, (size_t)(slash - path));
-		dir[slash - path] = '\0';
-		what = dir;
-		rc = identify(viewfd, what, &in);
-	} else if (rc == -ENOENT) {
-		what = "/";
-		rc = identify(viewfd, what, &in);
+	if (len >= sizeof(dir))
+		return -ENAMETOOLONG;
+	memcpy(dir, path, len + 1);
+	/*
+	 * A name that does not exist yet (a create, or an entry under the new
+	 * name of a directory being renamed) lies in the nearest directory
+	 * above it that does: that one decides.
+	 */
+	while (((rc = identify(viewfd, dir, &in)) == -ENOENT || rc == -ENOTDIR) &&
+	       strcmp(dir, "/") != 0) {
+		char *slash = strrchr(dir, '/');
+
+		if (slash == dir)
+			slash[1] = '\0';
+		else
+			*slash = '\0';
 	}
 	if (rc < 0)
 		return rc;
-	rc = identify(hostfd, what, &out);
+	rc = identify(hostfd, dir, &out);
 	/*
 	 * Nothing of that name on the host, or not reachable without a symlink
 	 * there, or not reachable at all by the core, whose uid is the

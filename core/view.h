@@ -8,8 +8,9 @@
 
 /**
  * Is `path` (absolute, resolved in view `viewfd`) the host's path of the
- * same name? Compares the object itself, or its directory when the object
- * does not exist yet (a create), as reached from `viewfd` and from
+ * same name? Compares the object itself, or the nearest directory above it
+ * that exists when the object does not exist yet (a create, the entries
+ * under a directory's new name in a rename), as reached from `viewfd` and from
  * `hostfd` (the core's own "/"): the same dev/ino means the sandbox sees
  * the host's object there (a bind of the host tree); anything else (the
  * host has nothing there, or another object) means it is the sandbox's own.

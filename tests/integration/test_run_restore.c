@@ -220,7 +220,7 @@ static void restore_after_private_tmp_creates_leaves_the_hosts_files_as_a_user(v
  * A file the run created, replaced after it by another file of that name,
  * is not the cycle's: a restore leaves it and says so. With --force it goes
  * (the user asked for the state before the run), but a socket that took the
- * place of a created file never does: no brokered call makes one.
+ * place of a created file never does: no restore makes one again.
  */
 static void restore_removes_only_the_object_the_cycle_created(void **state)
 {
