@@ -8,6 +8,7 @@
 #include "run_fixture.h"
 
 #include <grp.h>
+#include <pwd.h>
 #include <sys/un.h>
 
 /* The host objects of one scenario, under the pack's ${tmp}. */
@@ -159,8 +160,15 @@ static void restore_after_private_tmp_creates_leaves_the_hosts_files(void **stat
 		fsbt_fail_long("with ${tmp} = %s: %s", f->tmp, msg);
 }
 
-/* The ordinary user the test switches to (as root): nobody. */
-#define ORDINARY_UID 65534
+/* The ordinary user the test switches to (as root): FSBT_USER, else nobody. */
+static void ordinary_user(uid_t *uid, gid_t *gid)
+{
+	const char *name = getenv("FSBT_USER");
+	const struct passwd *pw = name != NULL ? getpwnam(name) : NULL;
+
+	*uid = pw != NULL ? pw->pw_uid : 65534;
+	*gid = pw != NULL ? pw->pw_gid : 65534;
+}
 
 /* The same as an ordinary user: the child switches uid and runs it all. */
 static void restore_after_private_tmp_creates_leaves_the_hosts_files_as_a_user(void **state)
@@ -169,13 +177,16 @@ static void restore_after_private_tmp_creates_leaves_the_hosts_files_as_a_user(v
 	char why[512], msg[16384], cmd[PATH_MAX + 64];
 	int p[2], status;
 	ssize_t n, got = 0;
+	uid_t uid;
+	gid_t gid;
 	pid_t pid;
 
+	ordinary_user(&uid, &gid);
 	if (geteuid() != 0)
-		fsbt_skip("needs root to run as another uid (uid %d)", ORDINARY_UID);
+		fsbt_skip("needs root to run as another uid (uid %u)", (unsigned)uid);
 	if (fsbt_sandbox_unsupported(why, sizeof(why)) != NULL)
 		fsbt_skip("%s", why);
-	snprintf(cmd, sizeof(cmd), "chown -R %d:%d '%s'", ORDINARY_UID, ORDINARY_UID, f->root);
+	snprintf(cmd, sizeof(cmd), "chown -R %u:%u '%s'", (unsigned)uid, (unsigned)gid, f->root);
 	assert_int_equal(system(cmd), 0);
 	assert_int_equal(pipe2(p, O_CLOEXEC), 0);
 	pid = fork();
@@ -185,16 +196,16 @@ static void restore_after_private_tmp_creates_leaves_the_hosts_files_as_a_user(v
 		int code = 1;
 
 		close(p[0]);
-		if (setgroups(0, NULL) < 0 || setresgid(ORDINARY_UID, ORDINARY_UID, ORDINARY_UID) < 0 ||
-		    setresuid(ORDINARY_UID, ORDINARY_UID, ORDINARY_UID) < 0) {
-			snprintf(msg, sizeof(msg), "cannot become uid %d: %s", ORDINARY_UID,
+		if (setgroups(0, NULL) < 0 || setresgid(gid, gid, gid) < 0 ||
+		    setresuid(uid, uid, uid) < 0) {
+			snprintf(msg, sizeof(msg), "cannot become uid %u: %s", (unsigned)uid,
 				 strerror(errno));
 		} else if (access(fsbt_binary(), X_OK) < 0) {
-			snprintf(msg, sizeof(msg), "uid %d cannot run %s (the checkout is in a "
-				 "directory other users cannot enter)", ORDINARY_UID, fsbt_binary());
+			snprintf(msg, sizeof(msg), "uid %u cannot run %s (the checkout is in a "
+				 "directory other users cannot enter)", (unsigned)uid, fsbt_binary());
 			code = 77;
 		} else if (fsbt_sandbox_unsupported(why, sizeof(why)) != NULL) {
-			snprintf(msg, sizeof(msg), "as uid %d: %s", ORDINARY_UID, why);
+			snprintf(msg, sizeof(msg), "as uid %u: %s", (unsigned)uid, why);
 			code = 77;
 		} else if ((err = private_tmp_scenario(f, "/tmp", msg, sizeof(msg))) == NULL &&
 			   (err = private_tmp_scenario(f, f->tmp, msg, sizeof(msg))) == NULL) {
@@ -213,7 +224,7 @@ static void restore_after_private_tmp_creates_leaves_the_hosts_files_as_a_user(v
 	if (WIFEXITED(status) && WEXITSTATUS(status) == 77)
 		fsbt_skip("%s", msg);
 	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
-		fsbt_fail_long("as uid %d (status 0x%x): %s", ORDINARY_UID, (unsigned)status, msg);
+		fsbt_fail_long("as uid %u (status 0x%x): %s", (unsigned)uid, (unsigned)status, msg);
 }
 
 /*
