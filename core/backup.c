@@ -466,6 +466,16 @@ fail:
 	return NULL;
 }
 
+/* `made` of a created path's line: the object the create made. */
+static bool add_made(cJSON *o, const struct stat *st)
+{
+	cJSON *m = cJSON_AddObjectToObject(o, "made");
+
+	return m != NULL &&
+	       cJSON_AddStringToObject(m, "type", fsb_file_type_name(st->st_mode)) != NULL &&
+	       add_u64(m, "dev", st->st_dev) && add_u64(m, "ino", st->st_ino);
+}
+
 static cJSON *journal_line(const struct cycle *c, const struct fsb_backup_req *r,
 			   const struct fsb_backup_result *res)
 {
@@ -487,6 +497,10 @@ static cJSON *journal_line(const struct cycle *c, const struct fsb_backup_req *r
 	prior = ok ? prior_json(r, res) : NULL;
 	if (prior == NULL || !cJSON_AddItemToObject(o, "prior", prior)) {
 		cJSON_Delete(prior);
+		cJSON_Delete(o);
+		return NULL;
+	}
+	if (r->made != NULL && r->prior == NULL && !add_made(o, r->made)) {
 		cJSON_Delete(o);
 		return NULL;
 	}
@@ -699,7 +713,9 @@ static int mkdir_p(const char *path)
 }
 
 /*
- * The end state of `path` for cycle.json. Only ENOENT and ENOTDIR mean it
+ * The end state of `path` for cycle.json: also what a restore compares a
+ * path the cycle created with before it removes it (type, dev and ino: the
+ * very object the cycle left there). Only ENOENT and ENOTDIR mean it
  * is absent; any other lstat error leaves its state unknown, *unknown is set
  * and NULL returned: the path is left out of `paths`, so a restore of it
  * needs --force. NULL without *unknown is out of memory.
@@ -722,7 +738,8 @@ static cJSON *end_state(const char *path, bool *unknown)
 		ok = cJSON_AddTrueToObject(o, "exists") != NULL &&
 		     cJSON_AddStringToObject(o, "type", fsb_file_type_name(st.st_mode)) != NULL &&
 		     add_u64(o, "size", (uint64_t)st.st_size) &&
-		     add_timespec(o, "mtime", &st.st_mtim) && add_u64(o, "ino", st.st_ino);
+		     add_timespec(o, "mtime", &st.st_mtim) && add_u64(o, "dev", st.st_dev) &&
+		     add_u64(o, "ino", st.st_ino);
 	}
 	if (!ok) {
 		cJSON_Delete(o);

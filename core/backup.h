@@ -87,6 +87,10 @@ struct fsb_backup_req {
 					 * store, let go while content is copied
 					 * (other records go on meanwhile); NULL:
 					 * held throughout */
+	const struct stat *made;	/* a create already made: its lstat,
+					 * journaled as `made` (type, dev, ino)
+					 * for a restore to know the object it
+					 * may remove; NULL when not known */
 	bool no_repeat_copy;		/* a path this tool call already recorded
 					 * in the cycle is neither copied nor
 					 * journaled again (a grant: the first

@@ -449,6 +449,28 @@ static void rec_free(struct fsb_journal_rec *r)
 	memset(r, 0, sizeof(*r));
 }
 
+/* `made` (optional): the type, dev and ino of the object a create made. */
+static int parse_made(const cJSON *m, struct fsb_journal_rec *r, struct why *w)
+{
+	const cJSON *t;
+	bool has_dev, has_ino;
+	int err;
+
+	if (m == NULL)
+		return 0;
+	t = cJSON_GetObjectItemCaseSensitive(m, "type");
+	if (!cJSON_IsObject(m) || !cJSON_IsString(t) || !is_type(t->valuestring))
+		return bad(w, "%s is not an object with a known file type", "made");
+	if ((err = get_u64(m, "dev", "made.dev", &r->made_dev, &has_dev, w)) < 0 ||
+	    (err = get_u64(m, "ino", "made.ino", &r->made_ino, &has_ino, w)) < 0)
+		return err;
+	if (!has_dev || !has_ino)
+		return bad(w, "%s lacks dev or ino", "made");
+	strcpy(r->made_type, t->valuestring);
+	r->has_made = true;
+	return 0;
+}
+
 static int parse_record(const cJSON *o, struct fsb_journal_rec *r, struct why *w)
 {
 	const cJSON *it;
@@ -490,7 +512,8 @@ static int parse_record(const cJSON *o, struct fsb_journal_rec *r, struct why *w
 		goto fail;
 	}
 	r->ok = it == NULL || cJSON_IsTrue(it);
-	if ((err = parse_prior(cJSON_GetObjectItemCaseSensitive(o, "prior"), &r->prior, w)) < 0)
+	if ((err = parse_prior(cJSON_GetObjectItemCaseSensitive(o, "prior"), &r->prior, w)) < 0 ||
+	    (err = parse_made(cJSON_GetObjectItemCaseSensitive(o, "made"), r, w)) < 0)
 		goto fail;
 	return 0;
 
@@ -655,6 +678,7 @@ static int parse_end(const char *key, const cJSON *v, struct fsb_end_state *e, s
 	}
 	if ((err = get_u64(v, "size", "size", &e->size, &e->has_size, w)) < 0 ||
 	    (err = get_u64(v, "ino", "ino", &e->ino, &e->has_ino, w)) < 0 ||
+	    (err = get_u64(v, "dev", "dev", &e->dev, &e->has_dev, w)) < 0 ||
 	    (err = get_time(v, "mtime", "mtime", &e->mtime, &e->has_mtime, w)) < 0)
 		return err;
 	/* A key holds the path; an entry may carry it as bytes instead when

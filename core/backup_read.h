@@ -58,6 +58,11 @@ struct fsb_journal_rec {
 	char *resolved;		/* the real path the change touched: what restore acts on */
 	bool ok;
 	struct fsb_prior prior;
+	/* A created path: the object the create made, when it was journaled
+	 * after the create (`made`); restore removes no other. */
+	bool has_made;
+	char made_type[12];
+	uint64_t made_dev, made_ino;
 };
 
 /** The end state of a path as cycle.json `paths` records it. */
@@ -66,7 +71,10 @@ struct fsb_end_state {
 	bool exists;
 	char type[12];
 	bool has_size, has_mtime, has_ino;
-	uint64_t size, ino;
+	/* Written since restore checks what it removes; a cycle sealed before
+	 * has none (and its type and ino may be another object's). */
+	bool has_dev;
+	uint64_t size, ino, dev;
 	struct timespec mtime;
 };
 

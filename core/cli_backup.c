@@ -455,6 +455,8 @@ static cJSON *end_json(const struct fsb_end_state *e)
 		cJSON_AddNumberToObject(o, "size", (double)e->size);
 	if (e->has_mtime)
 		cJSON_AddItemToObject(o, "mtime", timespec_json(&e->mtime));
+	if (e->has_dev)
+		cJSON_AddNumberToObject(o, "dev", (double)e->dev);
 	if (e->has_ino)
 		cJSON_AddNumberToObject(o, "ino", (double)e->ino);
 	return o;
@@ -719,6 +721,85 @@ static void choose_action(struct item *it)
 	}
 }
 
+/*
+ * Is `st` the object of type `type`, (dev, ino) that the cycle created?
+ * When it is not, --force still removes what a later restore or edit may
+ * have put there in its place (a regular file, a symlink — unlinked, never
+ * followed — a fifo, an empty directory) and notes it; never a socket or a
+ * device, which no restore makes again (a socket there is some program's
+ * live endpoint); otherwise `it` is settled as left.
+ */
+static bool is_the_object(const struct cli *c, struct item *it, const struct stat *st,
+			  const char *type, uint64_t dev, uint64_t ino)
+{
+	const char *now = fsb_file_type_name(st->st_mode);
+	bool same_type = strcmp(type, now) == 0;
+	char why[160];
+
+	/* cJSON reads numbers as doubles: compare the numbers rounded the same
+	 * way (see end_differs). */
+	if (same_type && (double)dev == (double)st->st_dev && (double)ino == (double)st->st_ino)
+		return true;
+	if (!same_type)
+		snprintf(why, sizeof(why), "the cycle created a %s here and a %s is there now",
+			 type, now);
+	else
+		snprintf(why, sizeof(why), "this %s is not the one the cycle created (its device "
+			 "or inode differs)", now);
+	if (c->force && (S_ISREG(st->st_mode) || S_ISLNK(st->st_mode) || S_ISFIFO(st->st_mode) ||
+			 S_ISDIR(st->st_mode))) {
+		append(it, "; forced, though ");
+		append(it, why);
+		return true;
+	}
+	settle(it, RES_SKIPPED, "left", false, "not removed: %s%s", why,
+	       S_ISSOCK(st->st_mode) || S_ISCHR(st->st_mode) || S_ISBLK(st->st_mode)
+		       ? "" : " (use --force to remove it anyway)");
+	return false;
+}
+
+/*
+ * A path the cycle created is removed only when what is there now is
+ * certainly the object the cycle made: never a host's file, socket, symlink
+ * or tree that merely has its name. The cycle's end state names that object
+ * (type, dev and ino, taken at the seal: what the cycle left, also when it
+ * replaced its own file, as `sed -i` does); without one (an open cycle, or
+ * one recovered after a crash) the object the create made, when its line
+ * records it (`made`). With neither (a cycle sealed by an older fsbroker,
+ * whose end state's type and ino may describe another object: the host's,
+ * for a name in the sandbox's private /tmp; a create journaled before it
+ * was made) nothing proves it, and not even --force removes more than what
+ * holds nothing of value: an empty regular file with one link, or an empty
+ * directory (rmdir refuses one with entries), of the kind the record made
+ * and owned by the restoring user.
+ * True when the removal may go ahead; otherwise `it` is settled as left.
+ */
+static bool removable(const struct cli *c, const struct fsb_cycle *cy, struct item *it)
+{
+	const struct fsb_end_state *e = it->pick->end;
+	const struct fsb_journal_rec *r = it->pick->rec;
+	const struct stat *st = &it->now;
+	const char *type = fsb_file_type_name(st->st_mode);
+	bool dir_op = strcmp(r->op, "mkdir") == 0;
+
+	if (e != NULL && e->exists && e->has_dev && e->has_ino && e->type[0] != '\0')
+		return is_the_object(c, it, st, e->type, e->dev, e->ino);
+	if ((e == NULL || !e->has_dev) && r->has_made)
+		return is_the_object(c, it, st, r->made_type, r->made_dev, r->made_ino);
+	if (st->st_uid == geteuid() &&
+	    ((dir_op && S_ISDIR(st->st_mode)) ||
+	     (!dir_op && S_ISREG(st->st_mode) && st->st_size == 0 && st->st_nlink == 1)))
+		return true;
+	settle(it, RES_SKIPPED, "left", false,
+	       "not removed: the cycle recorded no device and inode of what it created here "
+	       "(%s), and a %s%s is not certainly its own",
+	       cy->state == FSB_CYCLE_OPEN ? "the cycle is still open"
+	       : cy->state == FSB_CYCLE_RECOVERED ? "it was recovered after a crash"
+	       : "it was sealed by an fsbroker that did not record them",
+	       S_ISREG(st->st_mode) && st->st_size > 0 ? "non-empty " : "", type);
+	return false;
+}
+
 static void plan_item(const struct cli *c, const struct fsb_cycle *cy, struct item *it)
 {
 	const struct fsb_prior *p = &it->pick->rec->prior;
@@ -783,6 +864,8 @@ static void plan_item(const struct cli *c, const struct fsb_cycle *cy, struct it
 			snprintf(it->note, sizeof(it->note), "; forced, though it changed after the "
 				 "cycle: %s", diff);
 	}
+	if (it->act == ACT_REMOVE && !removable(c, cy, it))
+		return;
 	/*
 	 * Only the metadata was journaled: the cycle left the bytes as they
 	 * were, so the file the cycle ended with holds the content it began

@@ -262,7 +262,7 @@ static void cmd_modify_backup(struct fsb_broker *b, const char *sid, const cJSON
 	if (!acc.res.exists) {
 		rec = fsb_access_audit_record(&acc, "host-modify-backup");
 		fsb_broker_audit(b, sid, rec);
-		if (fsb_backup_note_created(b, sid, &acc, 0) < 0) {
+		if (fsb_backup_note_created(b, sid, &acc, 0, -1) < 0) {
 			fail(reply, "%s", "the backup journal cannot be written");
 			return;
 		}

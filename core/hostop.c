@@ -284,6 +284,8 @@ static int hop_record_entry(struct hostop *h, enum fsb_op op, const char *reques
 			      op == FSB_OP_RENAME_TO || (st != NULL && st->st_nlink > 1),
 		.tool_call = h->who->tool_call,
 		.trace = h->req->trace,
+		.has_view = h->who->view_fd >= 0,
+		.view_fd = h->who->view_fd,
 	};
 	struct fsb_backup_outcome out;
 	int rc = fsb_backup_entry(h->b, h->who->session, &e, &res, &out);

@@ -29,6 +29,7 @@
 #include "log.h"
 #include "modify_backup.h"
 #include "proto_json.h"
+#include "view.h"
 
 static struct fsb_store *store_of(struct fsb_broker *b, struct fsb_session *s,
 				  char *why, size_t whylen)
@@ -69,6 +70,30 @@ static void settings_of(struct fsb_broker *b, struct fsb_session *s, struct sett
 	out->on_too_large = set->on_too_large;
 	out->quota_bytes = set->quota_bytes;
 	fsb_broker_unlock(b);
+}
+
+/*
+ * Whether `path`, judged in the requester's view, may be journaled under
+ * that name: 1 when it is the host's object (or the requester has the
+ * core's own view), 0 when only the sandbox has it (its private /tmp or
+ * ${tmp}), which is neither backed up nor journaled: a restore acts on
+ * host paths, and the host's object of that name is not the one changed.
+ * -EIO (with `why`) when the view cannot be examined: the change must not
+ * happen.
+ */
+static int journaled_name(struct fsb_broker *b, bool has_view, int view_fd, const char *path,
+			  char *why, size_t whylen)
+{
+	int rc;
+
+	if (!has_view || view_fd < 0 || view_fd == b->rootfd)
+		return 1;
+	rc = fsb_view_is_hosts(view_fd, b->rootfd, path);
+	if (rc >= 0)
+		return rc;
+	snprintf(why, whylen, "cannot tell whether %s is the host's or the sandbox's own (%s); "
+		 "nothing was changed", path, strerror(-rc));
+	return -EIO;
 }
 
 /* Fill in the size limit and record `r`; the store lock is held. */
@@ -265,6 +290,12 @@ int fsb_backup_file(struct fsb_broker *b, const char *sid, const struct fsb_acce
 		out->skipped = "disabled";
 		return 0;
 	}
+	rc = journaled_name(b, acc->has_view, acc->view_fd, acc->res.path, out->why,
+			    sizeof(out->why));
+	if (rc <= 0) {
+		out->skipped = rc == 0 ? "private" : NULL;
+		return rc;
+	}
 	memset(&r, 0, sizeof(r));
 	memset(&res, 0, sizeof(res));
 	r.tool_call = acc->tool_call;
@@ -332,6 +363,11 @@ int fsb_backup_entry(struct fsb_broker *b, const char *sid, const struct fsb_bac
 	if (!set.enabled) {
 		res->skipped = out->skipped = "disabled";
 		return 0;
+	}
+	rc = journaled_name(b, e->has_view, e->view_fd, e->resolved, out->why, sizeof(out->why));
+	if (rc <= 0) {
+		res->skipped = out->skipped = rc == 0 ? "private" : NULL;
+		return rc;
 	}
 	memset(&r, 0, sizeof(r));
 	r.tool_call = e->tool_call;
@@ -421,15 +457,19 @@ static struct fsb_session *journaling(struct fsb_broker *b, const char *sid, int
 }
 
 int fsb_backup_note_created(struct fsb_broker *b, const char *sid, const struct fsb_access *acc,
-			    int flags)
+			    int flags, int made_fd)
 {
 	struct fsb_backup_result res;
 	struct fsb_backup_req r;
 	struct fsb_session *s;
+	struct stat made;
 	char why[256];
 	int rc;
 
 	if ((s = journaling(b, sid, &rc)) == NULL)
+		return rc;
+	if ((rc = journaled_name(b, acc->has_view, acc->view_fd, acc->res.path, why,
+				 sizeof(why))) <= 0)
 		return rc;
 	memset(&r, 0, sizeof(r));
 	r.tool_call = acc->tool_call;
@@ -438,6 +478,7 @@ int fsb_backup_note_created(struct fsb_broker *b, const char *sid, const struct 
 	r.path = acc->requested;
 	r.resolved = acc->res.path;
 	r.fd = -1;
+	r.made = made_fd >= 0 && fstat(made_fd, &made) == 0 ? &made : NULL;
 	r.defer_sync = true;
 	pthread_mutex_lock(&s->store_lock);
 	rc = store_of(b, s, why, sizeof(why)) == NULL ? -EIO : fsb_store_record(s->store, &r, &res);
@@ -454,6 +495,10 @@ int fsb_backup_note_parent(struct fsb_broker *b, const char *sid, const struct f
 	int rc;
 
 	if ((s = journaling(b, sid, &rc)) == NULL)
+		return rc;
+	/* The directory is the sandbox's own when the name it will hold is. */
+	if ((rc = journaled_name(b, acc->has_view, acc->view_fd, acc->res.path, why,
+				 sizeof(why))) <= 0)
 		return rc;
 	pthread_mutex_lock(&s->store_lock);
 	rc = store_of(b, s, why, sizeof(why)) == NULL

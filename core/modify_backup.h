@@ -17,7 +17,9 @@
 
 /** What became of a backup, beyond its return value. */
 struct fsb_backup_outcome {
-	const char *skipped;	/* no copy taken: "too-large", "skip-rule", "disabled"; or NULL */
+	const char *skipped;	/* no copy taken: "too-large", "skip-rule", "disabled",
+				 * "private" (only the sandbox has the path:
+				 * nothing journaled); or NULL */
 	bool approved_too_large;	/* an approval of an onTooLarge block let it through */
 	char block_id[24];	/* -EACCES: the prompt block the change waits on */
 	char why[512];		/* a sentence, when it failed */
@@ -70,6 +72,10 @@ struct fsb_backup_entry {
 					 * times, owner, mode): one its tool call
 					 * recorded in the cycle needs nothing more */
 	const char *tool_call, *trace;
+	/* The requester's "/" when it is not the core's (a sandboxed process):
+	 * a path only the sandbox has is not journaled (view.h). */
+	bool has_view;
+	int view_fd;
 };
 
 /**
@@ -111,10 +117,13 @@ int fsb_backup_recover(struct fsb_broker *b, const char *sid, char *err, size_t 
 
 /**
  * Journal that the grant for `acc` created its file (it did not exist
- * before), so a restore removes it. Nothing is copied. 0 or -errno.
+ * before), so a restore removes it. Nothing is copied. `made_fd` is an fd
+ * on the object the create made (its type, dev and ino are journaled, so
+ * a restore removes that object and no other), or -1 when the create has
+ * not happened yet. 0 or -errno.
  */
 int fsb_backup_note_created(struct fsb_broker *b, const char *sid, const struct fsb_access *acc,
-			    int flags);
+			    int flags, int made_fd);
 
 /**
  * Before a grant creates the file `acc` judged (O_CREAT of a name that

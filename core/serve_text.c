@@ -160,7 +160,7 @@ static void serve(struct text_job *t)
 	 * the journal says it was absent, so a restore removes it. A create
 	 * the journal cannot record is undone and refused. */
 	if (t->writes && acc->verdict.decision == FSB_ALLOW && acc->errnum == 0 &&
-	    !acc->res.exists && fsb_backup_note_created(b, conn->scope.session, acc, flags) < 0) {
+	    !acc->res.exists && fsb_backup_note_created(b, conn->scope.session, acc, flags, t->fd) < 0) {
 		if (t->fd >= 0) {
 			fsb_grant_undo_create(root_of(t), &acc->res, t->fd);
 			close(t->fd);

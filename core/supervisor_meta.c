@@ -203,6 +203,8 @@ static int back_up(struct obj *o)
 		.metadata_only = fsb_op_metadata_only(a->op),
 		.in_place = true,
 		.tool_call = o->sv->scope.tool_call,
+		.has_view = a->has_view,
+		.view_fd = a->view_fd,
 	};
 	int rc;
 
@@ -495,7 +497,7 @@ static int do_mknod(struct obj *o)
 	if ((pfd = fsb_at_open_parent(o->rootfd, acc->res.path, &name)) < 0)
 		return pfd == -ELOOP ? -EAGAIN : pfd;
 	/* Journaled as created: a restore removes it. */
-	if (fsb_backup_note_created(o->sv->b, o->sv->scope.session, acc, O_CREAT) < 0 ||
+	if (fsb_backup_note_created(o->sv->b, o->sv->scope.session, acc, O_CREAT, -1) < 0 ||
 	    fsb_sv_audit(o->sv, o->req, acc, 0) < 0) {
 		close(pfd);
 		return -EIO;

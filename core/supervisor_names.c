@@ -107,7 +107,7 @@ static int link_target_fd(struct fsb_supervisor *sv, const struct seccomp_notif 
 		goto out;
 	}
 	/* A restore removes the name again. */
-	if (fsb_backup_note_created(sv->b, sv->scope.session, &acc, O_CREAT) < 0) {
+	if (fsb_backup_note_created(sv->b, sv->scope.session, &acc, O_CREAT, -1) < 0) {
 		err = -EIO;
 		goto out;
 	}

@@ -281,7 +281,7 @@ static int open_for_target(struct call *c)
 	/* O_TRUNC after the audit line, as for a grant (serve_text.c). */
 	fd = grant_open_as_target(c, &acc, c->flags & ~O_TRUNC, c->mode & 07777, &ba);
 	if (fd >= 0 && !acc.res.exists && fsb_backup_note_created(b, c->sv->scope.session,
-								  &acc, c->flags) < 0) {
+								  &acc, c->flags, fd) < 0) {
 		fsb_grant_undo_create(c->rootfd, &acc.res, fd);
 		close(fd);
 		fd = -EIO;

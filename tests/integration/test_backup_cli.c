@@ -54,6 +54,7 @@ struct scen {
 	char a_hex[65], del_hex[65];
 	char journal[65536];
 	unsigned seq;
+	bool old_end_states;	/* seal as an older core did: no `dev` */
 };
 
 struct run {
@@ -154,7 +155,8 @@ static void object_path(const char *hex, char *out, size_t len)
 	snprintf(out, len, "%s/objects/%.2s/%s", S.store, hex, hex);
 }
 
-/* Append one journal line: `prior` NULL for a path that did not exist;
+/* Append one journal line: `prior` NULL for a path that did not exist (its
+ * object named as `made` when it exists already);
  * `hex` an object name, a `skipped` reason, or NULL. */
 static void journal_add(const char *tool_call, const char *op, const char *path,
 			const struct stat *prior, const char *hex)
@@ -162,6 +164,15 @@ static void journal_add(const char *tool_call, const char *op, const char *path,
 	char p[1024];
 	size_t n = strlen(S.journal);
 
+	struct stat made;
+	char m[256] = "";
+
+	/* A create journaled after it was made names the object it made, as
+	 * the core's grants do. */
+	if (prior == NULL && lstat(path, &made) == 0)
+		snprintf(m, sizeof(m), ",\"made\":{\"type\":\"%s\",\"dev\":%llu,\"ino\":%llu}",
+			 S_ISDIR(made.st_mode) ? "dir" : "file", (unsigned long long)made.st_dev,
+			 (unsigned long long)made.st_ino);
 	if (prior == NULL)
 		snprintf(p, sizeof(p), "{\"exists\":false}");
 	else
@@ -181,8 +192,8 @@ static void journal_add(const char *tool_call, const char *op, const char *path,
 	snprintf(S.journal + n, sizeof(S.journal) - n,
 		 "{\"seq\":%u,\"time\":\"2026-11-29T20:01:0%u.003Z\",\"toolCallId\":\"%s\","
 		 "\"traceId\":\"tr-%u\",\"op\":\"%s\",\"flags\":0,\"path\":\"%s\","
-		 "\"resolved\":\"%s\",\"prior\":%s,\"ok\":true}\n",
-		 S.seq, S.seq % 10, tool_call, S.seq, op, path, path, p);
+		 "\"resolved\":\"%s\",\"prior\":%s%s,\"ok\":true}\n",
+		 S.seq, S.seq % 10, tool_call, S.seq, op, path, path, p, m);
 }
 
 static void journal_write(void)
@@ -199,7 +210,7 @@ static void journal_write(void)
  * now; `recovered` as a core sealing it at a restart after a crash. */
 static void seal_as(const char *const *paths, bool recovered)
 {
-	char text[16384], path[PATH_MAX * 3];
+	char text[16384], path[PATH_MAX * 3], dev[40];
 	size_t n;
 	struct stat st;
 
@@ -209,17 +220,22 @@ static void seal_as(const char *const *paths, bool recovered)
 			     " \"auditHead\": \"%064d\", \"recovered\": %s, \"paths\": {", 0,
 			     recovered ? "true" : "false");
 	for (int i = 0; paths[i] != NULL; i++) {
-		if (lstat(paths[i], &st) < 0)
+		if (lstat(paths[i], &st) < 0) {
 			n += (size_t)snprintf(text + n, sizeof(text) - n, "%s\"%s\": {\"exists\": false}",
 					      i ? ", " : "", paths[i]);
-		else
-			n += (size_t)snprintf(text + n, sizeof(text) - n,
-					      "%s\"%s\": {\"exists\": true, \"type\": \"%s\", "
-					      "\"size\": %lld, \"mtime\": [%lld, %ld], \"ino\": %llu}",
-					      i ? ", " : "", paths[i],
-					      S_ISDIR(st.st_mode) ? "dir" : "file",
-					      (long long)st.st_size, (long long)st.st_mtim.tv_sec,
-					      st.st_mtim.tv_nsec, (unsigned long long)st.st_ino);
+			continue;
+		}
+		/* An older core wrote no dev. */
+		snprintf(dev, sizeof(dev), "\"dev\": %llu, ", (unsigned long long)st.st_dev);
+		n += (size_t)snprintf(text + n, sizeof(text) - n,
+				      "%s\"%s\": {\"exists\": true, \"type\": \"%s\", "
+				      "\"size\": %lld, \"mtime\": [%lld, %ld], %s"
+				      "\"ino\": %llu}",
+				      i ? ", " : "", paths[i],
+				      S_ISDIR(st.st_mode) ? "dir" : "file",
+				      (long long)st.st_size, (long long)st.st_mtim.tv_sec,
+				      st.st_mtim.tv_nsec, S.old_end_states ? "" : dev,
+				      (unsigned long long)st.st_ino);
 	}
 	snprintf(text + n, sizeof(text) - n, "}}\n");
 	snprintf(path, sizeof(path), "%s/cycles/1/cycle.json", S.store);
@@ -256,6 +272,7 @@ static void scene(bool open)
 	put_object(D_BEFORE, S.del_hex);
 
 	journal_add("tc-1", "write", S.a, &S.a_before, S.a_hex);
+	fsbt_write_file(S.made, "made by the cycle\n");
 	journal_add("tc-1", "create", S.made, NULL, NULL);
 	journal_add("tc-2", "delete", S.del, &S.del_before, S.del_hex);
 	journal_write();
@@ -1895,6 +1912,46 @@ static void test_dry_runs_of_restore_and_undo_write_nothing(void **state)
 	assert_content(S.del, D_BEFORE);
 }
 
+/*
+ * A cycle sealed by an fsbroker from before restore checked what it
+ * removes: its end states carry no dev, and for a name the sandbox made in
+ * its private /tmp they describe the host's object of that name. Restore,
+ * even with --force, then removes only created paths that hold nothing
+ * (an empty file, an empty directory) and leaves a non-empty file, naming
+ * it.
+ */
+static void restore_of_an_old_cycle_removes_only_empty_created_paths(void **state)
+{
+	char empty[PATH_MAX * 2 + 16], dir[PATH_MAX * 2 + 16];
+	const char *paths[] = { S.made, empty, dir, NULL };
+	struct run r;
+
+	(void)state;
+	need_openat2();
+	snprintf(empty, sizeof(empty), "%s/empty.txt", S.ws);
+	snprintf(dir, sizeof(dir), "%s/newdir", S.ws);
+	/* Journaled before they exist: no `made`, as an older core wrote. */
+	journal_add("tc-1", "create", S.made, NULL, NULL);
+	journal_add("tc-1", "create", empty, NULL, NULL);
+	journal_add("tc-1", "mkdir", dir, NULL, NULL);
+	journal_write();
+	fsbt_write_file(S.made, "the host's ticket\n");
+	fsbt_write_file(empty, "");
+	assert_int_equal(mkdir(dir, 0755), 0);
+	S.old_end_states = true;
+	seal(paths);
+
+	BACKUP(&r, "restore", "--last", "--force");
+	assert_int_equal(r.status, 1);
+	assert_content(S.made, "the host's ticket\n");
+	assert_true(has_line(r.out, "left", S.made,
+			     ": not removed: the cycle recorded no device and inode of what it "
+			     "created here (it was sealed by an fsbroker that did not record them), "
+			     "and a non-empty file is not certainly its own"));
+	assert_int_equal(access(empty, F_OK), -1);
+	assert_int_equal(access(dir, F_OK), -1);
+}
+
 int main(void)
 {
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
@@ -1938,6 +1995,7 @@ int main(void)
 		T(test_dry_runs_of_restore_and_undo_write_nothing),
 		T(test_restore_brings_back_xattrs_a_write_grant_changed),
 		T(test_restore_puts_xattrs_back_on_a_kept_directory),
+		T(restore_of_an_old_cycle_removes_only_empty_created_paths),
 	};
 #undef T
 
