@@ -107,14 +107,18 @@ static void layout_own(const struct layout *l)
 static int run_as(const struct layout *l, const char *const *extra, const char *script,
 		  char **out)
 {
-	char *argv[24];
+	char *argv[24], bin[PATH_MAX];
 	int argc = 0;
 	size_t len = 0, cap = 4096;
 	char *buf = malloc(cap);
 	int p[2], status = -1;
 	pid_t pid;
 
-	argv[argc++] = (char *)fsbt_binary();
+	/* FSBROKER may be relative (make test gives build/fsbroker), and the
+	 * child changes into the workspace before it execs. */
+	if (realpath(fsbt_binary(), bin) == NULL)
+		snprintf(bin, sizeof(bin), "%s", fsbt_binary());
+	argv[argc++] = bin;
 	argv[argc++] = "run";
 	argv[argc++] = "--rules";
 	argv[argc++] = (char *)l->pack;
