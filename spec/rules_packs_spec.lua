@@ -225,7 +225,8 @@ describe("rule packs", function()
 				{ maxSizeMB = s.backup.maxSizeMB, onTooLarge = s.backup.onTooLarge, quotaMB = s.backup.quotaMB })
 			assert.are.equal("/tmp/**", s.backup.skip[#s.backup.skip])
 			assert.are.equal("/home/u/.npm/**", s.backup.skip[1])
-			assert.are.same({ "PATH", "HOME", "LANG", "LC_ALL", "TERM", "USER", "LOGNAME", "SHELL", "TZ", "TMPDIR" }, s.env_pass)
+			assert.are.same({ "PATH", "HOME", "LANG", "LC_ALL", "TERM", "USER", "LOGNAME", "SHELL", "TZ", "TMPDIR",
+				"GIT_AUTHOR_NAME", "GIT_AUTHOR_EMAIL", "GIT_COMMITTER_NAME", "GIT_COMMITTER_EMAIL" }, s.env_pass)
 			assert.are.equal("/home/u/.ssh/**", s.denyRead[1])
 		end)
 

@@ -35,7 +35,11 @@ return {
 	-- it (docs/rule-packs.md, "network").
 	network = "host",
 	env = {
-		pass = { "PATH", "HOME", "LANG", "LC_ALL", "TERM", "USER", "LOGNAME", "SHELL", "TZ", "TMPDIR" },
+		-- What programs need to behave as in the user's shell, and the
+		-- commit identity agents set for git (names and addresses, no
+		-- secrets). Tokens and keys stay outside.
+		pass = { "PATH", "HOME", "LANG", "LC_ALL", "TERM", "USER", "LOGNAME", "SHELL", "TZ", "TMPDIR",
+			"GIT_AUTHOR_NAME", "GIT_AUTHOR_EMAIL", "GIT_COMMITTER_NAME", "GIT_COMMITTER_EMAIL" },
 	},
 	-- A change to a file with several names changes them all: asked about,
 	-- except in the trees that are hard links by design (tool-caches.lua's

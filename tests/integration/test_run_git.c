@@ -72,6 +72,32 @@ static void git_init_and_commit_work_and_the_repository_is_left_intact(void **st
 	host_ok(cmd);
 }
 
+/* The default pack passes the commit identity agents set: without it, a
+ * commit in a home with no Git config stops at "Please tell me who you
+ * are". */
+static void a_commit_takes_its_identity_from_the_environment(void **state)
+{
+	struct fixture *f = *state;
+	char cmd[PATH_MAX * 2], *out = NULL;
+
+	need_git();
+	setenv("GIT_AUTHOR_NAME", "Agent Author", 1);
+	setenv("GIT_AUTHOR_EMAIL", "author@example.invalid", 1);
+	setenv("GIT_COMMITTER_NAME", "Agent Committer", 1);
+	setenv("GIT_COMMITTER_EMAIL", "committer@example.invalid", 1);
+	run_ok(f, "git init -q -b main . && git add a.txt && git commit -q -m first", &out);
+	free(out);
+	unsetenv("GIT_AUTHOR_NAME");
+	unsetenv("GIT_AUTHOR_EMAIL");
+	unsetenv("GIT_COMMITTER_NAME");
+	unsetenv("GIT_COMMITTER_EMAIL");
+	snprintf(cmd, sizeof(cmd),
+		 "cd '%s' && test \"$(git log --format='%%an <%%ae> %%cn <%%ce>')\" = "
+		 "'Agent Author <author@example.invalid> Agent Committer <committer@example.invalid>'",
+		 f->ws);
+	host_ok(cmd);
+}
+
 static void git_clone_of_a_local_bare_repository_works(void **state)
 {
 	struct fixture *f = *state;
@@ -473,6 +499,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(
 			a_planted_hook_is_refused_while_the_samples_of_git_init_are_fine, setup,
 			teardown),
+		cmocka_unit_test_setup_teardown(a_commit_takes_its_identity_from_the_environment, setup,
+						teardown),
 		cmocka_unit_test_setup_teardown(rm_rf_of_a_repository_with_a_hook_works_and_restores,
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(a_hook_planted_in_a_renamed_git_directory_is_undone,
