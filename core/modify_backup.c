@@ -56,6 +56,7 @@ struct settings {
 	uint64_t max_bytes;
 	enum fsb_on_too_large on_too_large;
 	uint64_t quota_bytes;
+	bool batched;		/* backup.durability = "batched" */
 };
 
 static void settings_of(struct fsb_broker *b, struct fsb_session *s, struct settings *out)
@@ -68,7 +69,19 @@ static void settings_of(struct fsb_broker *b, struct fsb_session *s, struct sett
 	out->max_bytes = s->max_bytes_override ? s->max_bytes_override : set->max_bytes;
 	out->on_too_large = set->on_too_large;
 	out->quota_bytes = set->quota_bytes;
+	out->batched = set->batched;
 	fsb_broker_unlock(b);
+}
+
+/* The pack's durability for the store's next records; the store lock is
+ * held. A flusher thread that cannot start leaves the store strict: every
+ * backup is then synced on its call's path, which is safe, only slower. */
+static void durability(struct fsb_session *s, const struct settings *set)
+{
+	int rc = fsb_store_set_durability(s->store, set->batched);
+
+	if (rc < 0)
+		fsb_error("backup store of session %s stays strict: %s", s->id, strerror(-rc));
 }
 
 /* Fill in the size limit and record `r`; the store lock is held. */
@@ -78,6 +91,7 @@ static int record(struct fsb_session *s, const struct settings *set,
 	r->max_bytes = set->max_bytes;
 	r->on_too_large = set->on_too_large == FSB_ON_TOO_LARGE_ALLOW ? FSB_TOO_LARGE_SKIP
 									: FSB_TOO_LARGE_FAIL;
+	durability(s, set);
 	return fsb_store_record(s->store, r, res);
 }
 
@@ -408,16 +422,16 @@ int fsb_backup_recover(struct fsb_broker *b, const char *sid, char *err, size_t 
 
 /* Session `sid` when its backups are on; else NULL with *rc 0 (turned
  * off: nothing to journal) or -EIO (no state to journal in). */
-static struct fsb_session *journaling(struct fsb_broker *b, const char *sid, int *rc)
+static struct fsb_session *journaling(struct fsb_broker *b, const char *sid,
+				      struct settings *set, int *rc)
 {
 	struct fsb_session *s = fsb_broker_session(b, sid);
-	struct settings set;
 
 	*rc = s == NULL ? -EIO : 0;
 	if (s == NULL)
 		return NULL;
-	settings_of(b, s, &set);
-	return set.enabled ? s : NULL;
+	settings_of(b, s, set);
+	return set->enabled ? s : NULL;
 }
 
 int fsb_backup_note_created(struct fsb_broker *b, const char *sid, const struct fsb_access *acc,
@@ -425,11 +439,12 @@ int fsb_backup_note_created(struct fsb_broker *b, const char *sid, const struct 
 {
 	struct fsb_backup_result res;
 	struct fsb_backup_req r;
+	struct settings set;
 	struct fsb_session *s;
 	char why[256];
 	int rc;
 
-	if ((s = journaling(b, sid, &rc)) == NULL)
+	if ((s = journaling(b, sid, &set, &rc)) == NULL)
 		return rc;
 	memset(&r, 0, sizeof(r));
 	r.tool_call = acc->tool_call;
@@ -440,7 +455,12 @@ int fsb_backup_note_created(struct fsb_broker *b, const char *sid, const struct 
 	r.fd = -1;
 	r.defer_sync = true;
 	pthread_mutex_lock(&s->store_lock);
-	rc = store_of(b, s, why, sizeof(why)) == NULL ? -EIO : fsb_store_record(s->store, &r, &res);
+	if (store_of(b, s, why, sizeof(why)) == NULL) {
+		rc = -EIO;
+	} else {
+		durability(s, &set);
+		rc = fsb_store_record(s->store, &r, &res);
+	}
 	pthread_mutex_unlock(&s->store_lock);
 	/* A created path's line needs no sync of its own (docs/backup-store.md,
 	 * "When a line is durable"), unless an earlier line of the path does. */
@@ -449,16 +469,20 @@ int fsb_backup_note_created(struct fsb_broker *b, const char *sid, const struct 
 
 int fsb_backup_note_parent(struct fsb_broker *b, const char *sid, const struct fsb_access *acc)
 {
+	struct settings set;
 	struct fsb_session *s;
 	char why[256];
 	int rc;
 
-	if ((s = journaling(b, sid, &rc)) == NULL)
+	if ((s = journaling(b, sid, &set, &rc)) == NULL)
 		return rc;
 	pthread_mutex_lock(&s->store_lock);
-	rc = store_of(b, s, why, sizeof(why)) == NULL
-		     ? -EIO
-		     : fsb_store_note_parent(s->store, acc->res.path, acc->tool_call, NULL);
+	if (store_of(b, s, why, sizeof(why)) == NULL) {
+		rc = -EIO;
+	} else {
+		durability(s, &set);
+		rc = fsb_store_note_parent(s->store, acc->res.path, acc->tool_call, NULL);
+	}
 	pthread_mutex_unlock(&s->store_lock);
 	return rc < 0 ? -EIO : 0;
 }

@@ -441,7 +441,8 @@ describe("policy.engine", function()
 			assert.are.equal("trash", s.delete_mode)
 			assert.are.equal("host", s.network)
 			assert.are.same({ "PATH", "HOME" }, s.env_pass)
-			assert.are.same({ maxSizeMB = 10, skip = { "/tmp/**", "!/tmp/keep/**" }, onTooLarge = "ask", quotaMB = 5120 },
+			assert.are.same({ maxSizeMB = 10, skip = { "/tmp/**", "!/tmp/keep/**" }, onTooLarge = "ask", quotaMB = 5120,
+					durability = "strict" },
 				s.backup)
 		end)
 
