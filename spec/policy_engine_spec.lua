@@ -446,6 +446,19 @@ describe("policy.engine", function()
 				s.backup)
 		end)
 
+		it("takes backup.durability from the including pack over an included one", function()
+			local eng = packs.engine({
+				top = 'return { name = "x", include = { "inc" }, backup = { durability = "strict" } }',
+				inc = 'return { name = "inc", backup = { durability = "batched" } }',
+			})
+			assert.are.equal("strict", eng:summary().backup.durability)
+			eng = packs.engine({
+				top = 'return { name = "x", include = { "inc" } }',
+				inc = 'return { name = "inc", backup = { durability = "batched" } }',
+			})
+			assert.are.equal("batched", eng:summary().backup.durability)
+		end)
+
 		it("names the base directory of each glob for the mount plan", function()
 			assert.are.same({ glob = "/ws/**", base = "/ws", kind = "tree", except = false }, s.bases.modify[1])
 			assert.are.same({ glob = "/home/u/.ssh/known_hosts", base = "/home/u/.ssh/known_hosts", kind = "exact",
