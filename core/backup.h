@@ -50,7 +50,7 @@ void fsb_store_close(struct fsb_store *s);
  * objects are written (so a SIGKILL of the core loses none) and made
  * durable together by one syncfs at most FSB_STORE_BATCH_MS later, by the
  * store's own thread, and always before a seal and at close
- * (docs/backup-store.md, "When a backup is durable"). 0 or -errno (the
+ * (docs/backup-store.md, "The durability contract"). 0 or -errno (the
  * thread could not be started: the store stays strict).
  */
 int fsb_store_set_durability(struct fsb_store *s, bool batched);

@@ -28,7 +28,7 @@ return {
 		-- Backups are written before each change and made durable
 		-- together once a second, not one fsync per change: a SIGKILL
 		-- of the core loses none, a power loss at most the last
-		-- second's (docs/backup-store.md, "When a backup is durable").
+		-- second's (docs/backup-store.md, "The durability contract").
 		durability = "batched",
 	},
 	delete = { mode = "trash" },

@@ -1,6 +1,6 @@
 /*
  * test_backup_durability.c — backup.durability through the real core
- * (docs/backup-store.md, "When a backup is durable"): "strict" syncs the
+ * (docs/backup-store.md, "The durability contract"): "strict" syncs the
  * journal line and object of every first record of an existing file before
  * its change; "batched" syncs nothing on a call's path and makes what it
  * wrote durable later by itself, and always at a seal. Counted with Stats'

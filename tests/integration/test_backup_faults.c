@@ -3,8 +3,8 @@
  * full or read-only backup store, a core killed in the middle of a large
  * copy, FIFOs and devices as targets. In every case a file changes only
  * after its backup is stored, and nothing makes the core hang. The crash
- * tests run once per backup.durability (docs/backup-store.md, "When a
- * backup is durable").
+ * tests run once per backup.durability (docs/backup-store.md, "The
+ * durability contract").
  */
 #include "harness.h"
 
