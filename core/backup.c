@@ -689,8 +689,10 @@ static int batch_sync_locked(struct fsb_store *s, enum fsb_sync_kind kind)
 
 	while (js->syncing)
 		pthread_cond_wait(&js->cv, &js->mu);
-	if (!js->pending && js->written <= js->synced)
-		return js->failed;
+	/* After a failure it is tried again (a seal's): what may be lost then
+	 * is what was written since the last good one. */
+	if (!js->pending && js->written <= js->synced && js->failed == 0)
+		return 0;
 	upto = js->written;
 	js->pending = false;
 	js->syncing = true;
