@@ -3,7 +3,9 @@
  * docs/backup-store.md): cycles, their journal of prior states, sealing with
  * the end state of every touched path, and recovery of a cycle a crash left
  * open; which journal lines are synced before their change, and one
- * fdatasync shared by the threads that wait at once (group commit).
+ * fdatasync shared by the threads that wait at once (group commit); in
+ * batched mode, no sync on a call's path: one syncfs by the store's own
+ * thread at most FSB_STORE_BATCH_MS after a write, and at a seal and close.
  * Objects are written by backup_object.c.
  */
 #include <dirent.h>
@@ -13,6 +15,7 @@
 #include <limits.h>
 #include <pthread.h>
 #include <search.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -96,9 +99,17 @@ struct journal_sync {
 	int fd;			/* its journal, -1 */
 	off_t written;		/* bytes appended to it */
 	off_t synced;		/* of those, known to be durable */
-	bool syncing;		/* a leader's fdatasync is running */
+	bool syncing;		/* a leader's fdatasync (or a syncfs) is running */
 	int failed;		/* -errno of a failed fdatasync, else 0: what
 				 * was written since `synced` may be lost */
+	/* Batched mode (fsb_store_set_durability): written since the last
+	 * syncfs began, lines or objects; the flusher thread waits on `tick`
+	 * for that, then for the interval, and syncs. */
+	bool pending;
+	bool stop;		/* the flusher is to end (fsb_store_close) */
+	bool flusher;		/* it was started */
+	pthread_t thread;
+	pthread_cond_t tick;
 };
 
 struct fsb_store {
@@ -106,6 +117,9 @@ struct fsb_store {
 	int rootfd;		/* …/modify_backup, flock(LOCK_SH) held while open */
 	int objfd, cycfd;	/* cycfd's flock(LOCK_EX): the store's short admin lock */
 	bool tmpfile_ok;	/* O_TMPFILE works in objects/ (until it does not) */
+	bool batched;		/* backup.durability = "batched" (atomic: read
+				 * by waiters without the caller's lock) */
+	bool ever_batched;	/* since open: then a seal and close syncfs */
 	unsigned long grants;	/* fsb_store_note_write_grant calls so far */
 	struct cycle c;
 	struct journal_sync js;
@@ -114,6 +128,39 @@ struct fsb_store {
 static int nospace(int err)
 {
 	return err == -EDQUOT ? -ENOSPC : err;
+}
+
+static uint64_t sync_counts[FSB_SYNC_KINDS];
+
+void fsb_sync_count(enum fsb_sync_kind k)
+{
+	__atomic_add_fetch(&sync_counts[k], 1, __ATOMIC_RELAXED);
+}
+
+uint64_t fsb_sync_total(enum fsb_sync_kind k)
+{
+	return __atomic_load_n(&sync_counts[k], __ATOMIC_RELAXED);
+}
+
+const char *fsb_sync_kind_name(enum fsb_sync_kind k)
+{
+	static const char *const names[FSB_SYNC_KINDS] = {
+		"journal", "object", "directory", "seal", "batch",
+	};
+
+	return k < FSB_SYNC_KINDS ? names[k] : "?";
+}
+
+/* fsync(2) of `fd`, counted as `k`. 0 or -errno. */
+static int fsync_counted(int fd, enum fsb_sync_kind k)
+{
+	fsb_sync_count(k);
+	return fsync(fd) < 0 ? -errno : 0;
+}
+
+static bool is_batched(const struct fsb_store *s)
+{
+	return __atomic_load_n(&s->batched, __ATOMIC_ACQUIRE);
 }
 
 static int cmp_path(const void *a, const void *b)
@@ -571,6 +618,13 @@ static int journal_wait(struct fsb_store *s, unsigned cycle, off_t end)
 	if (end <= 0)
 		return 0;
 	pthread_mutex_lock(&js->mu);
+	/* Batched: the line was written, the flusher makes it durable; only
+	 * a sync that already failed stops the change. */
+	if (is_batched(s)) {
+		rc = js->failed;
+		pthread_mutex_unlock(&js->mu);
+		return rc;
+	}
 	for (;;) {
 		/* Sealed meanwhile: the seal synced the journal first. */
 		if (js->cycle != cycle || js->synced >= end) {
@@ -591,6 +645,7 @@ static int journal_wait(struct fsb_store *s, unsigned cycle, off_t end)
 
 		js->syncing = true;
 		pthread_mutex_unlock(&js->mu);
+		fsb_sync_count(FSB_SYNC_JOURNAL);
 		rc = fdatasync(fd) < 0 ? nospace(-errno) : 0;
 		pthread_mutex_lock(&js->mu);
 		js->syncing = false;
@@ -619,6 +674,7 @@ static int journal_sync_all(struct fsb_store *s)
 	while (js->syncing)
 		pthread_cond_wait(&js->cv, &js->mu);
 	if (js->fd >= 0 && (js->written > js->synced || js->failed != 0)) {
+		fsb_sync_count(FSB_SYNC_SEAL);
 		rc = fdatasync(js->fd) < 0 ? nospace(-errno) : 0;
 		if (rc == 0)
 			js->synced = js->written;
@@ -628,6 +684,141 @@ static int journal_sync_all(struct fsb_store *s)
 	}
 	pthread_mutex_unlock(&js->mu);
 	return rc;
+}
+
+/*
+ * Batched mode: one syncfs of the store's file system makes every line,
+ * object and directory entry written so far durable at once (cheaper than
+ * an fdatasync of the journal plus an fsync per object and directory:
+ * docs/benchmarks.md). Called with js->mu held; let go during the syncfs,
+ * which runs as a leader's fdatasync does (`syncing`), so a waiter or a
+ * journal_attach never sees it half done. A failure is kept in `failed`:
+ * the cycle takes no more lines, its changes are refused. 0 or -errno.
+ */
+static int batch_sync_locked(struct fsb_store *s, enum fsb_sync_kind kind)
+{
+	struct journal_sync *js = &s->js;
+	off_t upto;
+	int rc;
+
+	while (js->syncing)
+		pthread_cond_wait(&js->cv, &js->mu);
+	/* After a failure it is tried again (a seal's): what may be lost then
+	 * is what was written since the last good one. */
+	if (!js->pending && js->written <= js->synced && js->failed == 0)
+		return 0;
+	upto = js->written;
+	js->pending = false;
+	js->syncing = true;
+	pthread_mutex_unlock(&js->mu);
+	fsb_sync_count(kind);
+	rc = syncfs(s->objfd) < 0 ? nospace(-errno) : 0;
+	pthread_mutex_lock(&js->mu);
+	js->syncing = false;
+	if (rc == 0 && upto > js->synced)
+		js->synced = upto;
+	else if (rc < 0)
+		js->failed = rc;
+	pthread_cond_broadcast(&js->cv);
+	return rc;
+}
+
+/* Batched mode: something was written that the next syncfs must cover. */
+static void batch_note(struct fsb_store *s)
+{
+	struct journal_sync *js = &s->js;
+
+	pthread_mutex_lock(&js->mu);
+	if (!js->pending) {
+		js->pending = true;
+		pthread_cond_signal(&js->tick);
+	}
+	pthread_mutex_unlock(&js->mu);
+}
+
+/* The flusher: FSB_STORE_BATCH_MS after the first write since the last
+ * syncfs, the next one. Its own thread, never the core's loop: a syncfs
+ * can block for as long as the disk takes. */
+static void *flusher_main(void *arg)
+{
+	struct fsb_store *s = arg;
+	struct journal_sync *js = &s->js;
+	struct timespec at;
+
+	pthread_mutex_lock(&js->mu);
+	while (!js->stop) {
+		if (!js->pending) {
+			pthread_cond_wait(&js->tick, &js->mu);
+			continue;
+		}
+		clock_gettime(CLOCK_MONOTONIC, &at);
+		at.tv_sec += FSB_STORE_BATCH_MS / 1000;
+		at.tv_nsec += (long)(FSB_STORE_BATCH_MS % 1000) * 1000000L;
+		if (at.tv_nsec >= 1000000000L) {
+			at.tv_sec++;
+			at.tv_nsec -= 1000000000L;
+		}
+		while (!js->stop && pthread_cond_timedwait(&js->tick, &js->mu, &at) != ETIMEDOUT)
+			;
+		if (!js->stop)
+			batch_sync_locked(s, FSB_SYNC_BATCH);
+	}
+	pthread_mutex_unlock(&js->mu);
+	return NULL;
+}
+
+static int flusher_start(struct fsb_store *s)
+{
+	struct journal_sync *js = &s->js;
+	sigset_t all, old;
+	int rc;
+
+	/* Signals stay with the core's loop thread. */
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, &old);
+	rc = -pthread_create(&js->thread, NULL, flusher_main, s);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (rc == 0)
+		js->flusher = true;
+	return rc;
+}
+
+static void flusher_stop(struct fsb_store *s)
+{
+	struct journal_sync *js = &s->js;
+
+	if (!js->flusher)
+		return;
+	pthread_mutex_lock(&js->mu);
+	js->stop = true;
+	pthread_cond_signal(&js->tick);
+	pthread_mutex_unlock(&js->mu);
+	pthread_join(js->thread, NULL);
+	js->flusher = false;
+}
+
+int fsb_store_set_durability(struct fsb_store *s, bool batched)
+{
+	int rc;
+
+	if (batched == is_batched(s))
+		return 0;
+	if (batched) {
+		if (!s->js.flusher && (rc = flusher_start(s)) < 0)
+			return rc;
+		s->ever_batched = true;
+	} else {
+		/* Strict from here: what batched mode left to the page cache
+		 * (a new objects/<hh> a strict object is linked into, say)
+		 * is made durable first. */
+		pthread_mutex_lock(&s->js.mu);
+		rc = batch_sync_locked(s, FSB_SYNC_BATCH);
+		pthread_mutex_unlock(&s->js.mu);
+		if (rc < 0)
+			return rc;
+	}
+	__atomic_store_n(&s->batched, batched, __ATOMIC_RELEASE);
+	return 0;
 }
 
 /* The highest cycle number in cycles/, 0 when there is none. */
@@ -675,8 +866,7 @@ static int open_subdir(int at, const char *name, bool create)
 
 	if (create) {
 		if (mkdirat(at, name, 0700) == 0) {
-			if (fsync(at) < 0) {
-				err = -errno;
+			if ((err = fsync_counted(at, FSB_SYNC_DIR)) < 0) {
 				unlinkat(at, name, AT_REMOVEDIR);
 				return err;
 			}
@@ -833,7 +1023,15 @@ static int seal_cycle(struct fsb_store *s, const char *message, const char *head
 	int fd = -1, rc;
 
 	/* A sealed cycle's journal is whole: the lines that were never synced
-	 * on their own (created paths) are made durable now. */
+	 * on their own (created paths), and in batched mode every line and
+	 * object, are made durable now. */
+	if (s->ever_batched) {
+		pthread_mutex_lock(&s->js.mu);
+		rc = batch_sync_locked(s, FSB_SYNC_SEAL);
+		pthread_mutex_unlock(&s->js.mu);
+		if (rc < 0)
+			goto fail;
+	}
 	if ((rc = journal_sync_all(s)) < 0) {
 		json = NULL;
 		goto fail;
@@ -854,17 +1052,18 @@ static int seal_cycle(struct fsb_store *s, const char *message, const char *head
 	rc = write_all(fd, json, strlen(json));
 	if (rc == 0)
 		rc = write_all(fd, "\n", 1);
-	if (rc == 0 && fsync(fd) < 0)
-		rc = -errno;
+	if (rc == 0)
+		rc = fsync_counted(fd, FSB_SYNC_SEAL);
 	if (rc)
 		goto fail;
 	close(fd);
 	fd = -1;
-	if (renameat(c->dirfd, "cycle.json.tmp", c->dirfd, "cycle.json") < 0 ||
-	    fsync(c->dirfd) < 0) {
+	if (renameat(c->dirfd, "cycle.json.tmp", c->dirfd, "cycle.json") < 0) {
 		rc = -errno;
 		goto fail;
 	}
+	if ((rc = fsync_counted(c->dirfd, FSB_SYNC_SEAL)) < 0)
+		goto fail;
 	cJSON_free(json);
 	cycle_reset(s);
 	return (int)n;
@@ -1071,6 +1270,7 @@ int fsb_store_open(const char *state_dir, const char *session, struct fsb_store 
 int fsb_store_open_at(const char *state_dir, const char *session, const char *name,
 		      struct fsb_store **out, char *err, size_t errlen)
 {
+	pthread_condattr_t ca;
 	struct fsb_store *s;
 	int fd = -1, sess = -1, rc;
 	size_t len;
@@ -1093,6 +1293,11 @@ int fsb_store_open_at(const char *state_dir, const char *session, const char *na
 	s->js.fd = -1;
 	pthread_mutex_init(&s->js.mu, NULL);
 	pthread_cond_init(&s->js.cv, NULL);
+	/* The flusher's interval is measured on the monotonic clock. */
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&s->js.tick, &ca);
+	pthread_condattr_destroy(&ca);
 	s->tmpfile_ok = true;
 	len = strlen(state_dir) + strlen(session) + strlen(name) + sizeof("/sessions//");
 	s->dir = malloc(len);
@@ -1183,6 +1388,13 @@ void fsb_store_close(struct fsb_store *s)
 {
 	if (s == NULL)
 		return;
+	/* A clean stop leaves nothing to the page cache. */
+	flusher_stop(s);
+	if (s->ever_batched && s->objfd >= 0) {
+		pthread_mutex_lock(&s->js.mu);
+		batch_sync_locked(s, FSB_SYNC_BATCH);
+		pthread_mutex_unlock(&s->js.mu);
+	}
 	/* An open cycle stays open on disk: the next open seals it. */
 	cycle_reset(s);
 	if (s->objfd >= 0)
@@ -1191,6 +1403,7 @@ void fsb_store_close(struct fsb_store *s)
 		close(s->cycfd);
 	if (s->rootfd >= 0)
 		close(s->rootfd);
+	pthread_cond_destroy(&s->js.tick);
 	pthread_cond_destroy(&s->js.cv);
 	pthread_mutex_destroy(&s->js.mu);
 	free(s->dir);
@@ -1233,11 +1446,14 @@ int fsb_store_begin(struct fsb_store *s)
 	c->dirfd = rc;
 	c->journal = openat(c->dirfd, "journal.jsonl",
 			    O_WRONLY | O_APPEND | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-	if (c->journal < 0 || flock(c->journal, LOCK_EX | LOCK_NB) < 0 ||
-	    fsync(c->dirfd) < 0 || fsync(s->cycfd) < 0) {
+	if (c->journal < 0 || flock(c->journal, LOCK_EX | LOCK_NB) < 0) {
 		rc = -errno;
 		goto fail;
 	}
+	/* Batched: the new cycle's entries ride along with its first syncfs. */
+	if (!is_batched(s) && ((rc = fsync_counted(c->dirfd, FSB_SYNC_DIR)) < 0 ||
+			       (rc = fsync_counted(s->cycfd, FSB_SYNC_DIR)) < 0))
+		goto fail;
 	flock(s->cycfd, LOCK_UN);
 	c->n = n;
 	c->jsize = 0;
@@ -1335,7 +1551,7 @@ static int take_content(struct fsb_store *s, const struct fsb_backup_req *r,
 	grants = s->grants;
 	if (r->caller_lock != NULL)
 		pthread_mutex_unlock(r->caller_lock);
-	rc = fsb_object_store(s->objfd, r->fd, r->max_bytes, &s->tmpfile_ok, &obj);
+	rc = fsb_object_store(s->objfd, r->fd, r->max_bytes, &s->tmpfile_ok, !is_batched(s), &obj);
 	if (r->caller_lock != NULL)
 		pthread_mutex_lock(r->caller_lock);
 	if (rc < 0)
@@ -1507,8 +1723,10 @@ int fsb_store_record(struct fsb_store *s, const struct fsb_backup_req *r,
 	appended = true;
 	s->c.seq++;
 	/* Named by a line now: the kept inode may take its name. */
-	if (kept.kept && (rc = fsb_object_keep_commit(s->objfd, &kept)) < 0)
+	if (kept.kept && (rc = fsb_object_keep_commit(s->objfd, &kept, !is_batched(s))) < 0)
 		goto fail;
+	if (is_batched(s))
+		batch_note(s);
 
 	/*
 	 * What must be on disk before the change (docs/backup-store.md, "When

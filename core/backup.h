@@ -35,7 +35,47 @@ int fsb_store_open(const char *state_dir, const char *session, struct fsb_store 
 int fsb_store_open_at(const char *state_dir, const char *session, const char *name,
 		      struct fsb_store **out, char *err, size_t errlen);
 
+/**
+ * Close the store. In batched mode everything written is made durable
+ * first (one syncfs), so a core that stops cleanly leaves nothing to the
+ * page cache.
+ */
 void fsb_store_close(struct fsb_store *s);
+
+/**
+ * The pack's backup.durability for the records that follow (call it under
+ * the caller's store lock before fsb_store_record; a reload may change it).
+ * Strict: every line a restore needs, and the object it names, is synced
+ * before its change. Batched: nothing is synced on a call's path; lines and
+ * objects are written (so a SIGKILL of the core loses none) and made
+ * durable together by one syncfs at most FSB_STORE_BATCH_MS later, by the
+ * store's own thread, and always before a seal and at close
+ * (docs/backup-store.md, "The durability contract"). 0 or -errno (the
+ * thread could not be started: the store stays strict).
+ */
+int fsb_store_set_durability(struct fsb_store *s, bool batched);
+
+/** How long a batched backup may stay in the page cache only. */
+#define FSB_STORE_BATCH_MS 1000
+
+/** What an fsync/fdatasync/syncfs of the backup stores was for. */
+enum fsb_sync_kind {
+	FSB_SYNC_JOURNAL,	/* a journal line before its change */
+	FSB_SYNC_OBJECT,	/* an object's content */
+	FSB_SYNC_DIR,		/* a directory that got an entry (objects/<hh>, a cycle) */
+	FSB_SYNC_SEAL,		/* sealing a cycle (journal, cycle.json, its dir) */
+	FSB_SYNC_BATCH,		/* batched mode's syncfs, by interval or at close */
+	FSB_SYNC_KINDS
+};
+
+/** Count one sync of kind `k` (every store of the process; thread-safe). */
+void fsb_sync_count(enum fsb_sync_kind k);
+
+/** The syncs of kind `k` counted so far in this process (Stats "fsyncs"). */
+uint64_t fsb_sync_total(enum fsb_sync_kind k);
+
+/** The Stats name of kind `k`: "journal", "object", "directory", "seal", "batch". */
+const char *fsb_sync_kind_name(enum fsb_sync_kind k);
 
 /** Open a new cycle unless one is open. Returns its number (> 0) or -errno. */
 int fsb_store_begin(struct fsb_store *s);

@@ -26,6 +26,7 @@
 
 #include <openssl/evp.h>
 
+#include "backup.h"
 #include "backup_object.h"
 
 #define OBJ_CHUNK 65536
@@ -314,15 +315,25 @@ static int replace_object(int objfd, int dirfd, struct tmp *t, const char *hex, 
  * when its content matches its name, else replaced by the new file. *retry
  * is set when an O_TMPFILE cannot be given a name here at all.
  */
+/* fsync of a directory of objects/ that got an entry, when the store is strict. */
+static int sync_dir(int dirfd, bool sync)
+{
+	if (!sync)
+		return 0;
+	fsb_sync_count(FSB_SYNC_DIR);
+	return fsync(dirfd) < 0 ? -errno : 0;
+}
+
 /*
  * objects/<hh> under `objfd`, made when new. A directory another thread
  * has just made may not be durable yet: whoever finds it (EEXIST) waits
  * until its maker's fsync is done. The new directory's entry is made
- * durable before anything is linked into it; a failure takes it away
+ * durable before anything is linked into it (`sync`: a strict store; a
+ * batched one leaves it to its next syncfs); a failure takes it away
  * again so that the next object makes (and fsyncs) it anew. Returns its
  * fd or -errno.
  */
-static int open_hh(int objfd, const char *hex)
+static int open_hh(int objfd, const char *hex, bool sync)
 {
 	static pthread_mutex_t making = PTHREAD_MUTEX_INITIALIZER;
 	char hh[3] = { hex[0], hex[1], '\0' };
@@ -330,10 +341,8 @@ static int open_hh(int objfd, const char *hex)
 
 	pthread_mutex_lock(&making);
 	if (mkdirat(objfd, hh, 0700) == 0) {
-		if (fsync(objfd) < 0) {
-			err = -errno;
+		if ((err = sync_dir(objfd, sync)) < 0)
 			unlinkat(objfd, hh, AT_REMOVEDIR);
-		}
 	} else if (errno != EEXIST) {
 		err = -errno;
 	}
@@ -345,9 +354,9 @@ static int open_hh(int objfd, const char *hex)
 }
 
 static int link_in(int objfd, struct tmp *t, const char *hex, off_t size, unsigned char *buf,
-		   bool *retry)
+		   bool sync, bool *retry)
 {
-	int dirfd = open_hh(objfd, hex), err;
+	int dirfd = open_hh(objfd, hex, sync), err;
 
 	if (dirfd < 0)
 		return dirfd;
@@ -365,11 +374,10 @@ static int link_in(int objfd, struct tmp *t, const char *hex, off_t size, unsign
 			err = 0;
 		else if (err == 0)
 			err = replace_object(objfd, dirfd, t, hex, retry);
-		if (err == 0 && fsync(dirfd) < 0)
-			err = -errno;
+		if (err == 0)
+			err = sync_dir(dirfd, sync);
 	} else if (err == 0) {
-		if (fsync(dirfd) < 0)
-			err = -errno;
+		err = sync_dir(dirfd, sync);
 	} else if (t->name[0] == '\0' && (err == -ENOENT || err == -EPERM)) {
 		*retry = true;
 	}
@@ -433,9 +441,9 @@ int fsb_object_keep(int objfd, int srcfd, const char *path, struct fsb_object *o
 	return 0;
 }
 
-int fsb_object_keep_commit(int objfd, struct fsb_object *o)
+int fsb_object_keep_commit(int objfd, struct fsb_object *o, bool sync)
 {
-	int dirfd = open_hh(objfd, o->hex), err = 0;
+	int dirfd = open_hh(objfd, o->hex, sync), err = 0;
 
 	if (dirfd < 0) {
 		fsb_object_keep_abort(objfd, o);
@@ -446,9 +454,9 @@ int fsb_object_keep_commit(int objfd, struct fsb_object *o)
 		fsb_object_keep_abort(objfd, o);
 	} else {
 		o->tmp[0] = '\0';
-		/* On disk before the change that takes the file's own name. */
-		if (fsync(dirfd) < 0)
-			err = -errno;
+		/* On disk before the change that takes the file's own name
+		 * (strict; batched, with the next syncfs). */
+		err = sync_dir(dirfd, sync);
 	}
 	close(dirfd);
 	return nospace(err);
@@ -507,6 +515,8 @@ int fsb_object_unshare(int objfd, const char *hex)
 	 * by; renamed over the link, it leaves the file one link again. */
 	ts[0] = st.st_atim;
 	ts[1] = st.st_mtim;
+	fsb_sync_count(FSB_SYNC_OBJECT);
+	fsb_sync_count(FSB_SYNC_DIR);
 	if (futimens(dst, ts) < 0 || fsync(dst) < 0 ||
 	    renameat(objfd, name, dirfd, hex) < 0 || fsync(dirfd) < 0) {
 		err = -errno;
@@ -528,7 +538,7 @@ fail:
 	return nospace(err);
 }
 
-static int store_once(int objfd, int srcfd, uint64_t max_bytes, bool *tmpfile_ok,
+static int store_once(int objfd, int srcfd, uint64_t max_bytes, bool *tmpfile_ok, bool sync,
 		      struct fsb_object *out, bool *retry)
 {
 	struct tmp t = { .fd = -1, .name = "" };
@@ -582,11 +592,13 @@ static int store_once(int objfd, int srcfd, uint64_t max_bytes, bool *tmpfile_ok
 		goto fail;
 
 	/* The new file's own size: what a same-named object must match. */
-	if (fchmod(t.fd, 0400) < 0 || fsync(t.fd) < 0 || fstat(t.fd, &made) < 0) {
+	if (sync)
+		fsb_sync_count(FSB_SYNC_OBJECT);
+	if (fchmod(t.fd, 0400) < 0 || (sync && fsync(t.fd) < 0) || fstat(t.fd, &made) < 0) {
 		err = -errno;
 		goto fail;
 	}
-	err = link_in(objfd, &t, out->hex, made.st_size, buf, retry);
+	err = link_in(objfd, &t, out->hex, made.st_size, buf, sync, retry);
 
 fail:
 	tmp_drop(objfd, &t);
@@ -597,18 +609,18 @@ fail:
 	return nospace(err);
 }
 
-int fsb_object_store(int objfd, int srcfd, uint64_t max_bytes, bool *tmpfile_ok,
+int fsb_object_store(int objfd, int srcfd, uint64_t max_bytes, bool *tmpfile_ok, bool sync,
 		     struct fsb_object *out)
 {
 	bool retry;
 	int err;
 
-	err = store_once(objfd, srcfd, max_bytes, tmpfile_ok, out, &retry);
+	err = store_once(objfd, srcfd, max_bytes, tmpfile_ok, sync, out, &retry);
 	if (err && retry) {
 		/* O_TMPFILE works but cannot be linked (no /proc and no
 		 * CAP_DAC_READ_SEARCH): named temps from now on. */
 		__atomic_store_n(tmpfile_ok, false, __ATOMIC_RELAXED);
-		err = store_once(objfd, srcfd, max_bytes, tmpfile_ok, out, &retry);
+		err = store_once(objfd, srcfd, max_bytes, tmpfile_ok, sync, out, &retry);
 	}
 	return err;
 }

@@ -22,7 +22,8 @@ struct fsb_object {
 /**
  * Store the content of `srcfd` (a readable regular file) as an object under
  * `objfd` (the objects/ directory): a new file, reflinked or copied, hashed,
- * made 0400, fsynced and linked in as <hh>/<hex>. An object already there
+ * made 0400, fsynced and linked in as <hh>/<hex> (no fsync unless `sync`:
+ * a batched store makes it durable with its next syncfs). An object already there
  * is kept and the copy dropped when its size and SHA-256 match its name;
  * otherwise (bit rot, a planted file) the new copy is renamed over it. The
  * fd's offset is not moved. The size is taken once, by fstat: when no
@@ -34,7 +35,7 @@ struct fsb_object {
  * Returns 0 or -errno (-ENOSPC also for a full quota); on error no object
  * and no temporary file is left.
  */
-int fsb_object_store(int objfd, int srcfd, uint64_t max_bytes, bool *tmpfile_ok,
+int fsb_object_store(int objfd, int srcfd, uint64_t max_bytes, bool *tmpfile_ok, bool sync,
 		     struct fsb_object *out);
 
 /**
@@ -51,9 +52,9 @@ int fsb_object_store(int objfd, int srcfd, uint64_t max_bytes, bool *tmpfile_ok,
  */
 int fsb_object_keep(int objfd, int srcfd, const char *path, struct fsb_object *out);
 
-/** Move a kept inode to its name, the directory fsynced. 0 or -errno (then
- * it is taken away, as by fsb_object_keep_abort). */
-int fsb_object_keep_commit(int objfd, struct fsb_object *o);
+/** Move a kept inode to its name, the directory fsynced when `sync`. 0 or
+ * -errno (then it is taken away, as by fsb_object_keep_abort). */
+int fsb_object_keep_commit(int objfd, struct fsb_object *o, bool sync);
 
 /** Take away a kept inode not yet committed (the file keeps one link). */
 void fsb_object_keep_abort(int objfd, struct fsb_object *o);

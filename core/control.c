@@ -305,6 +305,7 @@ static void cmd_modify_backup(struct fsb_broker *b, const char *sid, const cJSON
 static void cmd_stats(struct fsb_broker *b, cJSON *reply)
 {
 	const struct fsb_stats *s = &b->stats;
+	cJSON *fsyncs;
 
 	fsb_broker_lock(b);
 	cJSON_AddStringToObject(reply, "pack", fsb_policy_name(b->policy));
@@ -324,6 +325,10 @@ static void cmd_stats(struct fsb_broker *b, cJSON *reply)
 	cJSON_AddNumberToObject(reply, "promptBlocks", (double)b->prompts->n);
 	cJSON_AddNumberToObject(reply, "policyMemoryBytes", (double)fsb_policy_memory(b->policy));
 	fsb_broker_unlock(b);
+	/* The backup stores' syncs, by what they were for (process-wide). */
+	fsyncs = cJSON_AddObjectToObject(reply, "fsyncs");
+	for (int k = 0; fsyncs != NULL && k < FSB_SYNC_KINDS; k++)
+		cJSON_AddNumberToObject(fsyncs, fsb_sync_kind_name(k), (double)fsb_sync_total(k));
 	if (b->loop != NULL)
 		cJSON_AddNumberToObject(reply, "uptimeMs", (double)(uv_now(b->loop) - b->started_ms));
 }

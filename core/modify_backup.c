@@ -57,6 +57,7 @@ struct settings {
 	uint64_t max_bytes;
 	enum fsb_on_too_large on_too_large;
 	uint64_t quota_bytes;
+	bool batched;		/* backup.durability = "batched" */
 };
 
 static void settings_of(struct fsb_broker *b, struct fsb_session *s, struct settings *out)
@@ -69,6 +70,7 @@ static void settings_of(struct fsb_broker *b, struct fsb_session *s, struct sett
 	out->max_bytes = s->max_bytes_override ? s->max_bytes_override : set->max_bytes;
 	out->on_too_large = set->on_too_large;
 	out->quota_bytes = set->quota_bytes;
+	out->batched = set->batched;
 	fsb_broker_unlock(b);
 }
 
@@ -96,6 +98,17 @@ static int journaled_name(struct fsb_broker *b, bool has_view, int view_fd, cons
 	return -EIO;
 }
 
+/* The pack's durability for the store's next records; the store lock is
+ * held. A flusher thread that cannot start leaves the store strict: every
+ * backup is then synced on its call's path, which is safe, only slower. */
+static void durability(struct fsb_session *s, const struct settings *set)
+{
+	int rc = fsb_store_set_durability(s->store, set->batched);
+
+	if (rc < 0)
+		fsb_error("backup store of session %s stays strict: %s", s->id, strerror(-rc));
+}
+
 /* Fill in the size limit and record `r`; the store lock is held. */
 static int record(struct fsb_session *s, const struct settings *set,
 		  struct fsb_backup_req *r, struct fsb_backup_result *res)
@@ -103,6 +116,7 @@ static int record(struct fsb_session *s, const struct settings *set,
 	r->max_bytes = set->max_bytes;
 	r->on_too_large = set->on_too_large == FSB_ON_TOO_LARGE_ALLOW ? FSB_TOO_LARGE_SKIP
 									: FSB_TOO_LARGE_FAIL;
+	durability(s, set);
 	return fsb_store_record(s->store, r, res);
 }
 
@@ -444,16 +458,16 @@ int fsb_backup_recover(struct fsb_broker *b, const char *sid, char *err, size_t 
 
 /* Session `sid` when its backups are on; else NULL with *rc 0 (turned
  * off: nothing to journal) or -EIO (no state to journal in). */
-static struct fsb_session *journaling(struct fsb_broker *b, const char *sid, int *rc)
+static struct fsb_session *journaling(struct fsb_broker *b, const char *sid,
+				      struct settings *set, int *rc)
 {
 	struct fsb_session *s = fsb_broker_session(b, sid);
-	struct settings set;
 
 	*rc = s == NULL ? -EIO : 0;
 	if (s == NULL)
 		return NULL;
-	settings_of(b, s, &set);
-	return set.enabled ? s : NULL;
+	settings_of(b, s, set);
+	return set->enabled ? s : NULL;
 }
 
 int fsb_backup_note_created(struct fsb_broker *b, const char *sid, const struct fsb_access *acc,
@@ -461,12 +475,13 @@ int fsb_backup_note_created(struct fsb_broker *b, const char *sid, const struct 
 {
 	struct fsb_backup_result res;
 	struct fsb_backup_req r;
+	struct settings set;
 	struct fsb_session *s;
 	struct stat made;
 	char why[256];
 	int rc;
 
-	if ((s = journaling(b, sid, &rc)) == NULL)
+	if ((s = journaling(b, sid, &set, &rc)) == NULL)
 		return rc;
 	if ((rc = journaled_name(b, acc->has_view, acc->view_fd, acc->res.path, why,
 				 sizeof(why))) <= 0)
@@ -481,7 +496,12 @@ int fsb_backup_note_created(struct fsb_broker *b, const char *sid, const struct 
 	r.made = made_fd >= 0 && fstat(made_fd, &made) == 0 ? &made : NULL;
 	r.defer_sync = true;
 	pthread_mutex_lock(&s->store_lock);
-	rc = store_of(b, s, why, sizeof(why)) == NULL ? -EIO : fsb_store_record(s->store, &r, &res);
+	if (store_of(b, s, why, sizeof(why)) == NULL) {
+		rc = -EIO;
+	} else {
+		durability(s, &set);
+		rc = fsb_store_record(s->store, &r, &res);
+	}
 	pthread_mutex_unlock(&s->store_lock);
 	/* A created path's line needs no sync of its own (docs/backup-store.md,
 	 * "When a line is durable"), unless an earlier line of the path does. */
@@ -490,20 +510,24 @@ int fsb_backup_note_created(struct fsb_broker *b, const char *sid, const struct 
 
 int fsb_backup_note_parent(struct fsb_broker *b, const char *sid, const struct fsb_access *acc)
 {
+	struct settings set;
 	struct fsb_session *s;
 	char why[256];
 	int rc;
 
-	if ((s = journaling(b, sid, &rc)) == NULL)
+	if ((s = journaling(b, sid, &set, &rc)) == NULL)
 		return rc;
 	/* The directory is the sandbox's own when the name it will hold is. */
 	if ((rc = journaled_name(b, acc->has_view, acc->view_fd, acc->res.path, why,
 				 sizeof(why))) <= 0)
 		return rc;
 	pthread_mutex_lock(&s->store_lock);
-	rc = store_of(b, s, why, sizeof(why)) == NULL
-		     ? -EIO
-		     : fsb_store_note_parent(s->store, acc->res.path, acc->tool_call, NULL);
+	if (store_of(b, s, why, sizeof(why)) == NULL) {
+		rc = -EIO;
+	} else {
+		durability(s, &set);
+		rc = fsb_store_note_parent(s->store, acc->res.path, acc->tool_call, NULL);
+	}
 	pthread_mutex_unlock(&s->store_lock);
 	return rc < 0 ? -EIO : 0;
 }

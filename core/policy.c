@@ -154,6 +154,10 @@ static int l_read_settings(lua_State *L)
 		p->backup.on_too_large = FSB_ON_TOO_LARGE_ALLOW;
 	else if (on != NULL && strcmp(on, "deny") == 0)
 		p->backup.on_too_large = FSB_ON_TOO_LARGE_DENY;
+	lua_pop(L, 1);
+	lua_getfield(L, -1, "durability");
+	on = lua_tostring(L, -1);
+	p->backup.batched = on != NULL && strcmp(on, "batched") == 0;
 	return 0;
 }
 

@@ -46,6 +46,7 @@ enum fsb_on_too_large { FSB_ON_TOO_LARGE_ASK, FSB_ON_TOO_LARGE_ALLOW, FSB_ON_TOO
 struct fsb_backup_settings {
 	uint64_t max_bytes;	/* backup.maxSizeMB, clamped to [1, 4096] MiB */
 	enum fsb_on_too_large on_too_large;
+	bool batched;		/* backup.durability = "batched" (else "strict") */
 	uint64_t quota_bytes;	/* backup.quotaMB, clamped to [1, 16777216] MiB (16 TiB) */
 };
 

@@ -441,8 +441,22 @@ describe("policy.engine", function()
 			assert.are.equal("trash", s.delete_mode)
 			assert.are.equal("host", s.network)
 			assert.are.same({ "PATH", "HOME" }, s.env_pass)
-			assert.are.same({ maxSizeMB = 10, skip = { "/tmp/**", "!/tmp/keep/**" }, onTooLarge = "ask", quotaMB = 5120 },
+			assert.are.same({ maxSizeMB = 10, skip = { "/tmp/**", "!/tmp/keep/**" }, onTooLarge = "ask", quotaMB = 5120,
+					durability = "strict" },
 				s.backup)
+		end)
+
+		it("takes backup.durability from the including pack over an included one", function()
+			local eng = packs.engine({
+				top = 'return { name = "x", include = { "inc" }, backup = { durability = "strict" } }',
+				inc = 'return { name = "inc", backup = { durability = "batched" } }',
+			})
+			assert.are.equal("strict", eng:summary().backup.durability)
+			eng = packs.engine({
+				top = 'return { name = "x", include = { "inc" } }',
+				inc = 'return { name = "inc", backup = { durability = "batched" } }',
+			})
+			assert.are.equal("batched", eng:summary().backup.durability)
 		end)
 
 		it("names the base directory of each glob for the mount plan", function()

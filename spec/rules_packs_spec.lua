@@ -221,8 +221,9 @@ describe("rule packs", function()
 			assert.are.same({ "/home/u/**" }, s.ask)
 			assert.are.equal("mask", s.reads)
 			assert.are.equal("trash", s.delete_mode)
-			assert.are.same({ maxSizeMB = 10, onTooLarge = "ask", quotaMB = 5120 },
-				{ maxSizeMB = s.backup.maxSizeMB, onTooLarge = s.backup.onTooLarge, quotaMB = s.backup.quotaMB })
+			assert.are.same({ maxSizeMB = 10, onTooLarge = "ask", quotaMB = 5120, durability = "batched" },
+				{ maxSizeMB = s.backup.maxSizeMB, onTooLarge = s.backup.onTooLarge, quotaMB = s.backup.quotaMB,
+					durability = s.backup.durability })
 			assert.are.equal("/tmp/**", s.backup.skip[#s.backup.skip])
 			assert.are.equal("/home/u/.npm/**", s.backup.skip[1])
 			assert.are.same({ "PATH", "HOME", "LANG", "LC_ALL", "TERM", "USER", "LOGNAME", "SHELL", "TZ", "TMPDIR",

@@ -5,13 +5,17 @@
 # touch -d over 1,000 files, mv of a 3,000-file directory, rm -rf of a
 # 3,000-file tree, sed -i over 1,000 files, git checkout of another branch in
 # a 1,000-file repository, npm ci of a lockfile with TypeScript from a warm
-# cache. Each round runs bare and under fsbroker run on fresh copies of one
-# template, in an order that alternates round by round; medians and their
-# ratio are printed, never judged. Per workload also: the bytes the run
-# added to the backup store, and the fsyncs the whole run made (strace -f,
-# when strace is installed) minus the bare command's.
+# cache. Each round runs bare and under fsbroker run with each
+# backup.durability ("strict", "batched": the default pack with that one
+# setting) on fresh copies of one template, in an order that rotates round
+# by round; medians and their ratio to bare are printed, never judged. Per
+# workload and mode also: the bytes the run added to the backup store, and
+# the syncs the whole run made (fsync, fdatasync, syncfs; strace -f, when
+# strace is installed) minus the bare command's, in all and per file the
+# command changes (1,000 or 3,000: each workload is one kind of change).
 #
 #   BENCH_QUICK=1   2 rounds instead of 5
+#   BENCH_WORKLOADS="chmod sed"   only these (of chmod touch mv rm sed git npm)
 set -eu
 unset MAKEFLAGS MFLAGS MAKELEVEL
 build=$(cd "${1:-build}" && pwd)
@@ -23,16 +27,21 @@ rounds=5
 root=$(mktemp -d "$build/bench-workloads.XXXXXX")
 trap 'rm -rf "$root"' EXIT
 trap 'exit 130' INT TERM
-mkdir -p "$root/home" "$root/tmp" "$root/state"
+mkdir -p "$root/home" "$root/tmp" "$root/state" "$root/packs"
 chmod 0700 "$root/tmp" "$root/state"
+for mode in strict batched; do
+    printf 'return { name = "bench-%s", include = { "default" },\n  backup = { durability = "%s" } }\n' \
+        "$mode" "$mode" >"$root/packs/$mode.lua"
+done
 export HOME=$root/home TMPDIR=$root/tmp
 unset XDG_STATE_HOME XDG_CONFIG_HOME XDG_CACHE_HOME XDG_DATA_HOME XDG_RUNTIME_DIR
 export GIT_AUTHOR_NAME=b GIT_AUTHOR_EMAIL=b@example.invalid GIT_CONFIG_NOSYSTEM=1
 export GIT_COMMITTER_NAME=b GIT_COMMITTER_EMAIL=b@example.invalid
 export npm_config_audit=false npm_config_fund=false npm_config_update_notifier=false
 
-echo "Everyday commands under fsbroker run (default pack) ÷ bare: medians of $rounds rounds,"
-echo "bare and run alternating; store bytes and fsyncs are those of one run."
+echo "Everyday commands under fsbroker run (default pack, backup.durability strict and"
+echo "batched) ÷ bare: medians of $rounds rounds, bare and the two modes in rotating order;"
+echo "store bytes and syncs (fsync+fdatasync+syncfs, minus bare's) are those of one run."
 
 small_tree() {
     mkdir -p "$1"
@@ -68,12 +77,24 @@ ms_since() { echo $((($(date +%s%N) - $1) / 1000000)); }
 
 median() { sort -n | awk '{v[NR]=$1} END {print (NR % 2) ? v[(NR+1)/2] : int((v[NR/2]+v[NR/2+1])/2)}'; }
 
-fsyncs() { # the fsync-family calls `strace -f -c` counted in file $1
-    awk '/fsync|fdatasync|sync_file_range/ {n += $4} END {print n + 0}' "$1"
+fsyncs() { # the sync calls `strace -f -c` counted in file $1
+    awk '$NF ~ /^(fsync|fdatasync|syncfs|sync_file_range)$/ {n += $4} END {print n + 0}' "$1"
 }
 
-printf '  %-34s %10s %10s %7s %12s %8s\n' workload bare run ratio "store bytes" fsyncs
-for w in chmod touch mv rm sed git npm; do
+# How many files each workload changes: syncs per change.
+files_chmod=1000 files_touch=1000 files_mv=3000 files_rm=3000 files_sed=1000
+files_git=1000 files_npm=0
+
+run_in() { # run_in MODE W CMD [strace output]: CMD under fsbroker run in $d/ws
+    local pre=()
+    [ -n "${4:-}" ] && pre=(strace -f -c -o "$4")
+    (cd "$d/ws" && "${pre[@]}" "$fsb" run --rules "$root/packs/$1.lua" --workspace "$d/ws" \
+        --state-dir "$root/state" --session "b-$2-$1" -- sh -c "$3")
+}
+
+printf '  %-30s %-8s %9s %9s %6s %12s %7s %9s\n' workload mode bare run ratio "store bytes" \
+    syncs "per file"
+for w in ${BENCH_WORKLOADS:-chmod touch mv rm sed git npm}; do
     d=$root/$w
     mkdir -p "$d/tpl"
     if [ "$w" = npm ] && ! command -v npm >/dev/null 2>&1; then
@@ -86,10 +107,10 @@ for w in chmod touch mv rm sed git npm; do
     fi
     cmdvar=cmd_$w
     cmd=${!cmdvar}
-    bare=() run=() failed=""
+    bare=() strict=() batched=() failed=""
+    orders=("bare strict batched" "strict batched bare" "batched bare strict")
     for r in $(seq 1 "$rounds"); do
-        rm -rf "$d/ws" && cp -a "$d/tpl" "$d/ws"
-        for order in $([ $((r % 2)) = 0 ] && echo "bare run" || echo "run bare"); do
+        for order in ${orders[$((r % 3))]}; do
             rm -rf "$d/ws" && cp -a "$d/tpl" "$d/ws"
             sync
             t=$(date +%s%N)
@@ -97,35 +118,40 @@ for w in chmod touch mv rm sed git npm; do
                 (cd "$d/ws" && sh -c "$cmd") >"$d/out" 2>&1 || failed="bare: $(tail -1 "$d/out")"
                 bare+=("$(ms_since "$t")")
             else
-                (cd "$d/ws" && "$fsb" run --workspace "$d/ws" --state-dir "$root/state" \
-                    --session "b-$w" -- sh -c "$cmd") >"$d/out" 2>&1 ||
-                    failed="run: $(tail -1 "$d/out")"
-                run+=("$(ms_since "$t")")
+                run_in "$order" "$w" "$cmd" >"$d/out" 2>&1 ||
+                    failed="$order: $(tail -1 "$d/out")"
+                eval "$order+=(\"\$(ms_since \"\$t\")\")"
             fi
         done
     done
     if [ -n "$failed" ]; then
-        printf '  %-34s failed: %s\n' "$cmd" "$failed"
+        printf '  %-30s failed: %s\n' "${cmd:0:30}" "$failed"
         continue
     fi
-    # One more run of each, alone, for the store's growth and the fsyncs.
-    before=$(du -sb "$root/state" | cut -f1)
-    rm -rf "$d/ws" && cp -a "$d/tpl" "$d/ws"
+    mb=$(printf '%s\n' "${bare[@]}" | median)
+    bare_syncs=-
     if command -v strace >/dev/null 2>&1; then
-        (cd "$d/ws" && strace -f -c -o "$d/strace.run" "$fsb" run --workspace "$d/ws" \
-            --state-dir "$root/state" --session "b-$w" -- sh -c "$cmd") >/dev/null 2>&1 || true
         rm -rf "$d/ws" && cp -a "$d/tpl" "$d/ws"
         (cd "$d/ws" && strace -f -c -o "$d/strace.bare" sh -c "$cmd") >/dev/null 2>&1 || true
-        syncs=$(($(fsyncs "$d/strace.run") - $(fsyncs "$d/strace.bare")))
-    else
-        (cd "$d/ws" && "$fsb" run --workspace "$d/ws" --state-dir "$root/state" \
-            --session "b-$w" -- sh -c "$cmd") >/dev/null 2>&1 || true
-        syncs="-"
+        bare_syncs=$(fsyncs "$d/strace.bare")
     fi
-    after=$(du -sb "$root/state" | cut -f1)
-    mb=$(printf '%s\n' "${bare[@]}" | median)
-    mr=$(printf '%s\n' "${run[@]}" | median)
-    printf "  %-34s %8s ms %8s ms %7s %12s %8s\n" "${cmd:0:34}" "$mb" "$mr" \
-        "$(awk -v a="$mr" -v b="$mb" 'BEGIN {printf "%.1f", (b > 0 ? a / b : 0)}')" \
-        "$((after - before))" "$syncs"
+    for mode in strict batched; do
+        # One more run of each mode, alone, for the store's growth and the syncs.
+        before=$(du -sb "$root/state" | cut -f1)
+        rm -rf "$d/ws" && cp -a "$d/tpl" "$d/ws"
+        syncs=- per=-
+        if [ "$bare_syncs" != - ]; then
+            run_in "$mode" "$w" "$cmd" "$d/strace.$mode" >/dev/null 2>&1 || true
+            syncs=$(($(fsyncs "$d/strace.$mode") - bare_syncs))
+            nf=files_$w
+            [ "${!nf}" -gt 0 ] && per=$(awk -v s="$syncs" -v n="${!nf}" 'BEGIN {printf "%.2f", s / n}')
+        else
+            run_in "$mode" "$w" "$cmd" >/dev/null 2>&1 || true
+        fi
+        after=$(du -sb "$root/state" | cut -f1)
+        mr=$(eval "printf '%s\n' \"\${$mode[@]}\"" | median)
+        printf "  %-30s %-8s %6s ms %6s ms %6s %12s %7s %9s\n" "${cmd:0:30}" "$mode" "$mb" "$mr" \
+            "$(awk -v a="$mr" -v b="$mb" 'BEGIN {printf "%.1f", (b > 0 ? a / b : 0)}')" \
+            "$((after - before))" "$syncs" "$per"
+    done
 done

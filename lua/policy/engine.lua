@@ -573,6 +573,7 @@ function Engine:summary()
 		backup = {
 			maxSizeMB = s.maxSizeMB, skip = globs(lists["backup.skip"]),
 			onTooLarge = s.onTooLarge, quotaMB = s.quotaMB,
+			durability = s.durability,
 		},
 		delete_mode = s.delete_mode,
 		hardlinks = s.hardlinks,

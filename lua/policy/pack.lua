@@ -35,6 +35,7 @@ M.DEFAULTS = {
 	maxSizeMB = 10,
 	onTooLarge = "ask",
 	quotaMB = 5120,
+	durability = "strict",
 	delete_mode = "trash",
 	reads = "mask",
 	hardlinks = "ask",
@@ -383,7 +384,7 @@ local function check_pack(raw, file, ctx)
 	ask = ask or {}
 	local backup = raw.backup
 	if backup ~= nil then
-		ok, err = check_record(backup, "backup", { "maxSizeMB", "skip", "onTooLarge", "quotaMB" })
+		ok, err = check_record(backup, "backup", { "maxSizeMB", "skip", "onTooLarge", "quotaMB", "durability" })
 		if not ok then
 			return nil, err
 		end
@@ -408,6 +409,7 @@ local function check_pack(raw, file, ctx)
 		{ backup.maxSizeMB, "backup.maxSizeMB", "maxSizeMB" },
 		{ backup.quotaMB, "backup.quotaMB", "quotaMB" },
 		{ backup.onTooLarge, "backup.onTooLarge", "onTooLarge", { "ask", "allow", "deny" } },
+		{ backup.durability, "backup.durability", "durability", { "strict", "batched" } },
 		{ raw.reads, "reads", "reads", { "mask", "broker" } },
 		{ raw.hardlinks, "hardlinks", "hardlinks", { "ask", "allow", "deny" } },
 	}) do

@@ -25,6 +25,11 @@ return {
 		skip = { "${tmp}/**" },
 		onTooLarge = "ask",
 		quotaMB = 5120,
+		-- Backups are written before each change and made durable
+		-- together once a second, not one fsync per change: a SIGKILL
+		-- of the core loses none, a power loss at most the last
+		-- second's (docs/backup-store.md, "The durability contract").
+		durability = "batched",
 	},
 	delete = { mode = "trash" },
 	reads = "mask",

@@ -54,6 +54,7 @@ static struct {
 	bool short_journal;	/* the next write to a journal writes half */
 	int fail_truncate;	/* ftruncate fails with this errno */
 	int fail_journal_sync;	/* fdatasync of a journal fails with this errno */
+	int fail_syncfs;	/* syncfs fails with this errno */
 	/* The first fdatasync of a journal waits (5 s at most) until
 	 * `hold_until` records were appended (`appended`). */
 	int hold_until;
@@ -66,7 +67,8 @@ static struct {
 	pthread_cond_t cv;
 	unsigned journal, other;
 	int appended;
-} syncs = { PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0, 0 };
+	unsigned fs;		/* syncfs calls (batched durability) */
+} syncs = { PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0, 0, 0 };
 
 static void hook_reset(void)
 {
@@ -75,6 +77,7 @@ static void hook_reset(void)
 	pthread_mutex_lock(&syncs.mu);
 	syncs.journal = syncs.other = 0;
 	syncs.appended = 0;
+	syncs.fs = 0;
 	pthread_mutex_unlock(&syncs.mu);
 }
 
@@ -134,6 +137,28 @@ int fsync(int fd)
 int fdatasync(int fd)
 {
 	return counted_sync(fd, SYS_fdatasync);
+}
+
+int syncfs(int fd)
+{
+	pthread_mutex_lock(&syncs.mu);
+	syncs.fs++;
+	pthread_mutex_unlock(&syncs.mu);
+	if (hook.fail_syncfs != 0) {
+		errno = hook.fail_syncfs;
+		return -1;
+	}
+	return (int)syscall(SYS_syncfs, fd);
+}
+
+static unsigned syncfs_count(void)
+{
+	unsigned n;
+
+	pthread_mutex_lock(&syncs.mu);
+	n = syncs.fs;
+	pthread_mutex_unlock(&syncs.mu);
+	return n;
 }
 
 /* Syncs since the last call: of journals, and of anything else. */
@@ -2525,6 +2550,101 @@ static void test_new_store_directory_is_fsynced_into_its_parent(void **state)
 	open_store(f);
 }
 
+/*
+ * backup.durability = "batched": copies, kept inodes and lines are written
+ * with no fsync or fdatasync on the record's path; the store's thread
+ * makes them durable with a syncfs within FSB_STORE_BATCH_MS, without
+ * another record; a seal syncfs'es whatever is left before cycle.json.
+ */
+static void test_batched_records_sync_nothing_on_their_path(void **state)
+{
+	struct fixture *f = *state;
+	struct fsb_backup_result res;
+	char a[PATHBUF], b[PATHBUF], err[256];
+	unsigned js, os, fs;
+
+	open_store(f);
+	assert_int_equal(fsb_store_set_durability(f->s, true), 0);
+	src_path(f, "copied", a);
+	src_path(f, "kept", b);
+	free(make_file(a, 5000, 91));
+	free(make_file(b, 5000, 92));
+	syncs_take(&js, &os);
+	fs = syncfs_count();
+
+	assert_int_equal(backup_path(f, a, &res), 0);
+	assert_int_equal(strlen(res.object), 64);
+	assert_int_equal(keep_record(f, b, "delete", 0, &res), 0);
+	assert_true(res.kept);
+	syncs_take(&js, &os);
+	assert_int_equal(js, 0);
+	assert_int_equal(os, 0);
+
+	/* The flusher, by itself; 10 s at most on a loaded machine. */
+	for (int i = 0; i < 100 && syncfs_count() == fs; i++)
+		nanosleep(&(struct timespec){ .tv_nsec = 100000000L }, NULL);
+	assert_true(syncfs_count() > fs);
+
+	free(make_file(a, 6000, 93));
+	assert_int_equal(backup_path(f, a, &res), 0);
+	fs = syncfs_count();
+	assert_true(fsb_store_seal(f->s, "batched", "", err, sizeof(err)) > 0);
+	assert_true(syncfs_count() > fs);
+}
+
+/* A failed syncfs fails the cycle closed, as a failed fdatasync does: the
+ * next record is refused, the seal reports it. */
+static void test_batched_failed_syncfs_refuses_the_next_record(void **state)
+{
+	struct fixture *f = *state;
+	struct fsb_backup_result res;
+	char a[PATHBUF], err[256];
+
+	open_store(f);
+	assert_int_equal(fsb_store_set_durability(f->s, true), 0);
+	src_path(f, "one", a);
+	free(make_file(a, 100, 94));
+	hook.fail_syncfs = EIO;
+	assert_int_equal(backup_path(f, a, &res), 0);
+	for (int i = 0; i < 100 && syncfs_count() == 0; i++)
+		nanosleep(&(struct timespec){ .tv_nsec = 100000000L }, NULL);
+	assert_true(syncfs_count() > 0);
+	/* The flusher records its failure under the same lock a record reads. */
+	for (int i = 0; i < 100 && backup_path(f, a, &res) == 0; i++)
+		nanosleep(&(struct timespec){ .tv_nsec = 10000000L }, NULL);
+	src_path(f, "two", a);
+	free(make_file(a, 100, 95));
+	assert_int_equal(backup_path(f, a, &res), -EIO);
+	hook.fail_syncfs = 0;
+	assert_true(fsb_store_seal(f->s, "after", "", err, sizeof(err)) > 0);
+}
+
+/* Back to strict: what batched mode wrote is made durable at once, and the
+ * next record syncs its own line again. */
+static void test_strict_again_after_batched_syncs_first(void **state)
+{
+	struct fixture *f = *state;
+	struct fsb_backup_result res;
+	char a[PATHBUF], b[PATHBUF];
+	unsigned js, os, fs;
+
+	open_store(f);
+	assert_int_equal(fsb_store_set_durability(f->s, true), 0);
+	src_path(f, "first", a);
+	src_path(f, "second", b);
+	free(make_file(a, 100, 96));
+	free(make_file(b, 100, 97));
+	assert_int_equal(backup_path(f, a, &res), 0);
+	fs = syncfs_count();
+	assert_int_equal(fsb_store_set_durability(f->s, false), 0);
+	assert_true(syncfs_count() > fs);
+	syncs_take(&js, &os);
+	assert_int_equal(backup_path(f, b, &res), 0);
+	syncs_take(&js, &os);
+	assert_int_equal(js, 1);
+	assert_true(os >= 1);	/* the object */
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -2593,6 +2713,12 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_xattrs_recorded_and_read_back, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_no_xattrs_is_an_empty_set, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_batched_records_sync_nothing_on_their_path,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(test_batched_failed_syncfs_refuses_the_next_record,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(test_strict_again_after_batched_syncs_first,
+						setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
