@@ -163,6 +163,8 @@ static int cli_help(int argc, char **argv)
 		fputs(help_usage, stdout);
 		return 0;
 	}
+	if (argv[1][0] == '-')
+		return fsb_cli_unknown_option("fsbroker help", argv[1], 2);
 	if (argc > 3 || (cmd = find(argv[1])) == NULL) {
 		fprintf(stderr, "fsbroker help: no command '%s'; see fsbroker help\n",
 			argc > 3 ? argv[3] : argv[1]);

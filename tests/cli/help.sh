@@ -1,0 +1,146 @@
+#!/bin/bash
+# help.sh FSBROKER — every command's --help and its unknown options (TAP).
+#
+# The commands come from the dispatch table in core/main.c, the backup verbs
+# from the verb table in core/cli_backup.c, and each command's long options
+# from the getopt_long table in its own source file: a new command, verb or
+# option without help text fails here. For each command (and verb):
+#   --help exits 0 with its text on stdout alone, starting "usage: fsbroker
+#   CMD"; -h and `fsbroker help CMD` print the same text; the text names
+#   every long option the parser takes, its exit statuses, environment and
+#   docs; no two commands share a text; an unknown option exits with the
+#   command's usage status and names itself and the --help to read; a backup
+#   verb refuses the other verbs' options the same way.
+# Then --version and `version --json` against VERSION.
+set -u
+fsb=$1
+src=$(cd "$(dirname "$0")/../.." && pwd)
+n=0 failed=0
+out=$(mktemp) err=$(mktemp) seen=$(mktemp)
+trap 'rm -f "$out" "$err" "$seen"' EXIT
+
+ok() { # CONDITION-STATUS DESCRIPTION [DETAIL]
+    n=$((n + 1))
+    if [ "$1" -eq 0 ]; then
+        echo "ok $n - $2"
+    else
+        echo "not ok $n - $2"
+        [ -n "${3:-}" ] && printf '#   %s\n' "$3"
+        failed=1
+    fi
+}
+
+# "name code" per line: the long options of the getopt_long table(s) in FILE.
+long_opts() {
+    sed -n "s/^[[:space:]]*{ \"\([a-z][a-z-]*\)\", [a-z]*_argument, NULL, '\(.\)' },\$/\1 \2/p" "$1"
+}
+
+# The source file defining a command's function (fsb_cli_NAME, or main.c).
+file_of() {
+    local f
+    f=$(grep -l "^int fsb_cli_$1(int argc, char \*\*argv)" "$src"/core/*.c)
+    echo "${f:-$src/core/main.c}"
+}
+
+# The status a command gives a usage error: as docs/decisions.md
+# ("Usage errors keep each command's documented exit status") says.
+usage_status() {
+    case $1 in
+        run | shell) echo 125 ;;
+        delete) echo 1 ;;
+        *) echo 2 ;;
+    esac
+}
+
+# check_help "CMD [VERB]" OPTIONS...: the checks above for one command.
+check_help() {
+    local cmd=$1 o st missing=""
+    shift
+    "$fsb" $cmd --help >"$out" 2>"$err"
+    st=$?
+    ok $((st != 0)) "fsbroker $cmd --help exits 0" "status $st"
+    ok "$([ -s "$out" ] && [ ! -s "$err" ]; echo $?)" \
+        "fsbroker $cmd --help prints on stdout alone" "stderr: $(head -c 200 "$err")"
+    ok "$(head -1 "$out" | grep -q "^usage: fsbroker $cmd\( \|\$\)"; echo $?)" \
+        "fsbroker $cmd --help starts with 'usage: fsbroker $cmd'" "$(head -1 "$out")"
+    ok "$("$fsb" $cmd -h 2>&1 | cmp -s - "$out"; echo $?)" "fsbroker $cmd -h prints the same"
+    ok "$("$fsb" help $cmd 2>&1 | cmp -s - "$out"; echo $?)" \
+        "fsbroker help $cmd prints the same"
+    for o in "$@"; do
+        grep -qE -- "--$o([^a-z-]|\$)" "$out" || missing="$missing --$o"
+    done
+    ok "$([ -z "$missing" ]; echo $?)" \
+        "fsbroker $cmd --help names each of its $# options" "missing:$missing"
+    ok "$(grep -q '^exit: ' "$out" && grep -q '^environment: ' "$out" &&
+          grep -q '^docs: ' "$out"; echo $?)" \
+        "fsbroker $cmd --help names its exit statuses, environment and docs"
+    ok "$(! grep -qxF "$(md5sum <"$out")" "$seen"; echo $?)" \
+        "fsbroker $cmd --help is a text of its own"
+    md5sum <"$out" >>"$seen"
+    "$fsb" $cmd --frobnicate x >/dev/null 2>"$err"
+    st=$?
+    ok "$([ "$st" -eq "$(usage_status "${cmd%% *}")" ]; echo $?)" \
+        "fsbroker $cmd --frobnicate exits $(usage_status "${cmd%% *}")" "status $st"
+    ok "$(grep -qF "fsbroker $cmd: unknown option --frobnicate; see fsbroker $cmd --help" \
+          "$err"; echo $?)" "fsbroker $cmd --frobnicate names itself" "$(head -c 300 "$err")"
+}
+
+commands=$(sed -n 's/^[[:space:]]*{ "\([a-z]*\)", \(fsb_\)*cli_[a-z]* },$/\1/p' "$src/core/main.c")
+ok "$([ "$(echo "$commands" | wc -l)" -ge 10 ]; echo $?)" \
+    "the command table of core/main.c is read" "$commands"
+"$fsb" --help >"$out" 2>&1
+missing=""
+for c in $commands; do
+    grep -q "^  $c " "$out" || missing="$missing $c"
+done
+ok "$([ -z "$missing" ]; echo $?)" "fsbroker --help lists every command" "missing:$missing"
+ok "$("$fsb" help | cmp -s - "$out"; echo $?)" "fsbroker help prints fsbroker --help"
+md5sum <"$out" >>"$seen"
+
+for c in $commands; do
+    case $c in
+        help) check_help help help ;;
+        audit) check_help audit help ;;
+        backup) check_help backup state-dir session workspace help ;;
+        *) check_help "$c" $(long_opts "$(file_of "$c")" | cut -d' ' -f1) ;;
+    esac
+done
+
+# audit's verb: the options of core/cli_audit.c.
+check_help "audit verify" $(long_opts "$src/core/cli_audit.c" | cut -d' ' -f1)
+
+# backup's verbs: each takes the options its entry in the verb table names
+# (short codes of the option table) and refuses the rest as unknown.
+bopts=$(long_opts "$src/core/cli_backup.c")
+verbs=$(sed -n 's/^[[:space:]]*{ "\([a-z]*\)", [a-z]*_usage, "\([a-zA-Z]*\)" },$/\1 \2/p' \
+    "$src/core/cli_backup.c")
+ok "$([ "$(echo "$verbs" | wc -l)" -eq 6 ]; echo $?)" \
+    "the verb table of core/cli_backup.c is read" "$verbs"
+while read -r verb codes; do
+    takes="" others=""
+    while read -r name code; do
+        case $codes in
+            *"$code"*) takes="$takes $name" ;;
+            *) others="$others $name" ;;
+        esac
+    done <<<"$bopts"
+    check_help "backup $verb" $takes
+    wrong=""
+    for o in $others; do
+        "$fsb" backup "$verb" "--$o=1" >/dev/null 2>"$err"
+        st=$?
+        [ "$st" -eq 2 ] && grep -qF "fsbroker backup $verb: unknown option --$o;" "$err" ||
+            wrong="$wrong --$o($st)"
+    done
+    ok "$([ -z "$wrong" ]; echo $?)" \
+        "fsbroker backup $verb refuses the other verbs' options as unknown" "accepted:$wrong"
+done <<<"$verbs"
+
+version=$(cat "$src/VERSION")
+ok "$([ "$("$fsb" --version)" = "fsbroker $version" ]; echo $?)" \
+    "fsbroker --version prints fsbroker $version" "$("$fsb" --version 2>&1)"
+ok "$([ "$("$fsb" version --json)" = "{\"version\": \"$version\"}" ] &&
+      [ "$("$fsb" --version --json)" = "{\"version\": \"$version\"}" ]; echo $?)" \
+    "fsbroker version --json and --version --json print {\"version\": \"$version\"}"
+echo "1..$n"
+exit $failed
