@@ -116,8 +116,9 @@ static const char show_usage[] =
 	"docs: docs/restore.md\n";
 
 static const char restore_usage[] =
-	"usage: fsbroker backup restore CYCLE|--last [PATH...] [--tool-call ID] [--dry-run]\n"
-	"                               [--force] [--no-undo] [--json] [--state-dir DIR]\n"
+	"usage: fsbroker backup restore CYCLE|--last [PATH...] [--tool-call ID]\n"
+	"                               [--dry-run] [--force] [--no-undo] [--json]\n"
+	"                               [--state-dir DIR]\n"
 	"                               [--session ID | --workspace DIR]\n"
 	"\n"
 	"Put every path a cycle touched (or only the PATHs named, or what one tool call\n"

@@ -16,7 +16,8 @@
 #include "proto_json.h"
 
 static const char usage[] =
-	"usage: fsbroker check [--rules PACK] [--workspace DIR] [--json] [--op OP] PATH...\n"
+	"usage: fsbroker check [--rules PACK] [--workspace DIR] [--json] [--op OP]\n"
+	"                      PATH...\n"
 	"\n"
 	"Print the verdict the rule pack gives for OP on each PATH (allow, deny or ask),\n"
 	"the rule that decided it, the real path when a symlink leads elsewhere, and\n"

@@ -40,8 +40,8 @@
 
 static const char usage[] =
 	"usage: fsbroker run [OPTIONS] -- CMD [ARG]...\n"
-	"       fsbroker run --core STATE-DIR [--session ID] [--tool-call ID] [--summary-fd N]\n"
-	"                    [--network host|none] -- CMD [ARG]...\n"
+	"       fsbroker run --core STATE-DIR [--session ID] [--tool-call ID]\n"
+	"                    [--summary-fd N] [--network host|none] -- CMD [ARG]...\n"
 	"\n"
 	"Run CMD in a sandbox (bubblewrap, Landlock, a seccomp supervisor) where every\n"
 	"file change goes through a core: judged by the rule pack, backed up, audited.\n"

@@ -25,9 +25,9 @@
 #include "watch.h"
 
 static const char usage[] =
-	"usage: fsbroker serve --socket PATH --session ID [--rules PACK] [--state-dir DIR]\n"
-	"                      [--workspace DIR] [--approvals deferred|inline]\n"
-	"                      [--approval-timeout SECONDS]\n"
+	"usage: fsbroker serve --socket PATH --session ID [--rules PACK]\n"
+	"                      [--state-dir DIR] [--workspace DIR]\n"
+	"                      [--approvals deferred|inline] [--approval-timeout SECONDS]\n"
 	"\n"
 	"Run the core for an agent host: brokered clients connect to the socket PATH,\n"
 	"the host speaks the control protocol (JSON lines) on stdin and stdout, and\n"
@@ -45,8 +45,8 @@ static const char usage[] =
 	"  --workspace DIR           the project the pack's ${workspace} names\n"
 	"  --approvals deferred|inline\n"
 	"                            deferred (default): an ask is refused and recorded\n"
-	"                            for `fsbroker approve`; inline: an attached run's ask\n"
-	"                            waits for the host's Approve or Deny\n"
+	"                            for `fsbroker approve`; inline: an attached run's\n"
+	"                            ask waits for the host's Approve or Deny\n"
 	"  --approval-timeout SECONDS  how long an inline ask waits, then denies (60)\n"
 	"  -h, --help                print this text\n"
 	"\n"

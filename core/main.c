@@ -44,7 +44,8 @@ static const char usage[] =
 	"  documents its own statuses\n"
 	"environment: FSBROKER_LOG (error, warning, info, debug: how much the core logs\n"
 	"  on stderr), FSBROKER_LUA_DIR (the directory holding policy/ and rules/),\n"
-	"  TMPDIR, HOME, XDG_STATE_HOME, XDG_RUNTIME_DIR; each command says which it reads\n"
+	"  TMPDIR, HOME, XDG_STATE_HOME, XDG_RUNTIME_DIR; each command says which it\n"
+	"  reads\n"
 	"docs: README.md, docs/runtime.md, docs/rule-packs.md, docs/restore.md,\n"
 	"  docs/protocol.md, docs/clients.md\n";
 

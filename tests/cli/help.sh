@@ -8,7 +8,7 @@
 #   --help exits 0 with its text on stdout alone, starting "usage: fsbroker
 #   CMD"; -h and `fsbroker help CMD` print the same text; the text names
 #   every long option the parser takes, its exit statuses, environment and
-#   docs; no two commands share a text; an unknown option exits with the
+#   docs, in 80 columns; no two commands share a text; an unknown option exits with the
 #   command's usage status and names itself and the --help to read; a backup
 #   verb refuses the other verbs' options the same way.
 # Then --version and `version --json` against VERSION.
@@ -74,6 +74,8 @@ check_help() {
     ok "$(grep -q '^exit: ' "$out" && grep -q '^environment: ' "$out" &&
           grep -q '^docs: ' "$out"; echo $?)" \
         "fsbroker $cmd --help names its exit statuses, environment and docs"
+    ok "$(! awk 'length > 80 { bad = 1 } END { exit !bad }' "$out"; echo $?)" \
+        "fsbroker $cmd --help fits 80 columns" "$(awk 'length > 80' "$out" | head -1)"
     ok "$(! grep -qxF "$(md5sum <"$out")" "$seen"; echo $?)" \
         "fsbroker $cmd --help is a text of its own"
     md5sum <"$out" >>"$seen"
