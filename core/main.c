@@ -46,8 +46,8 @@ static const char usage[] =
 	"  on stderr), FSBROKER_LUA_DIR (the directory holding policy/ and rules/),\n"
 	"  TMPDIR, HOME, XDG_STATE_HOME, XDG_RUNTIME_DIR; each command says which it\n"
 	"  reads\n"
-	"docs: README.md, docs/runtime.md, docs/rule-packs.md, docs/restore.md,\n"
-	"  docs/protocol.md, docs/clients.md\n";
+	"docs: README.md, docs/cli.md, docs/runtime.md, docs/rule-packs.md,\n"
+	"  docs/restore.md, docs/protocol.md, docs/clients.md\n";
 
 static const char version_usage[] =
 	"usage: fsbroker version [--json]\n"
@@ -75,9 +75,9 @@ static const char help_usage[] =
 	"options:\n"
 	"  -h, --help      print this text\n"
 	"\n"
-	"exit: 0 printed, 2 no such command\n"
+	"exit: 0 printed, 2 no such command or verb\n"
 	"environment: none\n"
-	"docs: README.md\n";
+	"docs: docs/cli.md\n";
 
 /* A command name and the function that runs it. */
 struct command {
@@ -166,9 +166,16 @@ static int cli_help(int argc, char **argv)
 	}
 	if (argv[1][0] == '-')
 		return fsb_cli_unknown_option("fsbroker help", argv[1], 2);
-	if (argc > 3 || (cmd = find(argv[1])) == NULL) {
-		fprintf(stderr, "fsbroker help: no command '%s'; see fsbroker help\n",
-			argc > 3 ? argv[3] : argv[1]);
+	if ((cmd = find(argv[1])) == NULL) {
+		fprintf(stderr, "fsbroker help: no command '%s'; see fsbroker help\n", argv[1]);
+		return 2;
+	}
+	/* Only backup and audit have verbs: `help run ls` must not become
+	 * `run ls --help`, a command run sandboxed. */
+	if (argc > 3 || (argc == 3 && strcmp(argv[1], "backup") != 0 &&
+			 strcmp(argv[1], "audit") != 0)) {
+		fprintf(stderr, "fsbroker help: takes COMMAND [VERB] (a verb for backup and "
+			"audit only), not '%s'; see fsbroker help --help\n", argv[argc - 1]);
 		return 2;
 	}
 	sub[n++] = argv[1];

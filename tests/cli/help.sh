@@ -138,6 +138,16 @@ while read -r verb codes; do
         "fsbroker backup $verb refuses the other verbs' options as unknown" "accepted:$wrong"
 done <<<"$verbs"
 
+# `help CMD WORD` of a command without verbs runs nothing: it would be
+# `run WORD --help`, WORD run sandboxed (`echo --help` prints "--help").
+"$fsb" help run echo >"$out" 2>"$err"
+st=$?
+ok "$([ "$st" -eq 2 ] && [ ! -s "$out" ]; echo $?)" \
+    "fsbroker help run echo refuses (2) and runs nothing" \
+    "status $st, stdout: $(head -c 100 "$out"), stderr: $(head -c 200 "$err")"
+"$fsb" help backup restore extra >/dev/null 2>&1
+ok "$([ $? -eq 2 ]; echo $?)" "fsbroker help backup restore extra refuses (2)"
+
 version=$(cat "$src/VERSION")
 ok "$([ "$("$fsb" --version)" = "fsbroker $version" ]; echo $?)" \
     "fsbroker --version prints fsbroker $version" "$("$fsb" --version 2>&1)"
