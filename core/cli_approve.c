@@ -82,7 +82,7 @@ int fsb_cli_approve(int argc, char **argv)
 				argv[optind - 1]);
 			return 2;
 		default:
-			return fsb_cli_unknown_option(PROG, argv[optind - 1], 2);
+			return fsb_cli_bad_option(PROG, argv, 2);
 		}
 	}
 	if (optind != argc - 1) {

@@ -2357,7 +2357,7 @@ int fsb_cli_backup(int argc, char **argv)
 	const struct verb *v;
 	const char *sub;
 	char prog[32];
-	int opt, rc, pos;
+	int opt, rc, pos, li;
 
 	memset(&c, 0, sizeof(c));
 	c.keep = c.older_than = -1;
@@ -2386,9 +2386,19 @@ int fsb_cli_backup(int argc, char **argv)
 	optind = 1;
 	opterr = 0;
 	while ((opt = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
-		/* Another verb's option is as unknown to this one as any. */
-		if (opt != ':' && opt != '?' && strchr(v->accepts, opt) == NULL)
-			return fsb_cli_unknown_option(prog, argv[optind - 1], 2);
+		/* Another verb's option is as unknown to this one as any, also
+		 * when getopt found it given a value wrongly (optopt says which). */
+		int code = opt != ':' && opt != '?' ? opt :
+			   strncmp(argv[optind - 1], "--", 2) == 0 ? optopt : 0;
+
+		for (li = 0; code != 0 && opts[li].name != NULL; li++) {
+			char name[40];
+
+			if (opts[li].val != code || strchr(v->accepts, code) != NULL)
+				continue;
+			snprintf(name, sizeof(name), "--%s", opts[li].name);
+			return fsb_cli_unknown_option(prog, name, 2);
+		}
 		switch (opt) {
 		case 's':
 			snprintf(c.state, sizeof(c.state), "%s", optarg);
@@ -2462,7 +2472,7 @@ int fsb_cli_backup(int argc, char **argv)
 				argv[optind - 1], prog);
 			return 2;
 		default:
-			return fsb_cli_unknown_option(prog, argv[optind - 1], 2);
+			return fsb_cli_bad_option(prog, argv, 2);
 		}
 	}
 	pos = optind;

@@ -87,7 +87,7 @@ int fsb_cli_delete(int argc, char **argv)
 		default:
 			/* 1, not 2: a caller that falls back to a local trash on
 			 * 2 must not do so for a command line it got wrong. */
-			return fsb_cli_unknown_option(PROG, argv[optind - 1], 1);
+			return fsb_cli_bad_option(PROG, argv, 1);
 		}
 	}
 	if (optind == argc) {

@@ -596,9 +596,12 @@ static int parse_opts(int argc, char **argv, struct run_opts *o, bool *help)
 			return 0;
 		case ':':
 			return fail("%s needs a value; see fsbroker run --help", argv[optind - 1]);
-		default:
-			return fail("unknown option %.*s; see fsbroker run --help",
-				    (int)strcspn(argv[optind - 1], "="), argv[optind - 1]);
+		default: {
+			char msg[256];
+
+			fsb_cli_option_error("fsbroker run", argv, msg, sizeof(msg));
+			return fail("%s", msg);
+		}
 		}
 	}
 	o->cmd = argv + optind;

@@ -202,7 +202,7 @@ int fsb_cli_serve(int argc, char **argv)
 				argv[optind - 1]);
 			return 2;
 		default:
-			return fsb_cli_unknown_option(PROG, argv[optind - 1], 2);
+			return fsb_cli_bad_option(PROG, argv, 2);
 		}
 	}
 	if (socket_path == NULL || session == NULL || optind != argc) {

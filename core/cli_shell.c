@@ -303,7 +303,7 @@ int fsb_cli_shell(int argc, char **argv)
 				argv[optind - 1]);
 			return FSB_EXIT_RUN;
 		default:
-			return fsb_cli_unknown_option(PROG, argv[optind - 1], FSB_EXIT_RUN);
+			return fsb_cli_bad_option(PROG, argv, FSB_EXIT_RUN);
 		}
 	}
 	if (!fsb_id_valid(session))

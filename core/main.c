@@ -133,7 +133,7 @@ static int cli_version(int argc, char **argv)
 			fputs(version_usage, stdout);
 			return 0;
 		default:
-			return fsb_cli_unknown_option("fsbroker version", argv[optind - 1], 2);
+			return fsb_cli_bad_option("fsbroker version", argv, 2);
 		}
 	}
 	if (optind != argc) {

@@ -8,9 +8,10 @@
 #   --help exits 0 with its text on stdout alone, starting "usage: fsbroker
 #   CMD"; -h and `fsbroker help CMD` print the same text; the text names
 #   every long option the parser takes, its exit statuses, environment and
-#   docs, in 80 columns; no two commands share a text; an unknown option exits with the
-#   command's usage status and names itself and the --help to read; a backup
-#   verb refuses the other verbs' options the same way.
+#   docs, in 80 columns; no two commands share a text; an unknown option,
+#   long or short (in a cluster too), exits with the command's usage status
+#   and names itself and the --help to read, a flag given a value says so; a
+#   backup verb refuses the other verbs' options the same way.
 # Then --version and `version --json` against VERSION.
 set -u
 fsb=$1
@@ -85,6 +86,24 @@ check_help() {
         "fsbroker $cmd --frobnicate exits $(usage_status "${cmd%% *}")" "status $st"
     ok "$(grep -qF "fsbroker $cmd: unknown option --frobnicate; see fsbroker $cmd --help" \
           "$err"; echo $?)" "fsbroker $cmd --frobnicate names itself" "$(head -c 300 "$err")"
+    # A flag given a value, where the command's getopt parses it.
+    case $cmd in
+        backup | audit | help) ;;
+        *)
+            "$fsb" $cmd --help=1 >/dev/null 2>"$err"
+            st=$?
+            ok "$([ "$st" -eq "$(usage_status "${cmd%% *}")" ] &&
+                  grep -qF "fsbroker $cmd: --help takes no value; see fsbroker $cmd --help" \
+                      "$err"; echo $?)" \
+                "fsbroker $cmd --help=1 says --help takes no value" "status $st: $(head -c 300 "$err")"
+            ;;
+    esac
+    # A short one, where getopt leaves it inside its cluster.
+    "$fsb" $cmd -Zh >/dev/null 2>"$err"
+    st=$?
+    ok "$([ "$st" -eq "$(usage_status "${cmd%% *}")" ] &&
+          grep -qF "fsbroker $cmd: unknown option -Z; see fsbroker $cmd --help" "$err"
+          echo $?)" "fsbroker $cmd -Zh names -Z" "status $st: $(head -c 300 "$err")"
 }
 
 commands=$(sed -n 's/^[[:space:]]*{ "\([a-z]*\)", \(fsb_\)*cli_[a-z]* },$/\1/p' "$src/core/main.c")
@@ -129,10 +148,13 @@ while read -r verb codes; do
     check_help "backup $verb" $takes
     wrong=""
     for o in $others; do
-        "$fsb" backup "$verb" "--$o=1" >/dev/null 2>"$err"
-        st=$?
-        [ "$st" -eq 2 ] && grep -qF "fsbroker backup $verb: unknown option --$o;" "$err" ||
-            wrong="$wrong --$o($st)"
+        # Alone, and with a value both ways: the message names the option.
+        for form in "--$o" "--$o=1" "--$o 1"; do
+            "$fsb" backup "$verb" $form >/dev/null 2>"$err"
+            st=$?
+            [ "$st" -eq 2 ] && grep -qF "fsbroker backup $verb: unknown option --$o;" "$err" ||
+                wrong="$wrong $form($st: $(head -c 80 "$err"))"
+        done
     done
     ok "$([ -z "$wrong" ]; echo $?)" \
         "fsbroker backup $verb refuses the other verbs' options as unknown" "accepted:$wrong"
