@@ -33,7 +33,9 @@ static const char usage[] =
 	"exit: 0 deleted, 1 refused or failed (a usage error too), 2 broker\n"
 	"  unavailable (no socket configured, no connection)\n"
 	"environment: FSBROKER_SOCKET, FSBROKER_SESSION_ID, FSBROKER_TOOL_CALL_ID,\n"
-	"  FSBROKER_TIMEOUT_MS (how long to wait for the core)\n"
+	"  FSBROKER_TIMEOUT_MS (how long to wait for the core), FSBROKER_TRACE_ID (sent\n"
+	"  with each request, into the audit log); FSBROKER_READS is read too, but only\n"
+	"  brokered reads heed it\n"
 	"docs: docs/clients.md, docs/protocol.md\n";
 
 #define PROG "fsbroker delete"

@@ -7,8 +7,8 @@
 # option without help text fails here. For each command (and verb):
 #   --help exits 0 with its text on stdout alone, starting "usage: fsbroker
 #   CMD"; -h and `fsbroker help CMD` print the same text; the text names
-#   every long option the parser takes, its exit statuses, environment and
-#   docs, in 80 columns; no two commands share a text; an unknown option,
+#   every long option the parser takes and every environment variable the
+#   code reads, its exit statuses, environment and docs, in 80 columns; no two commands share a text; an unknown option,
 #   long or short (in a cluster too), exits with the command's usage status
 #   and names itself and the --help to read, a flag given a value says so; a
 #   backup verb refuses the other verbs' options the same way.
@@ -43,6 +43,22 @@ file_of() {
     echo "${f:-$src/core/main.c}"
 }
 
+# The environment variables a command reads: the names its file passes to
+# getenv (or to the helpers that call it, pick and find_client), and those of
+# what it calls for its configuration: core/config.c's (fsb_config_build),
+# the state dir's (fsb_default_state_dir: HOME, XDG_STATE_HOME),
+# core/run_sandbox.c's (fsb_run_find_on_path) and the client library's
+# (fsbc_configure).
+env_of() {
+    local f=$1 files=$1
+    grep -q 'fsb_config_build(' "$f" && files="$files $src/core/config.c"
+    grep -q 'fsb_default_state_dir(' "$f" && echo HOME XDG_STATE_HOME
+    grep -q 'fsb_run_find_on_path(' "$f" && files="$files $src/core/run_sandbox.c"
+    grep -q 'fsbc_configure(' "$f" && files="$files $src/clients/lib/fsbc_conn.c"
+    grep -ohE '\<(getenv|pick|find_client)\(([a-z_>.-]+, )?"[A-Z][A-Z0-9_]+"' $files |
+        sed 's/.*"\(.*\)"/\1/'
+}
+
 # The status a command gives a usage error: as docs/decisions.md
 # ("Usage errors keep each command's documented exit status") says.
 usage_status() {
@@ -53,10 +69,11 @@ usage_status() {
     esac
 }
 
-# check_help "CMD [VERB]" OPTIONS...: the checks above for one command.
+# check_help "CMD [VERB]" "ENV..." OPTIONS...: the checks above for one
+# command.
 check_help() {
-    local cmd=$1 o st missing=""
-    shift
+    local cmd=$1 env=$2 o st missing=""
+    shift 2
     "$fsb" $cmd --help >"$out" 2>"$err"
     st=$?
     ok $((st != 0)) "fsbroker $cmd --help exits 0" "status $st"
@@ -72,6 +89,12 @@ check_help() {
     done
     ok "$([ -z "$missing" ]; echo $?)" \
         "fsbroker $cmd --help names each of its $# options" "missing:$missing"
+    missing=""
+    for o in $env; do
+        sed -n '/^environment:/,/^docs:/p' "$out" | grep -qw "$o" || missing="$missing $o"
+    done
+    ok "$([ -z "$missing" ]; echo $?)" \
+        "fsbroker $cmd --help names the environment variables it reads" "missing:$missing"
     ok "$(grep -q '^exit: ' "$out" && grep -q '^environment: ' "$out" &&
           grep -q '^docs: ' "$out"; echo $?)" \
         "fsbroker $cmd --help names its exit statuses, environment and docs"
@@ -120,15 +143,17 @@ md5sum <"$out" >>"$seen"
 
 for c in $commands; do
     case $c in
-        help) check_help help help ;;
-        audit) check_help audit help ;;
-        backup) check_help backup state-dir session workspace help ;;
-        *) check_help "$c" $(long_opts "$(file_of "$c")" | cut -d' ' -f1) ;;
+        help) check_help help "" help ;;
+        audit) check_help audit "" help ;;
+        backup) check_help backup "$(env_of "$src/core/cli_backup.c" | sort -u)" \
+            state-dir session workspace help ;;
+        *) check_help "$c" "$(env_of "$(file_of "$c")" | sort -u)" \
+            $(long_opts "$(file_of "$c")" | cut -d' ' -f1) ;;
     esac
 done
 
 # audit's verb: the options of core/cli_audit.c.
-check_help "audit verify" $(long_opts "$src/core/cli_audit.c" | cut -d' ' -f1)
+check_help "audit verify" "" $(long_opts "$src/core/cli_audit.c" | cut -d' ' -f1)
 
 # backup's verbs: each takes the options its entry in the verb table names
 # (short codes of the option table) and refuses the rest as unknown.
@@ -145,7 +170,7 @@ while read -r verb codes; do
             *) others="$others $name" ;;
         esac
     done <<<"$bopts"
-    check_help "backup $verb" $takes
+    check_help "backup $verb" "$(env_of "$src/core/cli_backup.c" | sort -u)" $takes
     wrong=""
     for o in $others; do
         # Alone, and with a value both ways: the message names the option.
