@@ -87,7 +87,8 @@ static const char list_usage[] =
 	"options:\n"
 	"  --all                     every session of the state dir, with its workspace\n"
 	UNDO_OPT
-	"  --json                    one JSON array\n"
+	"  --json                    one JSON array, an object per cycle (per session\n"
+	"                            with --all)\n"
 	STORE_OPTS
 	HELP_OPT
 	"\n"
@@ -135,7 +136,7 @@ static const char restore_usage[] =
 	"  --force                   restore paths changed since the cycle ended too\n"
 	"  --no-undo                 keep no copy of what the restore changes (then\n"
 	"                            nothing can undo it)\n"
-	"  --json                    one JSON object\n"
+	"  --json                    one JSON array, an object per path\n"
 	STORE_OPTS
 	HELP_OPT
 	"\n"
@@ -159,7 +160,7 @@ static const char undo_usage[] =
 	"  --dry-run                 say what would be put back; change nothing\n"
 	"  --force                   put back paths changed since the restore too\n"
 	"  --no-undo                 keep no copy of what the undo changes\n"
-	"  --json                    one JSON object\n"
+	"  --json                    one JSON array, an object per path\n"
 	STORE_OPTS
 	HELP_OPT
 	"\n"
@@ -179,7 +180,7 @@ static const char diff_usage[] =
 	"options:\n"
 	"  --last                    the newest cycle\n"
 	UNDO_OPT
-	"  --json                    one JSON object\n"
+	"  --json                    one JSON array, an object per path\n"
 	STORE_OPTS
 	HELP_OPT
 	"\n"
