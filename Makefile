@@ -9,6 +9,8 @@
 #   make test            C unit tests, Lua specs, integration tests, and the
 #                        clients' external suites (toybox-tests, zsh-tests)
 #                        and the npm package's suite (node-test)
+#   make test-cli        every command's --help and unknown options
+#   make test-version    VERSION against package.json, the rockspec, the binary
 #   make test-workloads  real programs under fsbroker run against the same
 #                        command bare, then restored (tests/workloads/)
 #   make toybox-tests    toybox's own tests of the shimmed applets, stock and
@@ -57,6 +59,11 @@ ifeq ($(WERROR),1)
 CFLAGS   += -Werror
 endif
 
+# The one version of the project (VERSION): the binary prints it, and
+# tools/check-version.sh fails `make test` when clients/node/package.json or
+# the rockspec say another.
+VERSION  := $(shell cat VERSION)
+
 BUILD    := build
 ifneq ($(SANITIZE),)
 comma    := ,
@@ -86,7 +93,7 @@ CLIENT_LIB := $(BUILD)/clients/libfsbclient.a
 BENCH_SRC := $(wildcard bench/*.c)
 BENCH_BIN := $(BENCH_SRC:bench/%.c=$(BUILD)/bench/%)
 
-.PHONY: all deps test test-c test-lua test-integration test-workloads test-c-sanitize demo bench \
+.PHONY: all deps test test-c test-lua test-version test-cli test-integration test-workloads test-c-sanitize demo bench \
         bench-peers install lint clean clients toybox toybox-tests zsh zsh-tests node-test \
         fuzz fuzz-build test-fuzz-replay test-valgrind
 
@@ -222,10 +229,10 @@ $(BUILD)/fsbroker-init: $(BUILD)/core/init_main.o $(BUILD)/libfsbcore.a
 	@echo "  LD      $@"
 	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(INIT_LIBS)
 
-$(BUILD)/core/main.o: core/main.c $(wildcard core/*.h)
+$(BUILD)/core/main.o: core/main.c $(wildcard core/*.h) VERSION
 	@mkdir -p $(@D)
 	@echo "  CC      $<"
-	$(Q)$(CC) $(CFLAGS) -c -o $@ $<
+	$(Q)$(CC) $(CFLAGS) -DFSB_VERSION='"$(VERSION)"' -c -o $@ $<
 
 $(BUILD)/tests/test_%: tests/unit/test_%.c $(BUILD)/libfsbcore.a tests/unit/unit.h
 	@mkdir -p $(@D)
@@ -295,6 +302,8 @@ test: deps
 	$(Q)sh tools/tap-sum.sh \
 	    "C unit" "sh tools/run-cmocka.sh $(UNIT_BIN)" \
 	    "Lua specs" "busted --lua=lua5.4 --output=TAP spec" \
+	    "version" "sh tools/check-version.sh $(BUILD)/fsbroker" \
+	    "command line" "bash tests/cli/help.sh $(BUILD)/fsbroker" \
 	    "integration" "FSBROKER=$(BUILD)/fsbroker sh tools/run-cmocka.sh $(INTEG_BIN)" \
 	    "toybox's own tests" "bash clients/toybox/run-toybox-tests.sh --tap $(BUILD)/fsbroker" \
 	    "zsh's own tests" "bash clients/zsh/run-zsh-tests.sh --tap $(BUILD)/fsbroker" \
@@ -313,6 +322,14 @@ test-workloads: all
 
 test-c: $(UNIT_BIN)
 	$(Q)sh tools/tap-sum.sh "C unit" "sh tools/run-cmocka.sh $(UNIT_BIN)"
+
+# VERSION against the npm package, the rockspec and the binary.
+test-version: all
+	$(Q)sh tools/tap-sum.sh "version" "sh tools/check-version.sh $(BUILD)/fsbroker"
+
+# Every command's --help, unknown options, --version (tests/cli/help.sh).
+test-cli: all
+	$(Q)sh tools/tap-sum.sh "command line" "bash tests/cli/help.sh $(BUILD)/fsbroker"
 
 test-lua:
 	$(Q)sh tools/tap-sum.sh "Lua specs" "busted --lua=lua5.4 --output=TAP spec"

@@ -22,13 +22,26 @@ static const char usage[] =
 	"                        [--scope once|session] BLOCK-ID\n"
 	"\n"
 	"Approve the call a `fsbroker run` left waiting as BLOCK-ID (its summary names\n"
-	"it), then rerun the same command. once (the default): the first request of\n"
-	"that exact op, path and file is allowed, then the approval is used up.\n"
-	"session: every such request of the session, until its approvals are removed.\n"
-	"An approval never lifts a deny. Defaults: the session of the workspace (the\n"
-	"current directory; as `fsbroker backup` finds it), the state dir\n"
-	"$XDG_STATE_HOME/fsbroker. Exit: 0 approved, 1 not recorded, 2 usage or no\n"
-	"such block.\n";
+	"it and this command), then rerun the same command: the rerun's core finds the\n"
+	"approval in the session's state dir. An approval never lifts a deny.\n"
+	"\n"
+	"options:\n"
+	"  --session ID              the session of the run (default: the session of\n"
+	"                            the workspace, as `fsbroker backup` finds it)\n"
+	"  --workspace DIR           the workspace whose session it is (default: the\n"
+	"                            current directory)\n"
+	"  --state-dir DIR           the state dir of the run\n"
+	"                            (default: $XDG_STATE_HOME/fsbroker)\n"
+	"  --scope once|session      once (default): the first request of that exact op,\n"
+	"                            path and file is allowed, then the approval is used\n"
+	"                            up; session: every such request of the session\n"
+	"  -h, --help                print this text\n"
+	"\n"
+	"exit: 0 approved, 1 not recorded, 2 usage error or no such session or block\n"
+	"environment: HOME, XDG_STATE_HOME\n"
+	"docs: docs/runtime.md (\"Approvals\"), docs/rule-packs.md\n";
+
+#define PROG "fsbroker approve"
 
 int fsb_cli_approve(int argc, char **argv)
 {
@@ -65,17 +78,15 @@ int fsb_cli_approve(int argc, char **argv)
 			fputs(usage, stdout);
 			return 0;
 		case ':':
-			fprintf(stderr, "fsbroker approve: %s needs a value\n\n%s", argv[optind - 1],
-				usage);
+			fprintf(stderr, PROG ": %s needs a value; see " PROG " --help\n",
+				argv[optind - 1]);
 			return 2;
 		default:
-			fprintf(stderr, "fsbroker approve: unknown option '%s'\n\n%s",
-				argv[optind - 1], usage);
-			return 2;
+			return fsb_cli_bad_option(PROG, argv, 2);
 		}
 	}
 	if (optind != argc - 1) {
-		fprintf(stderr, "fsbroker approve: name one block id\n\n%s", usage);
+		fprintf(stderr, PROG ": name one block id; see " PROG " --help\n");
 		return 2;
 	}
 	if (strcmp(scope, "once") != 0 && strcmp(scope, "session") != 0) {

@@ -35,23 +35,183 @@
 #include "restore_undo.h"
 #include "session_name.h"
 
+/*
+ * One usage text per verb, and the options each verb takes (the short codes
+ * of the option table in fsb_cli_backup): an option of another verb is
+ * unknown to this one and said so.
+ */
+#define STORE_OPTS \
+	"  --state-dir DIR           the state dir (default: $XDG_STATE_HOME/fsbroker)\n" \
+	"  --session ID              the session (default: the session of the workspace)\n" \
+	"  --workspace DIR           the workspace whose session it is (default: the\n" \
+	"                            current directory; docs/runtime.md, \"Sessions\")\n"
+#define HELP_OPT "  -h, --help                print this text\n"
+#define UNDO_OPT \
+	"  --undo                    the store of the restores (restore_backup), where\n" \
+	"                            restore keeps what it changes for `backup undo`\n"
+#define BACKUP_ENV "environment: HOME, XDG_STATE_HOME\n"
+
 static const char usage[] =
-	"usage: fsbroker backup list [--all] [--json]\n"
-	"       fsbroker backup show CYCLE|--last [--json]\n"
-	"       fsbroker backup restore CYCLE|--last [PATH...] [--tool-call ID] [--dry-run]\n"
-	"                               [--force] [--no-undo] [--json]\n"
-	"       fsbroker backup undo [CYCLE|--last] [PATH...] [--dry-run] [--force] [--no-undo]\n"
-	"                            [--json]\n"
-	"       fsbroker backup diff CYCLE|--last [PATH...] [--json]\n"
-	"       fsbroker backup prune (--keep N | --older-than DAYS | --max-size SIZE)\n"
-	"                             [--dry-run]\n"
-	"options that locate the store: --state-dir DIR (default $XDG_STATE_HOME/fsbroker),\n"
-	"  --session ID, else the session of --workspace DIR (default: the current\n"
-	"  directory; docs/runtime.md, \"Sessions\"); list --all lists every session's;\n"
-	"  list, show, diff and prune take --undo for the store of the restores\n"
+	"usage: fsbroker backup VERB [OPTIONS]\n"
+	"       fsbroker backup VERB --help\n"
+	"\n"
+	"Read a session's backup store: everything a turn of the agent changed is one\n"
+	"cycle, and each verb lists, shows, restores, undoes a restore, diffs or prunes\n"
+	"cycles. Run it inside the project, or name the project with --workspace.\n"
+	"\n"
+	"verbs:\n"
+	"  list      the cycles of a session (list --all: of every session)\n"
+	"  show      what one cycle touched\n"
+	"  restore   put what a cycle or tool call changed back as it was\n"
+	"  undo      undo the last restore (or the last undo)\n"
+	"  diff      what a cycle changed, line by line\n"
+	"  prune     remove old sealed cycles and the objects only they name\n"
+	"\n"
+	"options of every verb:\n"
+	STORE_OPTS
+	HELP_OPT
+	"\n"
 	"exit: 0 done, 1 something was skipped or failed, 2 usage error or no such\n"
 	"  session, cycle or tool call; diff: 0 no differences, 1 differences, 2 trouble\n"
+	BACKUP_ENV
+	"docs: docs/restore.md, docs/backup-store.md\n";
+
+static const char list_usage[] =
+	"usage: fsbroker backup list [--all] [--undo] [--json] [--state-dir DIR]\n"
+	"                            [--session ID | --workspace DIR]\n"
+	"\n"
+	"List the cycles of the session: number, state (open, sealed, recovered), when\n"
+	"it was opened and sealed, how many paths and objects it holds, its message\n"
+	"(the command line of a run). A session with nothing backed up says so.\n"
+	"\n"
+	"options:\n"
+	"  --all                     every session of the state dir, with its workspace\n"
+	UNDO_OPT
+	"  --json                    one JSON array, an object per cycle (per session\n"
+	"                            with --all)\n"
+	STORE_OPTS
+	HELP_OPT
+	"\n"
+	"exit: 0 listed, 1 a journal could not be read, 2 usage error or no such\n"
+	"  session\n"
+	BACKUP_ENV
 	"docs: docs/restore.md\n";
+
+static const char show_usage[] =
+	"usage: fsbroker backup show CYCLE|--last [--undo] [--json] [--state-dir DIR]\n"
+	"                            [--session ID | --workspace DIR]\n"
+	"\n"
+	"Show what one cycle touched: each path, the tool call that changed it, what\n"
+	"was kept of it (content, metadata, or that the cycle created it).\n"
+	"\n"
+	"options:\n"
+	"  --last                    the newest cycle\n"
+	UNDO_OPT
+	"  --json                    one JSON object\n"
+	STORE_OPTS
+	HELP_OPT
+	"\n"
+	"exit: 0 shown, 1 its journal cannot be read, 2 usage error or no such session\n"
+	"  or cycle\n"
+	BACKUP_ENV
+	"docs: docs/restore.md\n";
+
+static const char restore_usage[] =
+	"usage: fsbroker backup restore CYCLE|--last [PATH...] [--tool-call ID]\n"
+	"                               [--dry-run] [--force] [--no-undo] [--json]\n"
+	"                               [--state-dir DIR]\n"
+	"                               [--session ID | --workspace DIR]\n"
+	"\n"
+	"Put every path a cycle touched (or only the PATHs named, or what one tool call\n"
+	"changed) back to its state at the start of the cycle, and remove what the\n"
+	"cycle created. A path changed since the cycle ended is skipped unless --force.\n"
+	"What the restore changes is kept first, so `fsbroker backup undo` can put it\n"
+	"back.\n"
+	"\n"
+	"options:\n"
+	"  --last                    the newest cycle\n"
+	"  --tool-call ID            only what that tool call changed\n"
+	"  --dry-run                 say what would be restored or removed; change\n"
+	"                            nothing\n"
+	"  --force                   restore paths changed since the cycle ended too\n"
+	"  --no-undo                 keep no copy of what the restore changes (then\n"
+	"                            nothing can undo it)\n"
+	"  --json                    one JSON array, an object per path\n"
+	STORE_OPTS
+	HELP_OPT
+	"\n"
+	"exit: 0 restored, 1 something was skipped or failed (a partial restore), 2\n"
+	"  usage error or no such session, cycle or tool call\n"
+	BACKUP_ENV
+	"docs: docs/restore.md\n";
+
+static const char undo_usage[] =
+	"usage: fsbroker backup undo [CYCLE|--last] [PATH...] [--dry-run] [--force]\n"
+	"                            [--no-undo] [--json] [--state-dir DIR]\n"
+	"                            [--session ID | --workspace DIR]\n"
+	"\n"
+	"Undo the last restore: put back what it changed, from the copy it kept in the\n"
+	"store of the restores. An undo is itself undoable (a second undo redoes).\n"
+	"CYCLE names an older cycle of that store (`backup list --undo`); PATHs limit\n"
+	"it to those paths.\n"
+	"\n"
+	"options:\n"
+	"  --last                    the newest cycle of the restores' store (default)\n"
+	"  --dry-run                 say what would be put back; change nothing\n"
+	"  --force                   put back paths changed since the restore too\n"
+	"  --no-undo                 keep no copy of what the undo changes\n"
+	"  --json                    one JSON array, an object per path\n"
+	STORE_OPTS
+	HELP_OPT
+	"\n"
+	"exit: 0 undone, 1 something was skipped or failed, 2 usage error or no such\n"
+	"  session or cycle\n"
+	BACKUP_ENV
+	"docs: docs/restore.md (\"Undoing a restore\")\n";
+
+static const char diff_usage[] =
+	"usage: fsbroker backup diff CYCLE|--last [PATH...] [--undo] [--json]\n"
+	"                            [--state-dir DIR] [--session ID | --workspace DIR]\n"
+	"\n"
+	"Show what a cycle changed: for each path (or each PATH named), its state at\n"
+	"the start of the cycle against what is there now, line by line for text\n"
+	"(/usr/bin/diff -u), a sentence for binary files, modes, owners and links.\n"
+	"\n"
+	"options:\n"
+	"  --last                    the newest cycle\n"
+	UNDO_OPT
+	"  --json                    one JSON array, an object per path\n"
+	STORE_OPTS
+	HELP_OPT
+	"\n"
+	"exit: 0 no differences, 1 differences, 2 trouble (usage error, no such session\n"
+	"  or cycle, a backup that cannot be read)\n"
+	BACKUP_ENV
+	"docs: docs/restore.md\n";
+
+static const char prune_usage[] =
+	"usage: fsbroker backup prune (--keep N | --older-than DAYS | --max-size SIZE)\n"
+	"                             [--dry-run] [--undo] [--state-dir DIR]\n"
+	"                             [--session ID | --workspace DIR]\n"
+	"\n"
+	"Remove old sealed cycles of the session, and the objects no remaining cycle\n"
+	"names. The open cycle is never removed. It refuses while a core has the store\n"
+	"open.\n"
+	"\n"
+	"options:\n"
+	"  --keep N                  keep the newest N sealed cycles\n"
+	"  --older-than DAYS         remove cycles sealed more than DAYS days ago\n"
+	"  --max-size SIZE           remove the oldest until the store fits SIZE (bytes,\n"
+	"                            or a whole number with K, M, G or T: 500M, 2G)\n"
+	"  --dry-run                 say what would be removed; change nothing\n"
+	UNDO_OPT
+	STORE_OPTS
+	HELP_OPT
+	"\n"
+	"exit: 0 everything meant to go was removed, 1 something could not be removed\n"
+	"  or a core has the store open, 2 usage error or no such session\n"
+	BACKUP_ENV
+	"docs: docs/restore.md (\"Removing old cycles\")\n";
 
 struct cli {
 	char state[PATH_MAX];
@@ -2150,6 +2310,30 @@ static bool is(const char *sub, const char *name)
 	return strcmp(sub, name) == 0;
 }
 
+/* A verb, its usage text and the options it takes (short codes of opts). */
+struct verb {
+	const char *name;
+	const char *usage;
+	const char *accepts;
+};
+
+static const struct verb verbs[] = {
+	{ "list", list_usage, "sSwhaju" },
+	{ "show", show_usage, "sSwhjlu" },
+	{ "restore", restore_usage, "sSwhjltnfN" },
+	{ "undo", undo_usage, "sSwhjlnfN" },
+	{ "diff", diff_usage, "sSwhjlu" },
+	{ "prune", prune_usage, "sSwhnukom" },
+};
+
+static const struct verb *find_verb(const char *name)
+{
+	for (size_t i = 0; i < sizeof(verbs) / sizeof(verbs[0]); i++)
+		if (is(name, verbs[i].name))
+			return &verbs[i];
+	return NULL;
+}
+
 int fsb_cli_backup(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -2171,15 +2355,17 @@ int fsb_cli_backup(int argc, char **argv)
 		{ NULL, 0, NULL, 0 },
 	};
 	struct cli c;
+	const struct verb *v;
 	const char *sub;
-	bool restoring;
-	int opt, rc, pos;
+	char prog[32];
+	int opt, rc, pos, li;
 
 	memset(&c, 0, sizeof(c));
 	c.keep = c.older_than = -1;
 	c.max_size = FSB_PRUNE_NO_LIMIT;
 	if (argc < 2) {
-		fputs(usage, stderr);
+		fprintf(stderr, "fsbroker backup: name a verb (list, show, restore, undo, diff, "
+			"prune); see fsbroker backup --help\n");
 		return 2;
 	}
 	sub = argv[1];
@@ -2187,19 +2373,33 @@ int fsb_cli_backup(int argc, char **argv)
 		fputs(usage, stdout);
 		return 0;
 	}
-	if (!is(sub, "list") && !is(sub, "show") && !is(sub, "restore") && !is(sub, "undo") &&
-	    !is(sub, "diff") && !is(sub, "prune")) {
+	if (sub[0] == '-')
+		return fsb_cli_unknown_option("fsbroker backup", sub, 2);
+	v = find_verb(sub);
+	if (v == NULL) {
 		fprintf(stderr, "fsbroker backup: unknown subcommand '%s' (list, show, restore, undo, "
-			"diff, prune)\n%s",
-			sub, usage);
+			"diff, prune); see fsbroker backup --help\n", sub);
 		return 2;
 	}
-	restoring = is(sub, "restore") || is(sub, "undo");
+	snprintf(prog, sizeof(prog), "fsbroker backup %s", v->name);
 	argc--;
 	argv++;
 	optind = 1;
 	opterr = 0;
-	while ((opt = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
+		/* Another verb's option is as unknown to this one as any, also
+		 * when getopt found it given a value wrongly (optopt says which). */
+		int code = opt != ':' && opt != '?' ? opt :
+			   strncmp(argv[optind - 1], "--", 2) == 0 ? optopt : 0;
+
+		for (li = 0; code != 0 && opts[li].name != NULL; li++) {
+			char name[40];
+
+			if (opts[li].val != code || strchr(v->accepts, code) != NULL)
+				continue;
+			snprintf(name, sizeof(name), "--%s", opts[li].name);
+			return fsb_cli_unknown_option(prog, name, 2);
+		}
 		switch (opt) {
 		case 's':
 			snprintf(c.state, sizeof(c.state), "%s", optarg);
@@ -2241,20 +2441,20 @@ int fsb_cli_backup(int argc, char **argv)
 		case 'k':
 		case 'o': {
 			char *end;
-			long v;
+			long n;
 
 			errno = 0;
-			v = strtol(optarg, &end, 10);
+			n = strtol(optarg, &end, 10);
 			if (optarg[0] < '0' || optarg[0] > '9' || *end != '\0' || errno != 0 ||
-			    v > 1000000000L) {
+			    n > 1000000000L) {
 				fprintf(stderr, "fsbroker backup: --%s needs a whole number, not '%s'\n",
 					opt == 'k' ? "keep" : "older-than", optarg);
 				return 2;
 			}
 			if (opt == 'k')
-				c.keep = v;
+				c.keep = n;
 			else
-				c.older_than = v;
+				c.older_than = n;
 			break;
 		}
 		case 'm':
@@ -2266,46 +2466,29 @@ int fsb_cli_backup(int argc, char **argv)
 			}
 			break;
 		case 'h':
-			fputs(usage, stdout);
+			fputs(v->usage, stdout);
 			return 0;
-		default:
-			fprintf(stderr, "fsbroker backup: %s '%s'\n%s",
-				opt == ':' || (optopt != 0 && strchr("sSwtkom", optopt))
-				? "this option needs a value:" : "unknown option",
-				argv[optind - 1], usage);
+		case ':':
+			fprintf(stderr, "%s: %s needs a value; see %s --help\n", prog,
+				argv[optind - 1], prog);
 			return 2;
+		default:
+			return fsb_cli_bad_option(prog, argv, 2);
 		}
 	}
 	pos = optind;
-	if ((c.tool_call != NULL && !is(sub, "restore")) || (c.force && !restoring) ||
-	    (c.no_undo && !restoring) || (c.dry_run && !restoring && !is(sub, "prune"))) {
-		fprintf(stderr, "fsbroker backup %s: --tool-call belongs to restore, --force and "
-			"--no-undo to restore and undo, --dry-run to restore, undo and prune\n", sub);
-		return 2;
-	}
-	if (!is(sub, "prune") && (c.keep >= 0 || c.older_than >= 0 ||
-				  c.max_size != FSB_PRUNE_NO_LIMIT)) {
-		fprintf(stderr, "fsbroker backup %s: --keep, --older-than and --max-size belong to "
-			"prune\n", sub);
-		return 2;
-	}
-	if (c.undo_store && restoring) {
-		fprintf(stderr, "fsbroker backup %s: --undo belongs to list, show, diff and prune; "
-			"`fsbroker backup undo` undoes the last restore\n", sub);
-		return 2;
-	}
 	if (is(sub, "prune")) {
-		if (pos != argc || c.last || c.json) {
-			fprintf(stderr, "fsbroker backup prune: takes no cycle, path or --json\n");
+		if (pos != argc) {
+			fprintf(stderr, "fsbroker backup prune: takes no cycle or path\n");
 			return 2;
 		}
 		if ((c.keep >= 0) + (c.older_than >= 0) + (c.max_size != FSB_PRUNE_NO_LIMIT) != 1) {
 			fprintf(stderr, "fsbroker backup prune: name one of --keep N, --older-than "
-				"DAYS or --max-size SIZE\n%s", usage);
+				"DAYS or --max-size SIZE; see fsbroker backup prune --help\n");
 			return 2;
 		}
 	} else if (is(sub, "list")) {
-		if (pos != argc || c.last) {
+		if (pos != argc) {
 			fprintf(stderr, "fsbroker backup list: takes no cycle or path\n");
 			return 2;
 		}
@@ -2317,7 +2500,8 @@ int fsb_cli_backup(int argc, char **argv)
 			c.last = c.last || pos == argc;
 		}
 		if (!c.last && pos == argc) {
-			fprintf(stderr, "fsbroker backup %s: name a cycle, or --last\n%s", sub, usage);
+			fprintf(stderr, "fsbroker backup %s: name a cycle, or --last; see fsbroker "
+				"backup %s --help\n", sub, sub);
 			return 2;
 		}
 		if (!c.last)
@@ -2329,9 +2513,9 @@ int fsb_cli_backup(int argc, char **argv)
 		c.paths = argv + pos;
 		c.npaths = argc - pos;
 	}
-	if (c.all && (!is(sub, "list") || c.session[0] != '\0' || c.workspace != NULL)) {
-		fprintf(stderr, "fsbroker backup %s: --all belongs to list, without --session or "
-			"--workspace\n", sub);
+	if (c.all && (c.session[0] != '\0' || c.workspace != NULL)) {
+		fprintf(stderr, "fsbroker backup list: --all goes without --session or "
+			"--workspace\n");
 		return 2;
 	}
 	if (c.state[0] == '\0')

@@ -16,8 +16,32 @@
 #include "proto_json.h"
 
 static const char usage[] =
-	"usage: fsbroker check --rules PACK [--workspace DIR] [--json] --op OP PATH...\n"
-	"exit: 0 allow, 1 deny, 3 ask (the strictest over all paths), 2 usage or pack error\n";
+	"usage: fsbroker check [--rules PACK] [--workspace DIR] [--json] [--op OP]\n"
+	"                      PATH...\n"
+	"\n"
+	"Print the verdict the rule pack gives for OP on each PATH (allow, deny or ask),\n"
+	"the rule that decided it, the real path when a symlink leads elsewhere, and\n"
+	"what would change the verdict. The decision is the core's own, made once:\n"
+	"nothing is created, backed up or audited. Relative paths are taken from the\n"
+	"current directory.\n"
+	"\n"
+	"options:\n"
+	"  --rules PACK              the rule pack: a name under FSBROKER_LUA_DIR/rules\n"
+	"                            or a file (default: default)\n"
+	"  --workspace DIR           the project the pack's ${workspace} names\n"
+	"  --op OP                   read (default), write, create, delete, rename-from,\n"
+	"                            rename-to, mkdir, link, symlink, chmod, chown,\n"
+	"                            utimes, xattr, touch\n"
+	"  --json                    one JSON array, an object per path\n"
+	"  -h, --help                print this text\n"
+	"\n"
+	"exit: 0 allow, 1 deny, 3 ask (the strictest over all paths), 2 usage error or\n"
+	"  a pack error (with its file and line or field)\n"
+	"environment: FSBROKER_LOG, FSBROKER_LUA_DIR, TMPDIR (the pack's ${tmp}), HOME,\n"
+	"  XDG_STATE_HOME\n"
+	"docs: docs/rule-packs.md\n";
+
+#define PROG "fsbroker check"
 
 static int exit_for(enum fsb_decision d)
 {
@@ -72,7 +96,8 @@ int fsb_cli_check(int argc, char **argv)
 	cJSON *results = NULL;
 
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
 		switch (c) {
 		case 'r':
 			rules = optarg;
@@ -89,13 +114,16 @@ int fsb_cli_check(int argc, char **argv)
 		case 'h':
 			fputs(usage, stdout);
 			return 0;
-		default:
-			fputs(usage, stderr);
+		case ':':
+			fprintf(stderr, PROG ": %s needs a value; see " PROG " --help\n",
+				argv[optind - 1]);
 			return 2;
+		default:
+			return fsb_cli_bad_option(PROG, argv, 2);
 		}
 	}
 	if (optind == argc) {
-		fprintf(stderr, "fsbroker check: no path given\n%s", usage);
+		fprintf(stderr, PROG ": no path given; see " PROG " --help\n");
 		return 2;
 	}
 	if (fsb_op_parse(opname, &op) < 0) {

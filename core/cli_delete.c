@@ -16,11 +16,27 @@
 static const char usage[] =
 	"usage: fsbroker delete [--socket PATH] [--session ID] [--tool-call ID]\n"
 	"                       [-r|--recursive] [-f|--force] [-v|--verbose] PATH...\n"
-	"Ask the fsbroker core to delete each PATH (to the trash; backed up first).\n"
-	"The socket, session and tool call default to FSBROKER_SOCKET,\n"
-	"FSBROKER_SESSION_ID and FSBROKER_TOOL_CALL_ID.\n"
-	"exit: 0 deleted, 1 refused or failed (also for a usage error),\n"
-	"      2 broker unavailable (no socket configured, no connection)\n";
+	"\n"
+	"Ask the fsbroker core to delete each PATH, as a host operation judged by its\n"
+	"pack: to the trash by default, backed up first. Nothing is removed here; a\n"
+	"refusal or an unreachable core leaves the path as it is.\n"
+	"\n"
+	"options:\n"
+	"  --socket PATH             the core's client socket (default: FSBROKER_SOCKET)\n"
+	"  --session ID              the session (default: FSBROKER_SESSION_ID)\n"
+	"  --tool-call ID            the tool call (default: FSBROKER_TOOL_CALL_ID)\n"
+	"  -r, -R, --recursive       delete directories and what they hold\n"
+	"  -f, --force               a missing PATH is no error\n"
+	"  -v, --verbose             say what became of each PATH\n"
+	"  -h, --help                print this text\n"
+	"\n"
+	"exit: 0 deleted, 1 refused or failed (a usage error too), 2 broker\n"
+	"  unavailable (no socket configured, no connection)\n"
+	"environment: FSBROKER_SOCKET, FSBROKER_SESSION_ID, FSBROKER_TOOL_CALL_ID,\n"
+	"  FSBROKER_TIMEOUT_MS (how long to wait for the core), FSBROKER_TRACE_ID (sent\n"
+	"  with each request, into the audit log); FSBROKER_READS is read too, but only\n"
+	"  brokered reads heed it\n"
+	"docs: docs/clients.md, docs/protocol.md\n";
 
 #define PROG "fsbroker delete"
 
@@ -41,7 +57,8 @@ int fsb_cli_delete(int argc, char **argv)
 	int c, status = 0;
 
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "rRfvh", opts, NULL)) != -1) {
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, ":rRfvh", opts, NULL)) != -1) {
 		switch (c) {
 		case 's':
 			cfg.socket = optarg;
@@ -65,15 +82,18 @@ int fsb_cli_delete(int argc, char **argv)
 		case 'h':
 			fputs(usage, stdout);
 			return 0;
+		case ':':
+			fprintf(stderr, PROG ": %s needs a value; see " PROG " --help\n",
+				argv[optind - 1]);
+			return 1;
 		default:
 			/* 1, not 2: a caller that falls back to a local trash on
 			 * 2 must not do so for a command line it got wrong. */
-			fputs(usage, stderr);
-			return 1;
+			return fsb_cli_bad_option(PROG, argv, 1);
 		}
 	}
 	if (optind == argc) {
-		fprintf(stderr, PROG ": no path given\n%s", usage);
+		fprintf(stderr, PROG ": no path given; see " PROG " --help\n");
 		return 1;
 	}
 	if (fsbc_configure(&cfg) < 0) {

@@ -39,38 +39,59 @@
 #define INIT_SOCKET_FD 3
 
 static const char usage[] =
-	"usage: fsbroker run [--rules PACK] [--workspace DIR] [--session ID] [--tool-call ID]\n"
-	"                    [--state-dir DIR] [--summary-fd N] [--control-fd N]\n"
-	"                    [--approvals deferred|inline] [--approval-timeout SECONDS]\n"
-	"                    [--without-landlock] [--without-namespaces]\n"
-	"                    [--simulate-missing FEATURE,...] [--explain] [--shell zsh]\n"
-	"                    [--network host|none] [--scan-max-entries N] -- CMD [ARG]...\n"
-	"       fsbroker run --core STATE-DIR [--session ID] [--tool-call ID] [--summary-fd N]\n"
-	"                    [--network host|none] -- CMD [ARG]...\n"
+	"usage: fsbroker run [OPTIONS] -- CMD [ARG]...\n"
+	"       fsbroker run --core STATE-DIR [--session ID] [--tool-call ID]\n"
+	"                    [--summary-fd N] [--network host|none] -- CMD [ARG]...\n"
 	"\n"
-	"Run CMD in a sandbox where every file change goes through a core: judged by\n"
-	"the pack, backed up, audited. Without --core the core is embedded: the run\n"
-	"seals its backup cycle when CMD ends. With --core it attaches to the\n"
-	"`fsbroker serve --state-dir STATE-DIR` running, whose host commits the turn.\n"
-	"Then print a summary on stderr (or one JSON object on fd N with --summary-fd)\n"
-	"and exit with CMD's status (125: fsbroker run failed). A call the pack asks\n"
-	"about fails with EACCES and is listed with the `fsbroker approve` command\n"
-	"(deferred), or waits for Approve/Deny on the control fd (--approvals inline).\n"
-	"Defaults: the workspace is the current directory, the session the workspace's\n"
-	"own (its last path component and a hash of its real path, as\n"
-	"`fsbroker backup` finds it; the core's with --core), the tool call\n"
-	"tc-<time>-<pid>. --explain prints the\n"
-	"sandbox's mode and mount plan. On a machine without Landlock or user\n"
-	"namespaces the run refuses unless --without-landlock or --without-namespaces\n"
-	"accepts a weaker mode (docs/runtime-degraded.md). --shell zsh runs CMD, its\n"
-	"words joined into one command line, with the patched zsh (zsh -f -c) and the\n"
-	"brokered toybox's shims first on PATH (docs/clients.md). --network none runs\n"
-	"CMD in a network namespace of its own with only a loopback, --network host on\n"
-	"the host's network; either overrides the pack's `network` setting, and the\n"
-	"summary and --explain say which one held. With reads = \"mask\" the scan for\n"
-	"denyRead files looks at no more than --scan-max-entries entries (200000) and\n"
-	"refuses the run when it would need more (docs/runtime-mount-plan.md).\n"
-	"docs/runtime.md has every flag.\n";
+	"Run CMD in a sandbox (bubblewrap, Landlock, a seccomp supervisor) where every\n"
+	"file change goes through a core: judged by the rule pack, backed up, audited.\n"
+	"Without --core the core is embedded and the run seals its backup cycle when\n"
+	"CMD ends; with --core it attaches to a running `fsbroker serve`, whose host\n"
+	"commits the turn. A summary follows on stderr, naming each refusal and its rule.\n"
+	"\n"
+	"options:\n"
+	"  --rules PACK              the rule pack: a name under FSBROKER_LUA_DIR/rules\n"
+	"                            or a file (default: default)\n"
+	"  --workspace DIR           the project (default: the current directory)\n"
+	"  --session ID              the session (default: the workspace's own, as\n"
+	"                            `fsbroker backup` finds it; the core's with --core)\n"
+	"  --tool-call ID            the tool call the changes belong to\n"
+	"                            (default: tc-<time>-<pid>)\n"
+	"  --state-dir DIR           backups, audit log and approvals\n"
+	"                            (default: $XDG_STATE_HOME/fsbroker)\n"
+	"  --core STATE-DIR          attach to the `fsbroker serve --state-dir STATE-DIR`\n"
+	"                            running; leave out --rules, --workspace, --state-dir\n"
+	"  --summary-fd N            the summary as one JSON object on fd N, not stderr\n"
+	"  --control-fd N            the host's control channel (with --approvals inline)\n"
+	"  --approvals deferred|inline\n"
+	"                            deferred (default): a call the pack asks about fails\n"
+	"                            with EACCES, the summary names `fsbroker approve`;\n"
+	"                            inline: it waits for Approve or Deny on --control-fd\n"
+	"  --approval-timeout SECONDS  how long an inline ask waits, then denies (60)\n"
+	"  --explain                 print the sandbox's mode and mount plan and exit;\n"
+	"                            CMD, if given, is not run\n"
+	"  --without-landlock        accept a machine without Landlock\n"
+	"  --without-namespaces      accept a machine without user namespaces (still\n"
+	"                            brokered; docs/runtime-degraded.md)\n"
+	"  --simulate-missing FEATURE,...\n"
+	"                            behave as if userns, landlock or seccomp-notify were\n"
+	"                            missing (to try the refusals)\n"
+	"  --shell zsh               run CMD's words as one command line with the patched\n"
+	"                            zsh, the brokered toybox's shims first on PATH\n"
+	"  --network host|none       the host's network, or a namespace with only a\n"
+	"                            loopback; overrides the pack's `network`\n"
+	"  --scan-max-entries N      with reads = \"mask\", refuse a workspace needing a\n"
+	"                            scan of more entries than N (200000)\n"
+	"  -h, --help                print this text\n"
+	"\n"
+	"exit: CMD's status (128 + N when a signal N ended it); 125 when fsbroker run\n"
+	"  itself failed, a usage error included (like env and timeout)\n"
+	"environment: FSBROKER_LOG (error, warning, info, debug), FSBROKER_LUA_DIR,\n"
+	"  TMPDIR (the pack's ${tmp}), HOME, XDG_STATE_HOME, XDG_RUNTIME_DIR (hidden in\n"
+	"  the sandbox), PATH (finds bwrap and CMD); with --shell zsh FSBROKER_ZSH and\n"
+	"  FSBROKER_CLIENTS_BIN\n"
+	"docs: docs/runtime.md (every flag), docs/runtime-degraded.md,\n"
+	"  docs/runtime-mount-plan.md, docs/rule-packs.md\n";
 
 #define DEFAULT_APPROVAL_TIMEOUT 60
 
@@ -574,10 +595,13 @@ static int parse_opts(int argc, char **argv, struct run_opts *o, bool *help)
 			*help = true;
 			return 0;
 		case ':':
-			return fail("%s needs a value (see fsbroker run --help)", argv[optind - 1]);
-		default:
-			return fail("unknown option '%s' (see fsbroker run --help)",
-				    argv[optind - 1]);
+			return fail("%s needs a value; see fsbroker run --help", argv[optind - 1]);
+		default: {
+			char msg[256];
+
+			fsb_cli_option_error("fsbroker run", argv, msg, sizeof(msg));
+			return fail("%s", msg);
+		}
 		}
 	}
 	o->cmd = argv + optind;

@@ -25,9 +25,38 @@
 #include "watch.h"
 
 static const char usage[] =
-	"usage: fsbroker serve --socket PATH --session ID [--rules PACK] [--state-dir DIR]\n"
-	"                      [--workspace DIR] [--approvals deferred|inline]\n"
-	"                      [--approval-timeout SECONDS]\n";
+	"usage: fsbroker serve --socket PATH --session ID [--rules PACK]\n"
+	"                      [--state-dir DIR] [--workspace DIR]\n"
+	"                      [--approvals deferred|inline] [--approval-timeout SECONDS]\n"
+	"\n"
+	"Run the core for an agent host: brokered clients connect to the socket PATH,\n"
+	"the host speaks the control protocol (JSON lines) on stdin and stdout, and\n"
+	"`fsbroker run --core STATE-DIR` attaches through the admin socket in the state\n"
+	"dir. SIGHUP or an edit of the pack reloads it; SIGTERM, SIGINT, Shutdown or\n"
+	"the end of stdin stop the core.\n"
+	"\n"
+	"options:\n"
+	"  --socket PATH             the client socket (its directory is made 0700)\n"
+	"  --session ID              the session backups and approvals go to\n"
+	"  --rules PACK              the rule pack: a name under FSBROKER_LUA_DIR/rules\n"
+	"                            or a file (default: default)\n"
+	"  --state-dir DIR           backups, audit log, approvals and the admin socket\n"
+	"                            (default: $XDG_STATE_HOME/fsbroker)\n"
+	"  --workspace DIR           the project the pack's ${workspace} names\n"
+	"  --approvals deferred|inline\n"
+	"                            deferred (default): an ask is refused and recorded\n"
+	"                            for `fsbroker approve`; inline: an attached run's\n"
+	"                            ask waits for the host's Approve or Deny\n"
+	"  --approval-timeout SECONDS  how long an inline ask waits, then denies (60)\n"
+	"  -h, --help                print this text\n"
+	"\n"
+	"exit: 0 stopped cleanly, 1 the core failed while running, 2 usage error or a\n"
+	"  pack, workspace or state dir it cannot use\n"
+	"environment: FSBROKER_LOG (error, warning, info, debug), FSBROKER_LUA_DIR,\n"
+	"  TMPDIR (the pack's ${tmp}), HOME, XDG_STATE_HOME, XDG_DATA_HOME (the trash)\n"
+	"docs: docs/protocol.md, docs/rule-packs.md, docs/backup-store.md\n";
+
+#define PROG "fsbroker serve"
 
 struct serve {
 	uv_loop_t loop;
@@ -129,7 +158,8 @@ int fsb_cli_serve(int argc, char **argv)
 	int c, rc = 1;
 
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
 		switch (c) {
 		case 's':
 			socket_path = optarg;
@@ -167,13 +197,17 @@ int fsb_cli_serve(int argc, char **argv)
 		case 'h':
 			fputs(usage, stdout);
 			return 0;
-		default:
-			fputs(usage, stderr);
+		case ':':
+			fprintf(stderr, PROG ": %s needs a value; see " PROG " --help\n",
+				argv[optind - 1]);
 			return 2;
+		default:
+			return fsb_cli_bad_option(PROG, argv, 2);
 		}
 	}
 	if (socket_path == NULL || session == NULL || optind != argc) {
-		fputs(usage, stderr);
+		fprintf(stderr, PROG ": %s; see " PROG " --help\n",
+			optind != argc ? "takes no arguments" : "--socket and --session are needed");
 		return 2;
 	}
 	if (!fsb_id_valid(session)) {

@@ -44,15 +44,33 @@ static const char usage[] =
 	"                      [--tool-call ID] [--state-dir DIR] [-- ZSH-ARGS...]\n"
 	"\n"
 	"Run the patched zsh (build/clients/zsh) with a core embedded in this process:\n"
-	"its redirections, cd, glob and sourced files, and the brokered toybox's\n"
-	"commands first on PATH, are judged by the pack, backed up and audited. No\n"
-	"sandbox: other programs write unasked (use fsbroker run --shell zsh for\n"
-	"that). When zsh exits the backup cycle is sealed and a summary printed on\n"
-	"stderr; the exit status is zsh's (125: fsbroker shell failed).\n"
-	"ZSH-ARGS go to zsh as given: -c 'CMD' runs one command line, -f skips the\n"
-	"startup files. Defaults: the workspace is the current directory, where zsh\n"
-	"starts; the session \"" DEFAULT_SESSION "\"; the tool call sh-<time>-<pid>.\n"
-	"FSBROKER_ZSH and FSBROKER_CLIENTS_BIN name another zsh and shims directory.\n";
+	"its redirections, cd, globs and sourced files, and the brokered toybox's\n"
+	"commands first on PATH, are judged by the pack, backed up and audited. There\n"
+	"is no sandbox: other programs write unasked (fsbroker run --shell zsh has one).\n"
+	"When zsh exits the backup cycle is sealed and a summary printed on stderr.\n"
+	"\n"
+	"options:\n"
+	"  --rules PACK              the rule pack: a name under FSBROKER_LUA_DIR/rules\n"
+	"                            or a file (default: default)\n"
+	"  --workspace DIR           the project, where zsh starts (default: the current\n"
+	"                            directory)\n"
+	"  --session ID              the session (default: \"" DEFAULT_SESSION "\")\n"
+	"  --tool-call ID            the tool call (default: sh-<time>-<pid>)\n"
+	"  --state-dir DIR           backups, audit log and approvals\n"
+	"                            (default: $XDG_STATE_HOME/fsbroker)\n"
+	"  -h, --help                print this text\n"
+	"  ZSH-ARGS                  go to zsh as given: -c 'CMD' runs one command line,\n"
+	"                            -f skips the startup files\n"
+	"\n"
+	"exit: zsh's status; 125 when fsbroker shell itself failed, a usage error\n"
+	"  included\n"
+	"environment: FSBROKER_ZSH and FSBROKER_CLIENTS_BIN (another zsh and shims\n"
+	"  directory), FSBROKER_LOG (error, warning, info, debug), FSBROKER_LUA_DIR,\n"
+	"  TMPDIR (the pack's ${tmp}), TMPPREFIX (zsh's; default ${tmp}/zsh), HOME,\n"
+	"  XDG_STATE_HOME, PATH (zsh's, after the shims)\n"
+	"docs: docs/clients.md, docs/rule-packs.md\n";
+
+#define PROG "fsbroker shell"
 
 struct shell {
 	uv_loop_t loop;
@@ -260,7 +278,7 @@ int fsb_cli_shell(int argc, char **argv)
 	memset(&sum, 0, sizeof(sum));
 	optind = 1;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, "+h", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "+:h", opts, NULL)) != -1) {
 		switch (c) {
 		case 'r':
 			rules = optarg;
@@ -280,9 +298,12 @@ int fsb_cli_shell(int argc, char **argv)
 		case 'h':
 			fputs(usage, stdout);
 			return 0;
-		default:
-			fputs(usage, stderr);
+		case ':':
+			fprintf(stderr, PROG ": %s needs a value; see " PROG " --help\n",
+				argv[optind - 1]);
 			return FSB_EXIT_RUN;
+		default:
+			return fsb_cli_bad_option(PROG, argv, FSB_EXIT_RUN);
 		}
 	}
 	if (!fsb_id_valid(session))

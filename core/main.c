@@ -1,60 +1,211 @@
 /*
- * main.c — the fsbroker command: dispatch to a subcommand.
+ * main.c — the fsbroker command: dispatch to a subcommand, and the three
+ * commands that belong to no other file: --version / version, and help.
+ * Every subcommand keeps its own usage text next to its option parser;
+ * `fsbroker help CMD [VERB]` asks that parser for it (CMD [VERB] --help),
+ * so there is one text per subcommand.
  */
+#include <getopt.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "cli.h"
 #include "log.h"
 
+#ifndef FSB_VERSION
+#error "FSB_VERSION comes from the VERSION file (the Makefile passes it)"
+#endif
+
 static const char usage[] =
 	"usage: fsbroker <command> [options]\n"
+	"       fsbroker --version [--json]\n"
+	"       fsbroker help [COMMAND [VERB]]\n"
+	"\n"
+	"Judge, back up and audit every file access of the commands an agent runs.\n"
+	"`fsbroker COMMAND --help` (or `fsbroker help COMMAND`) describes each one.\n"
 	"\n"
 	"commands:\n"
-	"  serve --socket PATH --session ID [--rules PACK] [--state-dir DIR] [--workspace DIR]\n"
-	"        run the core: client requests on PATH, control requests on stdin\n"
-	"  run [--rules PACK] [--workspace DIR] [--session ID] [--tool-call ID]\n"
-	"      [--state-dir DIR | --core STATE-DIR] [--summary-fd N] [--explain] -- CMD...\n"
-	"        run CMD sandboxed (embedded core, or the running one with --core), exit\n"
-	"        with CMD's status (125: fsbroker run failed)\n"
-	"  shell [--rules PACK] [--workspace DIR] [--session ID] [--state-dir DIR] [-- ZSH-ARGS...]\n"
-	"        run the patched zsh with an embedded core; seal the cycle when it exits\n"
-	"  approve [--session ID] [--state-dir DIR] [--scope once|session] BLOCK-ID\n"
-	"        approve a call a run left waiting; then rerun the same command\n"
-	"  check --rules PACK [--workspace DIR] [--json] --op OP PATH...\n"
-	"        print the verdict for each path; exit 0 allow, 1 deny, 3 ask, 2 error\n"
-	"  backup list|show|restore ...   list, show and restore backup cycles (backup --help)\n"
-	"  delete [--socket PATH] [--session ID] [--tool-call ID] [-r] [-f] PATH...\n"
-	"        ask the core to delete each PATH (to the trash); exit 0 deleted,\n"
-	"        1 refused or failed, 2 broker unavailable\n"
-	"  audit verify FILE [--head HASH]\n"
-	"        check an audit log's hash chain; exit 0 intact, 1 broken, 2 error\n"
+	"  run       run a command sandboxed, every file change judged and backed up\n"
+	"  serve     run the core for an agent host (client socket, control on stdin)\n"
+	"  shell     run the patched zsh against a core embedded in this process\n"
+	"  check     print the verdict a rule pack gives for paths\n"
+	"  approve   approve a call a run left waiting, then rerun the command\n"
+	"  backup    list, show, restore, undo, diff and prune backup cycles\n"
+	"  delete    ask the core to delete paths (to the trash, backed up first)\n"
+	"  audit     verify an audit log's hash chain\n"
+	"  version   print the version\n"
+	"  help      print this text, or a command's\n"
 	"\n"
-	"docs: README.md, docs/rule-packs.md, docs/protocol.md, docs/clients.md\n";
+	"options:\n"
+	"  -h, --help      print this text\n"
+	"  --version       print `fsbroker VERSION`; with --json {\"version\": \"...\"}\n"
+	"\n"
+	"exit: 0 done; 2 usage error (unknown command or option); each command\n"
+	"  documents its own statuses\n"
+	"environment: FSBROKER_LOG (error, warning, info, debug: how much the core logs\n"
+	"  on stderr), FSBROKER_LUA_DIR (the directory holding policy/ and rules/),\n"
+	"  TMPDIR, HOME, XDG_STATE_HOME, XDG_RUNTIME_DIR; each command says which it\n"
+	"  reads\n"
+	"docs: README.md, docs/cli.md, docs/runtime.md, docs/rule-packs.md,\n"
+	"  docs/restore.md, docs/protocol.md, docs/clients.md\n";
+
+static const char version_usage[] =
+	"usage: fsbroker version [--json]\n"
+	"       fsbroker --version [--json]\n"
+	"\n"
+	"Print the version of fsbroker: `fsbroker 0.9.0`, or with --json one JSON\n"
+	"object, {\"version\": \"0.9.0\"}, for programs. The npm package and the\n"
+	"rockspec carry the same version (the VERSION file of the source tree).\n"
+	"\n"
+	"options:\n"
+	"  --json          print one JSON object\n"
+	"  -h, --help      print this text\n"
+	"\n"
+	"exit: 0 printed, 2 usage error\n"
+	"environment: none\n"
+	"docs: CHANGELOG.md\n";
+
+static const char help_usage[] =
+	"usage: fsbroker help [COMMAND [VERB]]\n"
+	"\n"
+	"Print the usage text of COMMAND (of its VERB, for backup and audit) on\n"
+	"stdout, the same text `fsbroker COMMAND [VERB] --help` prints; without a\n"
+	"COMMAND the list of commands.\n"
+	"\n"
+	"options:\n"
+	"  -h, --help      print this text\n"
+	"\n"
+	"exit: 0 printed, 2 no such command or verb\n"
+	"environment: none\n"
+	"docs: docs/cli.md\n";
+
+/* A command name and the function that runs it. */
+struct command {
+	const char *name;
+	int (*run)(int argc, char **argv);
+};
+
+static int cli_version(int argc, char **argv);
+static int cli_help(int argc, char **argv);
+
+static const struct command commands[] = {
+	{ "serve", fsb_cli_serve },
+	{ "run", fsb_cli_run },
+	{ "shell", fsb_cli_shell },
+	{ "approve", fsb_cli_approve },
+	{ "check", fsb_cli_check },
+	{ "backup", fsb_cli_backup },
+	{ "delete", fsb_cli_delete },
+	{ "audit", fsb_cli_audit },
+	{ "version", cli_version },
+	{ "help", cli_help },
+};
+
+static const struct command *find(const char *name)
+{
+	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+		if (strcmp(commands[i].name, name) == 0)
+			return &commands[i];
+	return NULL;
+}
+
+static int cli_version(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "json", no_argument, NULL, 'j' },
+		{ "version", no_argument, NULL, 'V' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	int c, json = 0;
+
+	optind = 1;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+		switch (c) {
+		case 'j':
+			json = 1;
+			break;
+		case 'V':
+			/* `fsbroker --version` arrives here as its own name. */
+			break;
+		case 'h':
+			fputs(version_usage, stdout);
+			return 0;
+		default:
+			return fsb_cli_bad_option("fsbroker version", argv, 2);
+		}
+	}
+	if (optind != argc) {
+		fprintf(stderr, "fsbroker version: takes no argument ('%s'); see fsbroker "
+			"version --help\n", argv[optind]);
+		return 2;
+	}
+	/* The version is digits and dots: nothing in it to escape. */
+	if (json)
+		printf("{\"version\": \"%s\"}\n", FSB_VERSION);
+	else
+		printf("fsbroker %s\n", FSB_VERSION);
+	return 0;
+}
+
+static int cli_help(int argc, char **argv)
+{
+	const struct command *cmd;
+	char help[] = "--help";
+	char *sub[4];
+	int n = 0;
+
+	if (argc < 2) {
+		fputs(usage, stdout);
+		return 0;
+	}
+	if (strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0) {
+		fputs(help_usage, stdout);
+		return 0;
+	}
+	if (argv[1][0] == '-')
+		return fsb_cli_unknown_option("fsbroker help", argv[1], 2);
+	if ((cmd = find(argv[1])) == NULL) {
+		fprintf(stderr, "fsbroker help: no command '%s'; see fsbroker help\n", argv[1]);
+		return 2;
+	}
+	/* Only backup and audit have verbs: `help run ls` must not become
+	 * `run ls --help`, a command run sandboxed. */
+	if (argc > 3 || (argc == 3 && strcmp(argv[1], "backup") != 0 &&
+			 strcmp(argv[1], "audit") != 0)) {
+		fprintf(stderr, "fsbroker help: takes COMMAND [VERB] (a verb for backup and "
+			"audit only), not '%s'; see fsbroker help --help\n", argv[argc - 1]);
+		return 2;
+	}
+	sub[n++] = argv[1];
+	if (argc == 3)
+		sub[n++] = argv[2];
+	sub[n++] = help;
+	sub[n] = NULL;
+	return cmd->run(n, sub);
+}
 
 int main(int argc, char **argv)
 {
+	const struct command *cmd;
+
 	fsb_log_init();
-	if (argc < 2 || strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0) {
-		fputs(usage, argc < 2 ? stderr : stdout);
-		return argc < 2 ? 2 : 0;
+	if (argc < 2) {
+		fputs(usage, stderr);
+		return 2;
 	}
-	if (strcmp(argv[1], "serve") == 0)
-		return fsb_cli_serve(argc - 1, argv + 1);
-	if (strcmp(argv[1], "run") == 0)
-		return fsb_cli_run(argc - 1, argv + 1);
-	if (strcmp(argv[1], "shell") == 0)
-		return fsb_cli_shell(argc - 1, argv + 1);
-	if (strcmp(argv[1], "approve") == 0)
-		return fsb_cli_approve(argc - 1, argv + 1);
-	if (strcmp(argv[1], "check") == 0)
-		return fsb_cli_check(argc - 1, argv + 1);
-	if (strcmp(argv[1], "backup") == 0)
-		return fsb_cli_backup(argc - 1, argv + 1);
-	if (strcmp(argv[1], "delete") == 0)
-		return fsb_cli_delete(argc - 1, argv + 1);
-	if (strcmp(argv[1], "audit") == 0)
-		return fsb_cli_audit(argc - 1, argv + 1);
-	fprintf(stderr, "fsbroker: unknown command '%s'\n\n%s", argv[1], usage);
+	if (strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0) {
+		fputs(usage, stdout);
+		return 0;
+	}
+	if (strcmp(argv[1], "--version") == 0)
+		return cli_version(argc, argv);
+	cmd = find(argv[1]);
+	if (cmd != NULL)
+		return cmd->run(argc - 1, argv + 1);
+	if (argv[1][0] == '-')
+		return fsb_cli_unknown_option("fsbroker", argv[1], 2);
+	fprintf(stderr, "fsbroker: unknown command '%s'; see fsbroker --help\n", argv[1]);
 	return 2;
 }

@@ -1,7 +1,7 @@
 -- Specs for rockspec/: the policy engine installs offline with luarocks
 -- against Debian's lpeg, and the installed modules load a shipped pack.
 
-local ROCKSPEC = "rockspec/fsbroker-policy-scm-1.rockspec"
+local ROCKSPEC = "rockspec/fsbroker-policy-0.9.0-1.rockspec"
 
 local function run(cmd)
 	local ok, _, code = os.execute(cmd)

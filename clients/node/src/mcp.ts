@@ -173,7 +173,7 @@ export class FileTools {
 /** The MCP server, its tools bound to `core`. */
 export function createMcpServer(core: Core, opts: McpOptions = {}): McpServer {
   const tools = new FileTools(core, opts);
-  const server = new McpServer({ name: "fsbroker", version: "0.1.0" });
+  const server = new McpServer({ name: "fsbroker", version: "0.9.0" });
   const wrap = <A>(fn: (a: A) => Promise<string>) => async (a: A): Promise<ToolResult> => {
     try {
       return ok(await fn(a));

@@ -1,11 +1,11 @@
 -- The fsbroker policy engine as a rock: the Lua modules under lua/policy.
 -- Build from the repository root:
---   luarocks --lua-version=5.4 make --deps-mode=none rockspec/fsbroker-policy-scm-1.rockspec
+--   luarocks --lua-version=5.4 make --deps-mode=none rockspec/fsbroker-policy-0.9.0-1.rockspec
 -- (--deps-mode=none uses Debian's lua-lpeg instead of building lpeg.)
 
 rockspec_format = "3.0"
 package = "fsbroker-policy"
-version = "scm-1"
+version = "0.9.0-1"
 
 source = {
 	url = "git+file://.",
