@@ -1409,6 +1409,48 @@ static void unstamp_parents(const struct stamped *v, size_t nv)
 	}
 }
 
+/*
+ * Files that were one inode with several names before the cycle, each put
+ * back as a file of its own: make the later ones links of the first again,
+ * so the link group comes back (a restore of hard-linked files that a turn
+ * moved, or deleted, or wrote). Only names this restore put back are
+ * joined; one it did not touch keeps its own inode.
+ */
+static void relink_groups(struct item *items, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		const struct fsb_prior *p = items[i].pick ? &items[i].pick->rec->prior : NULL;
+
+		if (p == NULL || items[i].res != RES_OK || p->nlink < 2 ||
+		    (items[i].act != ACT_FILE && items[i].act != ACT_MOVED))
+			continue;
+		for (size_t j = 0; j < i; j++) {
+			const struct fsb_prior *q = items[j].pick ? &items[j].pick->rec->prior
+								  : NULL;
+			const char *name, *first;
+			char tmp[64];
+			int pfd, fpfd;
+
+			if (q == NULL || items[j].res != RES_OK || q->dev != p->dev ||
+			    q->ino != p->ino ||
+			    (items[j].act != ACT_FILE && items[j].act != ACT_MOVED))
+				continue;
+			pfd = open_parent(items[i].path, &name);
+			fpfd = pfd < 0 ? -1 : open_parent(items[j].path, &first);
+			temp_name(tmp, sizeof(tmp));
+			/* Not linked (another file system): it stays a copy. */
+			if (fpfd >= 0 && linkat(fpfd, first, pfd, tmp, 0) == 0 &&
+			    renameat(pfd, tmp, pfd, name) < 0)
+				unlinkat(pfd, tmp, 0);
+			if (fpfd >= 0)
+				close(fpfd);
+			if (pfd >= 0)
+				close(pfd);
+			break;
+		}
+	}
+}
+
 /* Removals deepest first, everything else parents first. */
 static int cmp_exec(const void *a, const void *b)
 {
@@ -1709,6 +1751,8 @@ static int cmd_restore(const struct cli *c)
 	}
 	/* Directories get their mode and times once what is inside is back;
 	 * the others the restore changed names in, the times they had. */
+	if (!c->dry_run)
+		relink_groups(items, n);
 	for (size_t i = n; i-- > 0;)
 		if (!c->dry_run && items[i].act == ACT_DIR && items[i].res == RES_PENDING)
 			execute(c, &items[i], true);
