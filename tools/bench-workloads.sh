@@ -4,14 +4,17 @@
 # one run on this machine (issue "Everyday agent commands"): chmod -R and
 # touch -d over 1,000 files, mv of a 3,000-file directory, rm -rf of a
 # 3,000-file tree, sed -i over 1,000 files, git checkout of another branch in
-# a 1,000-file repository, npm ci of a lockfile with TypeScript from a warm
-# cache. Each round runs bare and under fsbroker run on fresh copies of one
-# template, in an order that alternates round by round; medians and their
+# a 1,000-file repository, rsync -a --delete of a 1,000-file tree into its
+# changed copy, npm ci of a lockfile with TypeScript from a warm cache. Each
+# round runs bare and under fsbroker run on fresh copies of one template, in
+# an order that alternates round by round; medians and their
 # ratio are printed, never judged. Per workload also: the bytes the run
 # added to the backup store, and the fsyncs the whole run made (strace -f,
 # when strace is installed) minus the bare command's.
 #
 #   BENCH_QUICK=1   2 rounds instead of 5
+#   BENCH_ONLY="mv git rsync"   only these workloads (of chmod touch mv rm
+#                   sed git rsync npm)
 set -eu
 unset MAKEFLAGS MFLAGS MAKELEVEL
 build=$(cd "${1:-build}" && pwd)
@@ -58,6 +61,12 @@ setup_git() {
         git commit -qam two && git checkout -q main
 }
 cmd_git='git checkout -q other'
+setup_rsync() {
+    small_tree src 1000 && cp -a src dst &&
+        find src -name 'f1*.txt' -exec sed -i s/two/TWO/ {} + &&
+        rm -f src/d3/* && small_tree src/new 200
+}
+cmd_rsync='rsync -a --delete src/ dst/'
 setup_npm() {
     printf '{"name":"b","version":"1.0.0","private":true,"devDependencies":{"typescript":"4.9.5"}}\n' >package.json
     npm install -q >/dev/null 2>&1
@@ -73,7 +82,7 @@ fsyncs() { # the fsync-family calls `strace -f -c` counted in file $1
 }
 
 printf '  %-34s %10s %10s %7s %12s %8s\n' workload bare run ratio "store bytes" fsyncs
-for w in chmod touch mv rm sed git npm; do
+for w in ${BENCH_ONLY:-chmod touch mv rm sed git rsync npm}; do
     d=$root/$w
     mkdir -p "$d/tpl"
     if [ "$w" = npm ] && ! command -v npm >/dev/null 2>&1; then
