@@ -1529,6 +1529,8 @@ int fsb_store_record(struct fsb_store *s, const struct fsb_backup_req *r,
 	/* Noted before the line is written: a path in the set whose line
 	 * then failed only gets an end state it did not need. */
 	rc = touch_path(&s->c, r->resolved, &stored);
+	if (rc == 0 && r->moved_to != NULL)
+		rc = note_moved_in(&s->c, r->moved_to);
 	if (rc < 0)
 		goto fail;
 	line = journal_line(&s->c, r, res);
@@ -1557,8 +1559,6 @@ int fsb_store_record(struct fsb_store *s, const struct fsb_backup_req *r,
 	 */
 	if (moved_in && res->object[0] != '\0')
 		tdelete(r->resolved, &s->c.moved_in, cmp_path);
-	if (r->moved_to != NULL && (rc = note_moved_in(&s->c, r->moved_to)) < 0)
-		goto fail;
 	if (first != NULL && !(first->metadata_only && takes_content) && !moved_in) {
 		durable_end = first->durable_end;
 	} else if (first != NULL) {

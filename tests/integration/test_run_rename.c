@@ -82,12 +82,13 @@ static void mv_of_a_directory_copies_nothing_into_the_store(void **state)
 	unsigned long obj0, obj1;
 	unsigned long long b0, b1;
 	struct fsbt_tree before;
-	char p[PATH_MAX * 2], data[4096];
+	char p[PATH_MAX * 2], data[4097];
 	char *out = NULL;
 
 	snprintf(p, sizeof(p), "%s/tree", f->ws);
 	assert_int_equal(mkdir(p, 0755), 0);
-	memset(data, 'x', sizeof(data));
+	memset(data, 'x', sizeof(data) - 1);
+	data[sizeof(data) - 1] = '\0';
 	for (int i = 0; i < 300; i++) {
 		if (i % 30 == 0) {
 			snprintf(p, sizeof(p), "%s/tree/d%d", f->ws, i / 30);
