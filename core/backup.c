@@ -79,6 +79,10 @@ struct cycle {
 	void *path_tree;
 	void *recorded;		/* tree of struct recorded */
 	void *inodes;		/* tree of struct inode_ent */
+	/* Paths a file moved to (one of `paths`), whatever the tool call:
+	 * its bytes are in no object, so the next line of such a path that
+	 * would change them copies them, even a grant's repeat. */
+	void *moved_in;
 };
 
 /*
@@ -238,9 +242,23 @@ static void cycle_reset(struct fsb_store *s)
 		free(c->paths[i]);
 	free(c->paths);
 	tdestroy(c->inodes, free);
+	tdestroy(c->moved_in, no_free);
 	memset(c, 0, sizeof(*c));
 	c->dirfd = -1;
 	c->journal = -1;
+}
+
+static int touch_path(struct cycle *c, const char *path, const char **stored);
+
+/* `path` receives a file that moved (see cycle.moved_in). */
+static int note_moved_in(struct cycle *c, const char *path)
+{
+	const char *stored;
+	int rc = touch_path(c, path, &stored);
+
+	if (rc == 0 && tsearch(stored, &c->moved_in, cmp_path) == NULL)
+		rc = -ENOMEM;
+	return rc;
 }
 
 /* Remember a touched path (once); *stored is the cycle's copy of it. */
@@ -487,6 +505,8 @@ static cJSON *prior_json(const struct fsb_backup_req *r, const struct fsb_backup
 		ok = cJSON_AddStringToObject(p, "skipped", res->skipped) != NULL;
 	if (ok && res->metadata_only)
 		ok = cJSON_AddTrueToObject(p, "metadataOnly") != NULL;
+	if (ok && res->moved)
+		ok = cJSON_AddTrueToObject(p, "moved") != NULL;
 	if (ok && res->kept)
 		ok = cJSON_AddTrueToObject(p, "kept") != NULL;
 	if (ok && S_ISLNK(st->st_mode)) {
@@ -544,6 +564,10 @@ static cJSON *journal_line(const struct cycle *c, const struct fsb_backup_req *r
 	prior = ok ? prior_json(r, res) : NULL;
 	if (prior == NULL || !cJSON_AddItemToObject(o, "prior", prior)) {
 		cJSON_Delete(prior);
+		cJSON_Delete(o);
+		return NULL;
+	}
+	if (r->moved_to != NULL && !add_bytes(o, "movedTo", r->moved_to)) {
 		cJSON_Delete(o);
 		return NULL;
 	}
@@ -1649,7 +1673,7 @@ int fsb_store_record(struct fsb_store *s, const struct fsb_backup_req *r,
 	const char *tool_call = r->tool_call ? r->tool_call : "", *stored;
 	struct fsb_object kept = { .kept = false };
 	struct recorded *first;
-	bool takes_content, appended = false;
+	bool takes_content, moved_in, appended = false;
 	off_t durable_end;
 	cJSON *line;
 	int rc;
@@ -1673,10 +1697,17 @@ int fsb_store_record(struct fsb_store *s, const struct fsb_backup_req *r,
 	/*
 	 * A write grant of a path its tool call recorded in this cycle: what a
 	 * restore needs is in that first line. No copy, no line: only the wait
-	 * for that line to be durable.
+	 * for that line to be durable. Unless a file moved there since: its
+	 * bytes are in no object yet.
 	 */
-	takes_content = r->prior != NULL && S_ISREG(r->prior->st_mode) && !r->metadata_only;
-	if (first != NULL && r->no_repeat_copy && !(first->metadata_only && takes_content)) {
+	takes_content = r->prior != NULL && S_ISREG(r->prior->st_mode) && !r->metadata_only &&
+			r->moved_to == NULL;
+	/* (A rename's target line keeps what it replaces, written after the
+	 * source's line that named the path as where it goes.) */
+	moved_in = takes_content && strcmp(r->op, "rename-to") != 0 &&
+		   tfind(r->resolved, &s->c.moved_in, cmp_path) != NULL;
+	if (first != NULL && r->no_repeat_copy && !(first->metadata_only && takes_content) &&
+	    !moved_in) {
 		res->skipped = "recorded-before";
 		res->durable.cycle = s->c.n;
 		res->durable.end = (uint64_t)first->durable_end;
@@ -1685,6 +1716,11 @@ int fsb_store_record(struct fsb_store *s, const struct fsb_backup_req *r,
 	if (r->prior != NULL && S_ISREG(r->prior->st_mode)) {
 		if (r->metadata_only) {
 			res->metadata_only = true;
+		} else if (r->moved_to != NULL && !r->skip_content) {
+			/* It lives on under its new name, bytes and inode: a
+			 * restore moves those back (docs/backup-store.md,
+			 * "Renames"), nothing is copied. */
+			res->moved = true;
 		} else if (r->skip_content) {
 			res->skipped = "skip-rule";
 		} else if (r->fd >= 0) {
@@ -1709,6 +1745,8 @@ int fsb_store_record(struct fsb_store *s, const struct fsb_backup_req *r,
 	/* Noted before the line is written: a path in the set whose line
 	 * then failed only gets an end state it did not need. */
 	rc = touch_path(&s->c, r->resolved, &stored);
+	if (rc == 0 && r->moved_to != NULL)
+		rc = note_moved_in(&s->c, r->moved_to);
 	if (rc < 0)
 		goto fail;
 	line = journal_line(&s->c, r, res);
@@ -1737,7 +1775,9 @@ int fsb_store_record(struct fsb_store *s, const struct fsb_backup_req *r,
 	 * whose first line is in the journal adds nothing a restore reads:
 	 * it waits only for that first line.
 	 */
-	if (first != NULL && !(first->metadata_only && takes_content)) {
+	if (moved_in && res->object[0] != '\0')
+		tdelete(r->resolved, &s->c.moved_in, cmp_path);
+	if (first != NULL && !(first->metadata_only && takes_content) && !moved_in) {
 		durable_end = first->durable_end;
 	} else if (first != NULL) {
 		/* The first line of the pair kept only metadata: this one is

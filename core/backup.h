@@ -131,6 +131,11 @@ struct fsb_backup_req {
 					 * journaled as `made` (type, dev, ino)
 					 * for a restore to know the object it
 					 * may remove; NULL when not known */
+	const char *moved_to;		/* a rename's source (or an entry beneath
+					 * it): the real path it moves to. A
+					 * regular file is journaled with
+					 * `moved`, its content not copied: a
+					 * restore finds it there */
 	bool no_repeat_copy;		/* a path this tool call already recorded
 					 * in the cycle is neither copied nor
 					 * journaled again (a grant: the first
@@ -151,6 +156,8 @@ struct fsb_backup_result {
 	bool reused;		/* the cycle already held this content */
 	bool metadata_only;	/* a regular file journaled without content
 				 * (req.metadata_only): nothing is lost */
+	bool moved;		/* a regular file journaled without content
+				 * because it moves (req.moved_to) */
 	const char *skipped;	/* NULL, "too-large", "skip-rule" or
 				 * "recorded-before" (no_repeat_copy) */
 	/* With defer_sync: what must be durable before the change may start

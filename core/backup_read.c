@@ -10,6 +10,8 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/fs.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -431,6 +433,11 @@ static int parse_prior(const cJSON *o, struct fsb_prior *p, struct why *w)
 		return bad(w, "%s is not a boolean", "prior.metadataOnly");
 	p->metadata_only = cJSON_IsTrue(it) && strcmp(p->type, "file") == 0 &&
 			   p->object[0] == '\0' && p->skipped[0] == '\0';
+	it = cJSON_GetObjectItemCaseSensitive(o, "moved");
+	if (it != NULL && !cJSON_IsBool(it))
+		return bad(w, "%s is not a boolean", "prior.moved");
+	p->moved = cJSON_IsTrue(it) && strcmp(p->type, "file") == 0 && p->object[0] == '\0' &&
+		   p->skipped[0] == '\0' && !p->metadata_only;
 	if ((err = get_xattrs(o, p, w)) < 0)
 		return err;
 	return get_path(o, "target", "prior.target", &p->target, w);
@@ -444,6 +451,7 @@ static void rec_free(struct fsb_journal_rec *r)
 	free(r->op);
 	free(r->path);
 	free(r->resolved);
+	free(r->moved_to);
 	free(r->prior.target);
 	fsb_xattr_free(r->prior.xattrs, r->prior.nxattrs);
 	memset(r, 0, sizeof(*r));
@@ -513,8 +521,16 @@ static int parse_record(const cJSON *o, struct fsb_journal_rec *r, struct why *w
 	}
 	r->ok = it == NULL || cJSON_IsTrue(it);
 	if ((err = parse_prior(cJSON_GetObjectItemCaseSensitive(o, "prior"), &r->prior, w)) < 0 ||
-	    (err = parse_made(cJSON_GetObjectItemCaseSensitive(o, "made"), r, w)) < 0)
+	    (err = parse_made(cJSON_GetObjectItemCaseSensitive(o, "made"), r, w)) < 0 ||
+	    (err = get_path(o, "movedTo", "movedTo", &r->moved_to, w)) < 0)
 		goto fail;
+	if (r->moved_to != NULL && !path_normalised(r->moved_to)) {
+		err = bad(w, "%s is not a normalised absolute path", "movedTo");
+		goto fail;
+	}
+	/* Without where it went, nothing says where its bytes are. */
+	if (r->moved_to == NULL)
+		r->prior.moved = false;
 	return 0;
 
 fail:
@@ -865,6 +881,80 @@ static int lend_content(struct fsb_cycle *c)
 	return 0;
 }
 
+static int cmp_rec_inode(const void *a, const void *b)
+{
+	const struct fsb_journal_rec *x = *(const struct fsb_journal_rec *const *)a;
+	const struct fsb_journal_rec *y = *(const struct fsb_journal_rec *const *)b;
+
+	if (x->prior.dev != y->prior.dev)
+		return x->prior.dev < y->prior.dev ? -1 : 1;
+	if (x->prior.ino != y->prior.ino)
+		return x->prior.ino < y->prior.ino ? -1 : 1;
+	return (x->line > y->line) - (x->line < y->line);
+}
+
+/*
+ * A file that moved kept its bytes under its new name, so the first later
+ * record of the same inode that kept content, under any name (a write, a
+ * delete, a rename over it after the move), saved the bytes the move record
+ * (or a metadata-only one) stands for: lend them to it, as lend_content
+ * does by path. Not lent, they are where the inode last moved to: a
+ * metadata-only record followed by a move becomes a move record. Sorted by
+ * inode, then line: n log n.
+ */
+static int lend_moved(struct fsb_cycle *c)
+{
+	struct fsb_journal_rec **v;
+	size_t n = 0, k = 0;
+
+	for (size_t i = 0; i < c->nrecs; i++)
+		n += c->recs[i].prior.moved || c->recs[i].prior.metadata_only;
+	if (n == 0)
+		return 0;
+	v = malloc(c->nrecs * sizeof(*v));
+	if (v == NULL)
+		return -ENOMEM;
+	for (size_t i = 0; i < c->nrecs; i++)
+		if (c->recs[i].prior.exists && strcmp(c->recs[i].prior.type, "file") == 0)
+			v[k++] = &c->recs[i];
+	qsort(v, k, sizeof(*v), cmp_rec_inode);
+	for (size_t i = 0; i < k; i++) {
+		struct fsb_prior *p = &v[i]->prior;
+
+		if (!p->moved && !p->metadata_only)
+			continue;
+		for (size_t j = i + 1; j < k && v[j]->prior.dev == p->dev &&
+		     v[j]->prior.ino == p->ino; j++) {
+			const struct fsb_prior *q = &v[j]->prior;
+
+			if (q->object[0] == '\0' && q->skipped[0] == '\0')
+				continue;
+			memcpy(p->object, q->object, sizeof(p->object));
+			memcpy(p->skipped, q->skipped, sizeof(p->skipped));
+			p->kept = q->kept;
+			p->kept_size = q->kept_size;
+			p->kept_mtime = q->kept_mtime;
+			p->moved = p->metadata_only = false;
+			break;
+		}
+		if (!p->moved && !p->metadata_only)
+			continue;
+		/* Not lent: its bytes are where the inode last moved to (a
+		 * file whose metadata changed before it moved, too). */
+		v[i]->moved_now = p->moved ? v[i]->moved_to : NULL;
+		for (size_t j = i + 1; j < k && v[j]->prior.dev == p->dev &&
+		     v[j]->prior.ino == p->ino; j++)
+			if (v[j]->moved_to != NULL && v[j]->prior.moved)
+				v[i]->moved_now = v[j]->moved_to;
+		if (p->metadata_only && v[i]->moved_now != NULL) {
+			p->metadata_only = false;
+			p->moved = true;
+		}
+	}
+	free(v);
+	return 0;
+}
+
 static int count_paths_and_objects(struct fsb_cycle *c)
 {
 	const char **v;
@@ -938,6 +1028,8 @@ int fsb_cycle_load(const char *store_dir, unsigned number, struct fsb_cycle *out
 		}
 	}
 	rc = lend_content(out);
+	if (rc == 0)
+		rc = lend_moved(out);
 	if (rc == 0)
 		rc = count_paths_and_objects(out);
 	if (rc < 0) {
@@ -1183,6 +1275,45 @@ int fsb_backup_object_restore(int fd, const struct fsb_prior *p, int out_fd)
 	if (buf == NULL)
 		return -ENOMEM;
 	for (;;) {
+		ssize_t n = pread(fd, buf, COPY_CHUNK, off);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			err = -errno;
+			break;
+		}
+		if (n == 0)
+			break;
+		off += n;
+		if ((err = write_full(out_fd, buf, (size_t)n)) < 0)
+			break;
+	}
+	free(buf);
+	return err;
+}
+
+int fsb_backup_moved_restore(int fd, const struct fsb_prior *p, int out_fd)
+{
+	struct stat st;
+	off_t off = 0;
+	char *buf;
+	int err = 0;
+
+	if (fstat(fd, &st) < 0)
+		return -errno;
+	if (!S_ISREG(st.st_mode))
+		return -ENXIO;
+	/* A write after the move would have copied the bytes first (and its
+	 * record lent them): a size that differs means something else did. */
+	if (p->has_size && (uint64_t)st.st_size != p->size)
+		return -ESTALE;
+	if (st.st_size > 0 && ioctl(out_fd, FICLONE, fd) == 0)
+		return 0;
+	buf = malloc(COPY_CHUNK);
+	if (buf == NULL)
+		return -ENOMEM;
+	while (off < st.st_size) {
 		ssize_t n = pread(fd, buf, COPY_CHUNK, off);
 
 		if (n < 0 && errno == EINTR)

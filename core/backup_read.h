@@ -39,6 +39,10 @@ struct fsb_prior {
 	bool metadata_only;	/* a file whose change left its content: only
 				 * the metadata was journaled (and no later
 				 * record of the inode lent it content) */
+	bool moved;		/* a rename's source (or an entry beneath it):
+				 * its content was not copied, it lives on
+				 * under the line's moved_to (and no later
+				 * record of the inode lent it content) */
 	char *target;		/* a symlink's target, else NULL */
 	bool has_xattrs;	/* the journal recorded the xattrs (else unknown) */
 	bool xattrs_truncated;	/* some were left out: over FSB_XATTR_CAP */
@@ -56,6 +60,10 @@ struct fsb_journal_rec {
 	long flags;
 	char *path;		/* as requested (`resolved` when the line has none) */
 	char *resolved;		/* the real path the change touched: what restore acts on */
+	char *moved_to;		/* a rename's source: the real path it went to, else NULL */
+	/* A moved file not lent content: where its inode last moved to in
+	 * the cycle (one of the records' moved_to), else NULL. */
+	const char *moved_now;
 	bool ok;
 	struct fsb_prior prior;
 	/* A created path: the object the create made, when it was journaled
@@ -203,5 +211,12 @@ int fsb_backup_object_check(int fd, const struct fsb_prior *p);
  * as it is. 0, or -errno as those.
  */
 int fsb_backup_object_restore(int fd, const struct fsb_prior *p, int out_fd);
+
+/**
+ * Copy the bytes of a moved file (prior.moved) from `fd`, the inode at its
+ * moved_now, into `out_fd` (FICLONE first). 0, -ENXIO when `fd` is not a
+ * regular file, -ESTALE when its size is not the recorded one, or -errno.
+ */
+int fsb_backup_moved_restore(int fd, const struct fsb_prior *p, int out_fd);
 
 #endif

@@ -17,6 +17,7 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/random.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -785,8 +786,10 @@ static const char *end_differs(const struct fsb_end_state *e, bool exists, const
 
 /* ---- restore: planning --------------------------------------------------- */
 
-/* ACT_META: a file whose cycle changed only its metadata, put back in place. */
-enum act { ACT_NONE, ACT_REMOVE, ACT_FILE, ACT_META, ACT_DIR, ACT_SYMLINK, ACT_FIFO, ACT_OTHER };
+/* ACT_META: a file whose cycle changed only its metadata, put back in place.
+ * ACT_MOVED: a file the cycle moved, its bytes taken from where it went. */
+enum act { ACT_NONE, ACT_REMOVE, ACT_FILE, ACT_META, ACT_MOVED, ACT_DIR, ACT_SYMLINK, ACT_FIFO,
+	   ACT_OTHER };
 enum res { RES_PENDING, RES_OK, RES_SKIPPED, RES_FAILED };
 
 struct item {
@@ -795,6 +798,8 @@ struct item {
 	int depth;
 	enum act act;
 	bool exists;			/* at planning */
+	int src_fd;			/* ACT_MOVED: the moved inode, opened at
+					 * planning (before its new name goes) */
 	struct stat now;		/* at planning, when `exists` */
 	bool parent_missing;
 	int parent_err;		/* why: -ENOENT, -ENOTDIR, or -ELOOP (a symlink now) */
@@ -851,6 +856,10 @@ static void choose_action(struct item *it)
 			return;
 		if (p->metadata_only) {
 			it->act = ACT_META;
+			return;
+		}
+		if (p->moved && it->pick->rec->moved_now != NULL) {
+			it->act = ACT_MOVED;
 			return;
 		}
 		/* A cache the pack chose not to back up: nothing was promised,
@@ -960,6 +969,44 @@ static bool removable(const struct cli *c, const struct fsb_cycle *cy, struct it
 	return false;
 }
 
+/*
+ * ACT_MOVED: open the inode the cycle moved, where it last went, while that
+ * name still exists (a restore removes it before it recreates the old one),
+ * and check it is the very file: same dev/ino, same size.
+ */
+static void open_moved(const struct cli *c, struct item *it)
+{
+	const struct fsb_journal_rec *r = it->pick->rec;
+	const char *name;
+	struct stat st;
+	int pfd, fd;
+	bool same;
+
+	pfd = open_parent(r->moved_now, &name);
+	fd = pfd < 0 ? pfd : openat(pfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY |
+				    O_CLOEXEC);
+	if (pfd >= 0)
+		close(pfd);
+	if (fd >= 0 && fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&
+	    (uint64_t)st.st_size == r->prior.size) {
+		same = (uint64_t)st.st_dev == r->prior.dev && (uint64_t)st.st_ino == r->prior.ino;
+		/* Another inode there now: a later restore put the file back
+		 * as a copy (or someone replaced it). Only --force takes it. */
+		if (!same && c->force)
+			append(it, "; forced, though the file it was moved to is not the inode "
+			       "the cycle moved");
+		if (same || c->force) {
+			it->src_fd = fd;
+			return;
+		}
+	}
+	if (fd >= 0)
+		close(fd);
+	settle(it, RES_SKIPPED, "skipped", false,
+	       "not restorable: the cycle moved it and kept no copy of its content, and the "
+	       "file it moved is not at %s now (or its size changed)", r->moved_now);
+}
+
 static void plan_item(const struct cli *c, const struct fsb_cycle *cy, struct item *it)
 {
 	const struct fsb_prior *p = &it->pick->rec->prior;
@@ -1042,6 +1089,8 @@ static void plan_item(const struct cli *c, const struct fsb_cycle *cy, struct it
 		       "its content, and the file it changed is not there now");
 		return;
 	}
+	if (it->act == ACT_MOVED)
+		open_moved(c, it);
 	if (it->act == ACT_FILE) {
 		/* A corrupted object is found before anything is changed, and a
 		 * dry run reports it too; the copy checks the hash once more. */
@@ -1194,13 +1243,19 @@ static void do_file(const struct cli *c, struct item *it, int pfd, const char *n
 		       strerror(errno));
 		return;
 	}
-	obj = fsb_backup_object_open(c->store, p->object);
-	rc = obj < 0 ? obj : fsb_backup_object_restore(obj, p, fd);
-	if (obj >= 0)
-		close(obj);
+	if (it->act == ACT_MOVED) {
+		rc = fsb_backup_moved_restore(it->src_fd, p, fd);
+	} else {
+		obj = fsb_backup_object_open(c->store, p->object);
+		rc = obj < 0 ? obj : fsb_backup_object_restore(obj, p, fd);
+		if (obj >= 0)
+			close(obj);
+	}
 	if (rc == -ESTALE) {
-		what = "the inode kept as its backup was changed after it was kept; nothing was "
-		       "written";
+		what = it->act == ACT_MOVED
+			? "the file the cycle moved changed size since; nothing was written"
+			: "the inode kept as its backup was changed after it was kept; nothing was "
+			  "written";
 		goto fail_msg;
 	}
 	if (rc == -EBADMSG) {
@@ -1443,7 +1498,7 @@ static void execute(const struct cli *c, struct item *it, bool finish)
 		finish_dir(it, pfd, name);
 	else if (it->act == ACT_REMOVE)
 		do_remove(it, pfd, name);
-	else if (it->act == ACT_FILE)
+	else if (it->act == ACT_FILE || it->act == ACT_MOVED)
 		do_file(c, it, pfd, name);
 	else if (it->act == ACT_META)
 		do_meta(it, pfd, name);
@@ -1511,6 +1566,48 @@ static void unstamp_parents(const struct stamped *v, size_t nv)
 		if (fstat(pfd, &st) == 0 && st.st_dev == v[i].dev && st.st_ino == v[i].ino)
 			futimens(pfd, v[i].times);
 		close(pfd);
+	}
+}
+
+/*
+ * Files that were one inode with several names before the cycle, each put
+ * back as a file of its own: make the later ones links of the first again,
+ * so the link group comes back (a restore of hard-linked files that a turn
+ * moved, or deleted, or wrote). Only names this restore put back are
+ * joined; one it did not touch keeps its own inode.
+ */
+static void relink_groups(struct item *items, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		const struct fsb_prior *p = items[i].pick ? &items[i].pick->rec->prior : NULL;
+
+		if (p == NULL || items[i].res != RES_OK || p->nlink < 2 ||
+		    (items[i].act != ACT_FILE && items[i].act != ACT_MOVED))
+			continue;
+		for (size_t j = 0; j < i; j++) {
+			const struct fsb_prior *q = items[j].pick ? &items[j].pick->rec->prior
+								  : NULL;
+			const char *name, *first;
+			char tmp[64];
+			int pfd, fpfd;
+
+			if (q == NULL || items[j].res != RES_OK || q->dev != p->dev ||
+			    q->ino != p->ino ||
+			    (items[j].act != ACT_FILE && items[j].act != ACT_MOVED))
+				continue;
+			pfd = open_parent(items[i].path, &name);
+			fpfd = pfd < 0 ? -1 : open_parent(items[j].path, &first);
+			temp_name(tmp, sizeof(tmp));
+			/* Not linked (another file system): it stays a copy. */
+			if (fpfd >= 0 && linkat(fpfd, first, pfd, tmp, 0) == 0 &&
+			    renameat(pfd, tmp, pfd, name) < 0)
+				unlinkat(pfd, tmp, 0);
+			if (fpfd >= 0)
+				close(fpfd);
+			if (pfd >= 0)
+				close(pfd);
+			break;
+		}
 	}
 }
 
@@ -1680,6 +1777,7 @@ static int cmd_restore(const struct cli *c)
 	char **args = NULL;
 	bool *arg_used = NULL;
 	size_t n = 0, extra = 0;
+	struct rlimit nofile;
 	unsigned num;
 	int rc, status = 0;
 
@@ -1689,6 +1787,12 @@ static int cmd_restore(const struct cli *c)
 	rc = load(c, num, &cy);
 	if (rc < 0)
 		return rc == -ENOENT ? 2 : 1;
+	/* Each file the cycle moved is held open from planning to its copy
+	 * (see open_moved): as many descriptors as the system lets us. */
+	if (getrlimit(RLIMIT_NOFILE, &nofile) == 0 && nofile.rlim_cur < nofile.rlim_max) {
+		nofile.rlim_cur = nofile.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &nofile);
+	}
 	if (cy.state == FSB_CYCLE_OPEN && !c->force) {
 		fprintf(stderr, "fsbroker backup: cycle %u is still open (not sealed): it has no "
 			"end states, so restore cannot tell the cycle's own changes from later "
@@ -1725,6 +1829,7 @@ static int cmd_restore(const struct cli *c)
 		items[n].pick = &picks.v[i];
 		items[n].path = picks.v[i].rec->resolved;
 		items[n].depth = depth_of(items[n].path);
+		items[n].src_fd = -1;
 		/* Before sorting: the action decides the order. */
 		choose_action(&items[n]);
 		n++;
@@ -1734,6 +1839,7 @@ static int cmd_restore(const struct cli *c)
 			continue;
 		items[n + extra].path = args[a];
 		items[n + extra].act = ACT_OTHER;
+		items[n + extra].src_fd = -1;
 		settle(&items[n + extra], RES_SKIPPED, "skipped", false, "%s did not touch it",
 		       c->tool_call != NULL ? "that tool call" : "the cycle");
 		extra++;
@@ -1791,7 +1897,7 @@ static int cmd_restore(const struct cli *c)
 			const char *what = it->act == ACT_REMOVE
 				? (S_ISDIR(it->now.st_mode) ? "a directory created by the cycle; "
 				   "only once it is empty" : "created by the cycle")
-				: it->act == ACT_FILE ? "content, mode, times"
+				: it->act == ACT_FILE || it->act == ACT_MOVED ? "content, mode, times"
 				: it->act == ACT_META ? "mode, times; content unchanged by the cycle"
 				: it->act == ACT_DIR ? "directory, mode, times"
 				: it->act == ACT_SYMLINK ? "symlink, target, times" : "fifo, mode, times";
@@ -1805,6 +1911,8 @@ static int cmd_restore(const struct cli *c)
 	}
 	/* Directories get their mode and times once what is inside is back;
 	 * the others the restore changed names in, the times they had. */
+	if (!c->dry_run)
+		relink_groups(items, n);
 	for (size_t i = n; i-- > 0;)
 		if (!c->dry_run && items[i].act == ACT_DIR && items[i].res == RES_PENDING)
 			execute(c, &items[i], true);
@@ -1841,6 +1949,9 @@ nomem:
 	status = 1;
 out:
 	free(stamped);
+	for (size_t i = 0; items != NULL && i < n; i++)
+		if (items[i].src_fd >= 0)
+			close(items[i].src_fd);
 	for (int a = 0; args != NULL && a < c->npaths; a++)
 		free(args[a]);
 	free(args);

@@ -274,6 +274,7 @@ static int hop_record_entry(struct hostop *h, enum fsb_op op, const char *reques
 		.link_target = target,
 		.skip_content = skip_content,
 		.metadata_only = metadata_only,
+		.moved_to = op == FSB_OP_RENAME_FROM ? h->moved_to : NULL,
 		/* A name that goes for good: its inode can be kept rather than
 		 * copied. Not a rename's source nor a file moved to the trash,
 		 * which live on (a second link would show, and a later write
@@ -337,7 +338,7 @@ static int hop_record_entry(struct hostop *h, enum fsb_op op, const char *reques
 	/* A file whose content the backup does not hold (backup.skip, too
 	 * large, backups off): a restore cannot bring it back. */
 	h->last_unsaved = st != NULL && S_ISREG(st->st_mode) && res.object[0] == '\0' &&
-			  !res.metadata_only;
+			  !res.metadata_only && !res.moved;
 	return 0;
 }
 
@@ -532,14 +533,22 @@ int hop_save_entry(const struct fsb_tree_entry *e, bool post, void *arg)
 	const struct inode_key *k = hop_inode_set_get(&h->judged, e->st);
 	char path[PATH_MAX];
 	bool unsaved;
+	int rc;
 
 	if (post || k == NULL)
 		return 0;
 	if (join(h, path, j->old_top, e->rel) < 0)
 		return STOPPED;
 	if (j->backup_old) {
-		if (hop_backup_at(h, j->old_op, path, path, e->dirfd, e->name, e->st,
-				  k->skip_content) < 0)
+		char to[PATH_MAX];
+
+		if (j->move_top != NULL && join(h, to, j->move_top, e->rel) < 0)
+			return STOPPED;
+		h->moved_to = j->move_top != NULL ? to : NULL;
+		rc = hop_backup_at(h, j->old_op, path, path, e->dirfd, e->name, e->st,
+				   k->skip_content);
+		h->moved_to = NULL;
+		if (rc < 0)
 			return STOPPED;
 		if (h->last_unsaved && inode_set_add(h, &h->unsaved, e->st, true) < 0)
 			return STOPPED;

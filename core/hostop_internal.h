@@ -63,6 +63,9 @@ struct hostop {
 	struct inode_set judged, unsaved;
 	bool src_unsaved;		/* the source's content is not in the backup */
 	bool last_unsaved;		/* the same, for the last path hop_record()ed */
+	const char *moved_to;		/* while a rename's source is recorded: the
+					 * real path it moves to (journaled, so
+					 * that its content need not be copied) */
 	/* Objects kept by link for this operation: when it fails, each
 	 * becomes a copy, and the file it still names has one link again. */
 	char (*kept)[FSB_SHA256_HEX_LEN + 1];
@@ -78,6 +81,8 @@ struct tree_job {
 	struct hostop *h;
 	const char *old_top;	/* the directory's real path */
 	const char *new_top;	/* its real path after the operation, or NULL */
+	const char *move_top;	/* a rename's: where old_top goes, even when
+				 * no line is written under the new name */
 	enum fsb_op old_op, new_op;
 	bool backup_old;	/* back up the entries under the old name */
 	bool copy;		/* devices and sockets are refused */

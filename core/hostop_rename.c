@@ -2,7 +2,8 @@
  * hostop_rename.c — the host operation `rename` (see hostop.h), and
  * RENAME_EXCHANGE for the supervisor: source and target judged, with
  * everything beneath a directory under its old name and its new one, both
- * backed up, then one renameat2 on the pinned parents.
+ * journaled (what moves as moved, nothing copied; a replaced target kept),
+ * then one renameat2 on the pinned parents.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -79,12 +80,19 @@ int hop_rename(struct hostop *h)
 		goto out;
 	}
 	j.old_top = a->res.path;
-	j.new_top = t->res.path;
+	j.new_top = j.move_top = t->res.path;
 	if (dir && hop_walk(&j, pfd, name, &st, hop_check_entry) < 0)
 		goto out;
-	if (hop_backup_at(h, FSB_OP_RENAME_FROM, r->from, a->res.path, pfd, name, &st,
-			  !a->verdict.backup) < 0)
+	/* The source and everything beneath it are journaled with where they
+	 * go and no content: they live on there, and a restore moves them
+	 * back. Only a target the rename replaces is kept. */
+	h->moved_to = t->res.path;
+	rc = hop_backup_at(h, FSB_OP_RENAME_FROM, r->from, a->res.path, pfd, name, &st,
+			   !a->verdict.backup);
+	h->moved_to = NULL;
+	if (rc < 0)
 		goto out;
+	rc = -1;
 	/* A file moved without its content in the backup stays where it went
 	 * on a restore: its new name is not journaled as one to remove. */
 	h->src_unsaved = h->last_unsaved;
@@ -122,10 +130,11 @@ out:
 
 /*
  * renameat2(RENAME_EXCHANGE): each name is the source of one move and the
- * target of the other, so each is judged as both; both are backed up with
- * everything beneath them, then swapped on their pinned parents. A restore
- * puts each name's old content back; an entry that only the other tree had
- * stays under its new name (it was never under this one).
+ * target of the other, so each is judged as both; both are journaled as
+ * moved with everything beneath them (no content copied), then every entry
+ * under the name it goes to, then they are swapped on their pinned
+ * parents. A restore moves each name's old content back and removes what
+ * only the other tree had.
  */
 int hop_exchange(struct hostop *h)
 {
@@ -175,11 +184,28 @@ int hop_exchange(struct hostop *h)
 	/* The old side of both first: each path's first record is its state
 	 * before the swap. */
 	ja.new_top = jt.new_top = NULL;
-	if (hop_backup_at(h, FSB_OP_RENAME_FROM, r->from, a->res.path, pfd, name, &st,
-			  !a->verdict.backup) < 0 ||
-	    hop_backup_at(h, FSB_OP_RENAME_FROM, r->to, t->res.path, tfd, tname, &tst,
-			  !t->verdict.backup) < 0 ||
-	    (S_ISDIR(st.st_mode) && hop_walk(&ja, pfd, name, &st, hop_save_entry) < 0) ||
+	ja.move_top = t->res.path;
+	jt.move_top = a->res.path;
+	h->moved_to = t->res.path;
+	rc = hop_backup_at(h, FSB_OP_RENAME_FROM, r->from, a->res.path, pfd, name, &st,
+			   !a->verdict.backup);
+	h->moved_to = a->res.path;
+	if (rc == 0)
+		rc = hop_backup_at(h, FSB_OP_RENAME_FROM, r->to, t->res.path, tfd, tname, &tst,
+				   !t->verdict.backup);
+	h->moved_to = NULL;
+	if (rc < 0)
+		goto out;
+	rc = -1;
+	if ((S_ISDIR(st.st_mode) && hop_walk(&ja, pfd, name, &st, hop_save_entry) < 0) ||
+	    (S_ISDIR(tst.st_mode) && hop_walk(&jt, tfd, tname, &tst, hop_save_entry) < 0))
+		goto out;
+	/* Then each tree's entries under the name it goes to, as absent
+	 * where the other tree had none: a restore takes them away there. */
+	ja.backup_old = jt.backup_old = false;
+	ja.new_top = t->res.path;
+	jt.new_top = a->res.path;
+	if ((S_ISDIR(st.st_mode) && hop_walk(&ja, pfd, name, &st, hop_save_entry) < 0) ||
 	    (S_ISDIR(tst.st_mode) && hop_walk(&jt, tfd, tname, &tst, hop_save_entry) < 0) ||
 	    hop_sync_backups(h) < 0 || hop_audit_before(h) < 0)
 		goto out;

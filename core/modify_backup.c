@@ -395,6 +395,7 @@ int fsb_backup_entry(struct fsb_broker *b, const char *sid, const struct fsb_bac
 	r.skip_content = e->skip_content;
 	r.metadata_only = e->metadata_only;
 	r.keep_inode = e->keep_inode;
+	r.moved_to = e->moved_to;
 	r.no_repeat_copy = e->in_place;
 	r.defer_sync = true;
 	rc = record_locked_store(b, s, &set, &r, res, false, out);

@@ -68,6 +68,8 @@ struct fsb_backup_entry {
 					 * target a rename replaces): a file
 					 * with one link is kept by linking its
 					 * inode into the store, not copied */
+	const char *moved_to;		/* a rename's source: where it goes
+					 * (its content is not copied) */
 	bool in_place;			/* the path stays where it is (truncate,
 					 * times, owner, mode): one its tool call
 					 * recorded in the cycle needs nothing more */

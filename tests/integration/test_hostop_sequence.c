@@ -116,6 +116,24 @@ static bool is_file_or_dir(mode_t m)
 	return S_ISREG(m) || S_ISDIR(m);
 }
 
+/* A random empty directory, the root excluded. */
+static const struct node *pick_empty_dir(void)
+{
+	size_t cand[MAX_PATHS], n = 0;
+
+	for (size_t i = 1; i < nnodes; i++) {
+		size_t len = strlen(nodes[i].rel);
+		bool empty = S_ISDIR(nodes[i].mode);
+
+		for (size_t j = 1; j < nnodes && empty; j++)
+			empty = !(strncmp(nodes[j].rel, nodes[i].rel, len) == 0 &&
+				  nodes[j].rel[len] == '/');
+		if (empty)
+			cand[n++] = i;
+	}
+	return n ? &nodes[cand[rnd((unsigned)n)]] : NULL;
+}
+
 /* A random directory, the root included. */
 static const char *pick_dir(void)
 {
@@ -275,13 +293,16 @@ static void build_tree(const struct fsbt_core *c)
 /* Operations and their counts. */
 
 enum kind { K_WRITE, K_APPEND, K_RENAME, K_DELETE, K_COPY, K_CHMOD, K_MKDIR, K_LINK,
-	    K_SYMLINK, K_TOUCH, K_N };
+	    K_SYMLINK, K_TOUCH, K_DIR_RENAME, K_DIR_OVER, K_DIR_BACK, K_N };
 
 static const char *const kind_name[K_N] = { "write", "append", "rename", "delete", "copy",
-					    "chmod", "mkdir", "link", "symlink", "touch" };
+					    "chmod", "mkdir", "link", "symlink", "touch",
+					    "dir-mv", "dir-over", "dir-back" };
 
-/* Relative weights of the kinds. */
-static const unsigned weight[K_N] = { 16, 8, 14, 10, 10, 8, 8, 6, 6, 10 };
+/* Relative weights of the kinds. A directory rename moves a tree (into
+ * another directory of the tree: nested), or replaces an empty directory,
+ * or goes to a new name and back again. */
+static const unsigned weight[K_N] = { 16, 8, 14, 10, 10, 8, 8, 6, 6, 10, 6, 3, 3 };
 
 #define MAX_ERRNOS 16
 
@@ -410,6 +431,28 @@ static void one_op(const struct fsbt_core *c, struct counts *k)
 		else
 			new_path(c, b, sizeof(b));
 		op_host(c, k, kd, "\"operation\":\"rename\",%s,%s", jp("from", a), jp("to", b));
+		return;
+	case K_DIR_RENAME:
+		if ((n = pick(is_dir)) == NULL)
+			break;
+		abs_path(c, n, a, sizeof(a));
+		new_path(c, b, sizeof(b));
+		op_host(c, k, kd, "\"operation\":\"rename\",%s,%s", jp("from", a), jp("to", b));
+		return;
+	case K_DIR_OVER:
+		if ((n = pick(is_dir)) == NULL || (m = pick_empty_dir()) == NULL || n == m)
+			break;
+		abs_path(c, n, a, sizeof(a));
+		abs_path(c, m, b, sizeof(b));
+		op_host(c, k, kd, "\"operation\":\"rename\",%s,%s", jp("from", a), jp("to", b));
+		return;
+	case K_DIR_BACK:
+		if ((n = pick(is_dir)) == NULL)
+			break;
+		abs_path(c, n, a, sizeof(a));
+		new_path(c, b, sizeof(b));
+		op_host(c, k, kd, "\"operation\":\"rename\",%s,%s", jp("from", a), jp("to", b));
+		op_host(c, k, kd, "\"operation\":\"rename\",%s,%s", jp("from", b), jp("to", a));
 		return;
 	case K_DELETE:
 		if ((n = pick(NULL)) == NULL)

@@ -1870,6 +1870,113 @@ static void test_metadata_only_record_copies_nothing(void **state)
 }
 
 /*
+ * A rename's source is journaled as moved: where it goes (movedTo), its
+ * metadata, no object. The name it moves to copies its bytes at its next
+ * write in the cycle, even a repeat of a grant that tool call had recorded
+ * before the move (the bytes are in no object yet); the reader lends that
+ * object to the move record. A moved file nothing wrote afterwards is found
+ * where it last went (moved_now), through a second move too.
+ */
+static void test_moved_record_copies_nothing_until_its_new_name_is_written(void **state)
+{
+	struct fixture *f = *state;
+	struct fsb_backup_result res, wrote;
+	struct fsb_backup_req r;
+	struct fsb_cycle c;
+	char a[PATHBUF], a2[PATHBUF], b[PATHBUF], b2[PATHBUF], b3[PATHBUF], err[256];
+	const struct fsb_journal_rec *ra, *rb;
+	struct stat st;
+	int fd;
+	cJSON *j, *line;
+
+	open_store(f);
+	assert_true(fsb_store_begin(f->s) > 0);
+	src_path(f, "a", a);
+	src_path(f, "a2", a2);
+	src_path(f, "b", b);
+	src_path(f, "b2", b2);
+	src_path(f, "b3", b3);
+	free(make_file(a, 3000, 81));
+	free(make_file(b, 2000, 82));
+
+	/* The grant's tool call makes a2 first (a create), then a moves there. */
+	req_for(&r, a2, NULL, -1);
+	r.op = "create";
+	assert_int_equal(fsb_store_record(f->s, &r, &res), 0);
+	assert_int_equal(lstat(a, &st), 0);
+	req_for(&r, a, &st, -1);
+	r.op = "rename-from";
+	r.flags = 0;
+	r.tool_call = "";
+	r.moved_to = a2;
+	assert_int_equal(fsb_store_record(f->s, &r, &res), 0);
+	assert_true(res.moved);
+	assert_string_equal(res.object, "");
+	assert_int_equal(count_objects(f, NULL), 0);
+	assert_int_equal(rename(a, a2), 0);
+
+	/* A write grant of a2 by the tool call that recorded it: copied. */
+	assert_int_equal(lstat(a2, &st), 0);
+	fd = open(a2, O_RDONLY | O_CLOEXEC);
+	assert_true(fd >= 0);
+	req_for(&r, a2, &st, fd);
+	r.no_repeat_copy = true;
+	assert_int_equal(fsb_store_record(f->s, &r, &wrote), 0);
+	assert_string_not_equal(wrote.object, "");
+	assert_null(wrote.skipped);
+	/* Once copied, a repeat is a repeat again. */
+	assert_int_equal(fsb_store_record(f->s, &r, &res), 0);
+	assert_string_equal(res.skipped, "recorded-before");
+	close(fd);
+
+	/* b moves twice and is not written. */
+	assert_int_equal(lstat(b, &st), 0);
+	req_for(&r, b, &st, -1);
+	r.op = "rename-from";
+	r.moved_to = b2;
+	assert_int_equal(fsb_store_record(f->s, &r, &res), 0);
+	assert_int_equal(rename(b, b2), 0);
+	assert_int_equal(lstat(b2, &st), 0);
+	req_for(&r, b2, &st, -1);
+	r.op = "rename-from";
+	r.moved_to = b3;
+	assert_int_equal(fsb_store_record(f->s, &r, &res), 0);
+	assert_int_equal(rename(b2, b3), 0);
+	assert_int_equal(count_objects(f, NULL), 1);
+
+	j = journal(f, 1);
+	line = NULL;
+	for (int i = 0; i < cJSON_GetArraySize(j) && line == NULL; i++)
+		if (strcmp(str(cJSON_GetArrayItem(j, i), "resolved"), a) == 0)
+			line = cJSON_GetArrayItem(j, i);
+	assert_non_null(line);
+	assert_string_equal(str(line, "movedTo"), a2);
+	assert_true(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(get(line, "prior"), "moved")));
+	assert_null(cJSON_GetObjectItemCaseSensitive(get(line, "prior"), "object"));
+	cJSON_Delete(j);
+
+	assert_int_equal(fsb_cycle_load(f->store, 1, &c, stderr, err, sizeof(err)), 0);
+	ra = rb = NULL;
+	for (size_t i = 0; i < c.nrecs; i++) {
+		if (ra == NULL && strcmp(c.recs[i].resolved, a) == 0)
+			ra = &c.recs[i];
+		if (rb == NULL && strcmp(c.recs[i].resolved, b) == 0)
+			rb = &c.recs[i];
+	}
+	assert_non_null(ra);
+	assert_non_null(rb);
+	/* a: the write's copy is lent to the move record. */
+	assert_false(ra->prior.moved);
+	assert_string_equal(ra->prior.object, wrote.object);
+	/* b: no copy anywhere; its bytes are where it last went. */
+	assert_true(rb->prior.moved);
+	assert_string_equal(rb->prior.object, "");
+	assert_non_null(rb->moved_now);
+	assert_string_equal(rb->moved_now, b3);
+	fsb_cycle_free(&c);
+}
+
+/*
  * The syncs one change costs, by kind: a created path's line none (a crash
  * could only lose the knowledge that a new file is to be removed), an
  * existing file's first backup its object's and one of the journal (its old
@@ -2676,6 +2783,9 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_without_copy_file_range, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_journal_write_fails, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_syncs_per_change_kind, setup, teardown),
+		cmocka_unit_test_setup_teardown(
+			test_moved_record_copies_nothing_until_its_new_name_is_written, setup,
+			teardown),
 		cmocka_unit_test_setup_teardown(test_metadata_only_record_copies_nothing, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_delete_keeps_the_inode_by_link, setup,

@@ -390,6 +390,50 @@ static void test_first_record_of_each_path_is_chosen(void **state)
 	fsb_cycle_free(&c);
 }
 
+/*
+ * A journal from before moves were journaled (rename-from with its content
+ * copied) reads as it always did: the object restores it. A move record
+ * (prior.moved, movedTo) has no object and names where its bytes went; one
+ * that says moved without saying where is not taken for a move.
+ */
+static void test_old_rename_records_keep_their_object_and_moves_say_where(void **state)
+{
+	struct fx *f = *state;
+	char a[65], line[2048], journal[16384] = "", err[512];
+	struct fsb_cycle c;
+
+	put_object(f, "a before the cycle", a);
+	file_rec(line, sizeof(line), 1, "", "rename-from", "/w/a", a, 18);
+	strcat(journal, line);
+	absent_rec(line, sizeof(line), 2, "", "rename-to", "/w/a2");
+	strcat(journal, line);
+	strcat(journal, "{\"seq\":3,\"time\":\"2026-11-29T20:01:03.003Z\",\"toolCallId\":\"\","
+		"\"traceId\":\"\",\"op\":\"rename-from\",\"flags\":0,\"path\":\"/w/b\","
+		"\"resolved\":\"/w/b\",\"prior\":{\"exists\":true,\"type\":\"file\","
+		"\"dev\":2049,\"ino\":7,\"nlink\":1,\"mode\":420,\"uid\":0,\"gid\":0,"
+		"\"size\":3,\"atime\":[1,0],\"mtime\":[2,0],\"moved\":true},"
+		"\"movedTo\":\"/w/b2\",\"ok\":true}\n");
+	strcat(journal, "{\"seq\":4,\"time\":\"2026-11-29T20:01:04.003Z\",\"toolCallId\":\"\","
+		"\"traceId\":\"\",\"op\":\"rename-from\",\"flags\":0,\"path\":\"/w/c\","
+		"\"resolved\":\"/w/c\",\"prior\":{\"exists\":true,\"type\":\"file\","
+		"\"dev\":2049,\"ino\":8,\"nlink\":1,\"mode\":420,\"uid\":0,\"gid\":0,"
+		"\"size\":3,\"atime\":[1,0],\"mtime\":[2,0],\"moved\":true},\"ok\":true}\n");
+	cycle_file(f, 1, "journal.jsonl", journal);
+
+	assert_int_equal(fsb_cycle_load(f->store, 1, &c, NULL, err, sizeof(err)), 0);
+	assert_int_equal(c.nrecs, 4);
+	assert_false(c.recs[0].prior.moved);
+	assert_null(c.recs[0].moved_to);
+	assert_string_equal(c.recs[0].prior.object, a);
+	assert_true(c.recs[2].prior.moved);
+	assert_string_equal(c.recs[2].moved_to, "/w/b2");
+	assert_string_equal(c.recs[2].moved_now, "/w/b2");
+	assert_string_equal(c.recs[2].prior.object, "");
+	assert_false(c.recs[3].prior.moved);
+	assert_null(c.recs[3].moved_now);
+	fsb_cycle_free(&c);
+}
+
 static void test_tool_call_selects_its_own_first_records(void **state)
 {
 	struct fx *f = *state;
@@ -676,6 +720,7 @@ int main(void)
 		T(test_recovered_and_open_cycles),
 		T(test_malformed_lines_reported_with_file_and_line),
 		T(test_first_record_of_each_path_is_chosen),
+		T(test_old_rename_records_keep_their_object_and_moves_say_where),
 		T(test_tool_call_selects_its_own_first_records),
 		T(test_path_bytes_are_decoded),
 		T(test_bad_cycle_json_names_the_file),
