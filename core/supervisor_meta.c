@@ -39,6 +39,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -98,6 +99,20 @@ static int obj_root(struct obj *o)
 }
 
 /*
+ * Whether the last component of `path` is ".", ".." or empty (a trailing
+ * slash): it names a directory that is never a symlink itself, so the
+ * kernel follows it even with AT_SYMLINK_NOFOLLOW (rsync sets the times of
+ * "dst/." that way).
+ */
+static bool ends_in_a_directory_name(const char *path)
+{
+	const char *last = strrchr(path, '/');
+
+	last = last != NULL ? last + 1 : path;
+	return last[0] == '\0' || strcmp(last, ".") == 0 || strcmp(last, "..") == 0;
+}
+
+/*
  * Judge `o->path` as `op` and reach what it names: followed to the end,
  * or the last name itself with `nofollow`. 0, or -errno (a refusal is
  * audited here).
@@ -106,6 +121,9 @@ static int judge_path(struct obj *o, enum fsb_op op, bool nofollow)
 {
 	struct fsb_access *a = &o->acc;
 	int fd;
+
+	if (nofollow && ends_in_a_directory_name(o->path))
+		nofollow = false;
 
 	fsb_sv_access_init(o->sv, o->req, a, op, o->path, o->rootfd);
 	a->strategy = nofollow ? FSB_RESOLVE_THROUGH_PARENT : FSB_RESOLVE_EXISTING;

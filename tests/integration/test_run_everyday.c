@@ -295,6 +295,49 @@ static void hard_linked_tree_is_rewritten_but_a_link_to_a_protected_file_is_not(
 	free(out);
 }
 
+/* rsync -a sets the times of the destination directory as "dst/." with
+ * AT_SYMLINK_NOFOLLOW, and the supervisor answered EINVAL ("failed to set
+ * times on dst/.", rsync exit 23): a name ending in "." or ".." names a
+ * directory that is never a symlink, as the kernel knows. */
+static void times_set_through_dir_dot_with_nofollow_work_and_restore(void **state)
+{
+	struct fixture *f = *state;
+	char why[512], dir[PATH_MAX + 32], *out = NULL;
+	struct stat before, after;
+	int ex;
+	cJSON *s;
+
+	if (fsbt_sandbox_unsupported(why, sizeof(why)) != NULL)
+		fsbt_skip("%s", why);
+	snprintf(dir, sizeof(dir), "%s/dst", f->ws);
+	assert_int_equal(mkdir(dir, 0755), 0);
+	fsbt_put(dir, "a", "a\n");
+	assert_int_equal(stat(dir, &before), 0);
+	s = run_with_summary(f, "touch -h -d '2020-01-02 03:04:05Z' dst/. && mkdir dst/sub && "
+			     "touch -h -d '2020-01-02 03:04:05Z' dst/sub/.. && stat -c %Y dst", &ex,
+			     &out);
+	if (ex != 0)
+		fail_msg("touch -h of dst/. exited %d:\n%s", ex, out);
+	expect_line(out, "1577934245\n");
+	assert_true(list_size(s, "denied") == 0);
+	cJSON_Delete(s);
+	free(out);
+	/* The cycle's restore gives the directory its time back. */
+	{
+		char cmd[PATH_MAX * 2];
+
+		snprintf(cmd, sizeof(cmd), "fsbroker backup restore --last --state-dir '%s' "
+			 "--session s", f->state);
+		assert_int_equal(run_printed(cmd, &out), 0);
+		free(out);
+	}
+	assert_int_equal(stat(dir, &after), 0);
+	assert_int_equal(after.st_mtim.tv_sec, before.st_mtim.tv_sec);
+	assert_int_equal(after.st_mtim.tv_nsec, before.st_mtim.tv_nsec);
+	snprintf(dir, sizeof(dir), "%s/dst/sub", f->ws);
+	assert_int_equal(access(dir, F_OK), -1);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -309,6 +352,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(
 			hard_linked_tree_is_rewritten_but_a_link_to_a_protected_file_is_not, setup,
 			teardown),
+		cmocka_unit_test_setup_teardown(
+			times_set_through_dir_dot_with_nofollow_work_and_restore, setup, teardown),
 	};
 
 	return fsbt_run_group(tests, NULL, NULL);
