@@ -45,9 +45,12 @@ int fsb_view_is_hosts(int viewfd, int hostfd, const char *path)
 	/*
 	 * A name that does not exist yet (a create, or an entry under the new
 	 * name of a directory being renamed) lies in the nearest directory
-	 * above it that does: that one decides.
+	 * above it that does: that one decides. So does a name beneath a
+	 * symlink (ELOOP: an entry under the name a RENAME_EXCHANGE gives a
+	 * directory, where a symlink is now): the symlink itself is the
+	 * object, the host's or the sandbox's.
 	 */
-	while (((rc = identify(viewfd, dir, &in)) == -ENOENT || rc == -ENOTDIR) &&
+	while (((rc = identify(viewfd, dir, &in)) == -ENOENT || rc == -ENOTDIR || rc == -ELOOP) &&
 	       strcmp(dir, "/") != 0) {
 		char *slash = strrchr(dir, '/');
 
