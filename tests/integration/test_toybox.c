@@ -137,7 +137,7 @@ static void cp_writes_through_the_core_after_backing_up_the_target(void **state)
 	assert_content(src, "the new text\n");
 }
 
-static void mv_is_a_host_rename_backing_up_source_and_target(void **state)
+static void mv_is_a_host_rename_journaling_the_move_and_keeping_the_target(void **state)
 {
 	struct fsbt_core *c = *state;
 	char src[PATH_MAX], dst[PATH_MAX];
@@ -153,8 +153,12 @@ static void mv_is_a_host_rename_backing_up_source_and_target(void **state)
 	assert_string_equal(fsbt_str(j, "hostOp"), "rename");
 	assert_string_equal(fsbt_str(j, "to"), dst);
 	cJSON_Delete(j);
+	/* The move itself is journaled, its content not copied (docs/
+	 * backup-store.md, "Renames"); the target it replaces is kept. */
 	j = journal_line(c, "rename-from", src);
-	assert_backed_up(c, j, "moving\n");
+	assert_string_equal(fsbt_str(j, "movedTo"), dst);
+	assert_true(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(
+		cJSON_GetObjectItemCaseSensitive(j, "prior"), "moved")));
 	cJSON_Delete(j);
 	j = journal_line(c, "rename-to", dst);
 	assert_backed_up(c, j, "replaced\n");
@@ -542,7 +546,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 #define T(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
 		T(cp_writes_through_the_core_after_backing_up_the_target),
-		T(mv_is_a_host_rename_backing_up_source_and_target),
+		T(mv_is_a_host_rename_journaling_the_move_and_keeping_the_target),
 		T(sed_i_renames_its_temp_file_over_the_original_through_the_core),
 		T(truncate_is_a_write_request_backed_up),
 		T(dd_of_is_backed_up_before_dd_runs_and_written_through_the_core),
