@@ -737,6 +737,7 @@ static void a_file_lease_never_holds_the_core_up(void **state)
 	need_sandbox(f);
 	snprintf(path, sizeof(path), "%s/leased.txt", f->ws);
 	fsbt_write_file(path, "before\n");
+	give(f, path);	/* a lease is its owner's to take */
 	attack(f, "$P/fsbt_attack lease leased.txt", &out, &err);
 	if (answer(out, "F_SETLEASE F_WRLCK") == NULL ||
 	    strcmp(answer(out, "F_SETLEASE F_WRLCK"), "ok") != 0)
