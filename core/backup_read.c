@@ -1261,20 +1261,17 @@ int fsb_backup_object_check(int fd, const struct fsb_prior *p)
 	return 0;
 }
 
-int fsb_backup_object_restore(int fd, const struct fsb_prior *p, int out_fd)
+/* Copy `fd` from its start into `out_fd`, up to `end` bytes (-1: to its
+ * end). 0 or -errno. */
+static int copy_content(int fd, int out_fd, off_t end)
 {
-	char *buf;
+	char *buf = malloc(COPY_CHUNK);
 	off_t off = 0;
-	int err;
+	int err = 0;
 
-	if (!p->kept)
-		return fsb_backup_object_copy(fd, p->object, out_fd);
-	if ((err = fsb_backup_object_check(fd, p)) < 0)
-		return err;
-	buf = malloc(COPY_CHUNK);
 	if (buf == NULL)
 		return -ENOMEM;
-	for (;;) {
+	while (end < 0 || off < end) {
 		ssize_t n = pread(fd, buf, COPY_CHUNK, off);
 
 		if (n < 0 && errno == EINTR)
@@ -1293,12 +1290,20 @@ int fsb_backup_object_restore(int fd, const struct fsb_prior *p, int out_fd)
 	return err;
 }
 
+int fsb_backup_object_restore(int fd, const struct fsb_prior *p, int out_fd)
+{
+	int err;
+
+	if (!p->kept)
+		return fsb_backup_object_copy(fd, p->object, out_fd);
+	if ((err = fsb_backup_object_check(fd, p)) < 0)
+		return err;
+	return copy_content(fd, out_fd, -1);
+}
+
 int fsb_backup_moved_restore(int fd, const struct fsb_prior *p, int out_fd)
 {
 	struct stat st;
-	off_t off = 0;
-	char *buf;
-	int err = 0;
 
 	if (fstat(fd, &st) < 0)
 		return -errno;
@@ -1310,24 +1315,5 @@ int fsb_backup_moved_restore(int fd, const struct fsb_prior *p, int out_fd)
 		return -ESTALE;
 	if (st.st_size > 0 && ioctl(out_fd, FICLONE, fd) == 0)
 		return 0;
-	buf = malloc(COPY_CHUNK);
-	if (buf == NULL)
-		return -ENOMEM;
-	while (off < st.st_size) {
-		ssize_t n = pread(fd, buf, COPY_CHUNK, off);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0) {
-			err = -errno;
-			break;
-		}
-		if (n == 0)
-			break;
-		off += n;
-		if ((err = write_full(out_fd, buf, (size_t)n)) < 0)
-			break;
-	}
-	free(buf);
-	return err;
+	return copy_content(fd, out_fd, st.st_size);
 }

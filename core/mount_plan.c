@@ -177,24 +177,30 @@ static int fail(struct builder *b, int err, const char *fmt, ...)
 	return err;
 }
 
+/* Append a formatted line to a list of the plan's (its notes, its
+ * warnings). 0 or -ENOMEM. */
+static int add_line(char ***v, size_t *cap, size_t *n, const char *fmt, va_list ap)
+{
+	char *s;
+
+	if (grow((void **)v, cap, *n, sizeof(**v)) < 0 || vasprintf(&s, fmt, ap) < 0)
+		return -ENOMEM;
+	(*v)[(*n)++] = s;
+	return 0;
+}
+
 static int note(struct builder *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 static int note(struct builder *b, const char *fmt, ...)
 {
 	struct fsb_mount_plan *o = b->out;
 	va_list ap;
-	char *s;
-	int n;
+	int err;
 
-	if (grow((void **)&o->notes, &o->notes_cap, o->nnotes, sizeof(*o->notes)) < 0)
-		return -ENOMEM;
 	va_start(ap, fmt);
-	n = vasprintf(&s, fmt, ap);
+	err = add_line(&o->notes, &o->notes_cap, &o->nnotes, fmt, ap);
 	va_end(ap);
-	if (n < 0)
-		return -ENOMEM;
-	o->notes[o->nnotes++] = s;
-	return 0;
+	return err;
 }
 
 static int warn(struct builder *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -205,18 +211,12 @@ static int warn(struct builder *b, const char *fmt, ...)
 {
 	struct fsb_mount_plan *o = b->out;
 	va_list ap;
-	char *s;
-	int n;
+	int err;
 
-	if (grow((void **)&o->warnings, &o->warnings_cap, o->nwarnings, sizeof(*o->warnings)) < 0)
-		return -ENOMEM;
 	va_start(ap, fmt);
-	n = vasprintf(&s, fmt, ap);
+	err = add_line(&o->warnings, &o->warnings_cap, &o->nwarnings, fmt, ap);
 	va_end(ap);
-	if (n < 0)
-		return -ENOMEM;
-	o->warnings[o->nwarnings++] = s;
-	return 0;
+	return err;
 }
 
 /* Start a step: a group of arguments with why it is there. */

@@ -95,16 +95,26 @@ static void summary_fd_gets_one_json_object(void **state)
 	run_free(&p);
 }
 
-/* Each line of `path` is valid UTF-8, or the test fails naming it. */
-static void expect_utf8_lines(const char *path)
+/* Each line of every file `pattern` (a glob, under `dir`) matches is valid
+ * UTF-8, or the test fails naming it; at least one file matches. */
+static void expect_utf8_lines(const char *dir, const char *pattern)
 {
-	char *text = fsbt_read_file(path, NULL), *line, *save = NULL;
+	char glob_text[PATH_MAX * 2];
+	glob_t g;
 
-	assert_non_null(text);
-	for (line = strtok_r(text, "\n", &save); line != NULL; line = strtok_r(NULL, "\n", &save))
-		if (!fsb_utf8_valid(line, strlen(line)))
-			fail_msg("%s holds a line that is not UTF-8: %s", path, line);
-	free(text);
+	snprintf(glob_text, sizeof(glob_text), "%s/%s", dir, pattern);
+	assert_int_equal(glob(glob_text, 0, NULL, &g), 0);
+	for (size_t i = 0; i < g.gl_pathc; i++) {
+		char *text = fsbt_read_file(g.gl_pathv[i], NULL), *line, *save = NULL;
+
+		assert_non_null(text);
+		for (line = strtok_r(text, "\n", &save); line != NULL;
+		     line = strtok_r(NULL, "\n", &save))
+			if (!fsb_utf8_valid(line, strlen(line)))
+				fail_msg("%s holds a line that is not UTF-8: %s", g.gl_pathv[i], line);
+		free(text);
+	}
+	globfree(&g);
 }
 
 /* A file name that is not UTF-8 made the audit line's reason and the
@@ -112,17 +122,13 @@ static void expect_utf8_lines(const char *path)
 static void a_name_that_is_not_utf8_leaves_every_json_text_valid_utf8(void **state)
 {
 	struct fixture *f = *state;
-	char why[512], key[PATH_MAX + 32], changed[PATH_MAX + 32], want[PATH_MAX + 64];
-	char audit[PATH_MAX + 32], cmd[PATH_MAX * 2], *out;
+	char why[512], want[PATH_MAX + 64], cmd[PATH_MAX * 2], *out;
 	struct runproc p;
 	const cJSON *e;
 	cJSON *s;
-	glob_t g;
 
 	if (fsbt_sandbox_unsupported(why, sizeof(why)) != NULL)
 		fsbt_skip("%s", why);
-	snprintf(key, sizeof(key), "%s/.ssh/caf\xe9", f->home);
-	snprintf(changed, sizeof(changed), "%s/caf\xe9.txt", f->ws);
 	run_start((char *[]){ (char *)fsbt_binary(), "run", "--workspace", f->ws, "--state-dir",
 			      f->state, "--session", "s", "--summary-fd", SUMMARY_FD_ARG, "--", "sh",
 			      "-c", "n=$(printf 'caf\\351'); echo new > \"$n.txt\"; "
@@ -144,16 +150,8 @@ static void a_name_that_is_not_utf8_leaves_every_json_text_valid_utf8(void **sta
 	run_free(&p);
 
 	/* The audit log, the journal, and the CLI's --json. */
-	snprintf(audit, sizeof(audit), "%s/audit/*.jsonl", f->state);
-	assert_int_equal(glob(audit, 0, NULL, &g), 0);
-	for (size_t i = 0; i < g.gl_pathc; i++)
-		expect_utf8_lines(g.gl_pathv[i]);
-	globfree(&g);
-	snprintf(audit, sizeof(audit), "%s/sessions/*/modify_backup/cycles/*/journal.jsonl", f->state);
-	assert_int_equal(glob(audit, 0, NULL, &g), 0);
-	for (size_t i = 0; i < g.gl_pathc; i++)
-		expect_utf8_lines(g.gl_pathv[i]);
-	globfree(&g);
+	expect_utf8_lines(f->state, "audit/*.jsonl");
+	expect_utf8_lines(f->state, "sessions/*/modify_backup/cycles/*/journal.jsonl");
 	for (int i = 0; i < 2; i++) {
 		/* show: 0; diff: 1, there are differences. */
 		snprintf(cmd, sizeof(cmd), "'%s' backup %s --state-dir '%s' --session s --last --json",
