@@ -12,6 +12,7 @@
 
 #include "at.h"
 #include "broker.h"
+#include "call_stages.h"
 #include "log.h"
 #include "proto_json.h"
 #include "tree.h"
@@ -395,6 +396,7 @@ static void wait_for_host(struct fsb_broker *b, struct fsb_access *d)
 void fsb_broker_decide(struct fsb_broker *b, struct fsb_access *d)
 {
 	char buf[PATH_MAX + 600];
+	enum fsb_stage was = fsb_stage_push(FSB_STAGE_RESOLVE);
 	const char *guarded;
 
 	/* The lookups on disk need no lock (the root fd never changes); only
@@ -407,6 +409,7 @@ void fsb_broker_decide(struct fsb_broker *b, struct fsb_access *d)
 					     d->strategy, &d->res);
 		d->resolved_early = true;
 	}
+	fsb_stage_push(FSB_STAGE_DECIDE);
 	guarded = linked_to_protected(b, d, buf, sizeof(buf));
 	fsb_broker_lock(b);
 	decide(b, d, guarded);
@@ -414,6 +417,7 @@ void fsb_broker_decide(struct fsb_broker *b, struct fsb_access *d)
 		wait_for_host(b, d);
 	fsb_approvals_note_decision(b, d);
 	fsb_broker_unlock(b);
+	fsb_stage_pop(was);
 }
 
 /*

@@ -89,7 +89,8 @@ static const char usage[] =
 	"environment: FSBROKER_LOG (error, warning, info, debug), FSBROKER_LUA_DIR,\n"
 	"  TMPDIR (the pack's ${tmp}), HOME, XDG_STATE_HOME, XDG_RUNTIME_DIR (hidden in\n"
 	"  the sandbox), PATH (finds bwrap and CMD); with --shell zsh FSBROKER_ZSH and\n"
-	"  FSBROKER_CLIENTS_BIN\n"
+	"  FSBROKER_CLIENTS_BIN; FSBROKER_STAGE_TIMES=FILE appends where each kind of\n"
+	"  supervised call spent its time to FILE (docs/benchmarks.md)\n"
 	"docs: docs/runtime.md (every flag), docs/runtime-degraded.md,\n"
 	"  docs/runtime-mount-plan.md, docs/rule-packs.md\n";
 

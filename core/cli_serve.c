@@ -53,7 +53,9 @@ static const char usage[] =
 	"exit: 0 stopped cleanly, 1 the core failed while running, 2 usage error or a\n"
 	"  pack, workspace or state dir it cannot use\n"
 	"environment: FSBROKER_LOG (error, warning, info, debug), FSBROKER_LUA_DIR,\n"
-	"  TMPDIR (the pack's ${tmp}), HOME, XDG_STATE_HOME, XDG_DATA_HOME (the trash)\n"
+	"  TMPDIR (the pack's ${tmp}), HOME, XDG_STATE_HOME, XDG_DATA_HOME (the trash),\n"
+	"  FSBROKER_STAGE_TIMES=FILE (per-stage times of supervised calls, appended\n"
+	"  to FILE as each run ends: docs/benchmarks.md)\n"
 	"docs: docs/protocol.md, docs/rule-packs.md, docs/backup-store.md\n";
 
 #define PROG "fsbroker serve"

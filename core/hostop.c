@@ -29,6 +29,7 @@
 #include <unistd.h>
 
 #include "at.h"
+#include "call_stages.h"
 #include "hostop_internal.h"
 #include "modify_backup.h"
 #include "tree.h"
@@ -289,7 +290,10 @@ static int hop_record_entry(struct hostop *h, enum fsb_op op, const char *reques
 		.view_fd = h->who->view_fd,
 	};
 	struct fsb_backup_outcome out;
+	enum fsb_stage was = fsb_stage_push(FSB_STAGE_BACKUP);
 	int rc = fsb_backup_entry(h->b, h->who->session, &e, &res, &out);
+
+	fsb_stage_pop(was);
 
 	if (rc < 0) {
 		snprintf(h->why, sizeof(h->why), "%s", out.why);
@@ -442,16 +446,20 @@ static cJSON *audit_line(struct hostop *h)
 /* The line before the change: no line, no change. */
 int hop_audit_before(struct hostop *h)
 {
+	enum fsb_stage was;
 	cJSON *o;
+	int rc;
 
 	if (take_approvals(h) < 0)
 		return -1;
+	was = fsb_stage_push(FSB_STAGE_AUDIT);
 	o = audit_line(h);
-
 	cJSON_AddStringToObject(o, "result", "planned");
 	cJSON_AddNumberToObject(o, "entries", h->entries);
 	cJSON_AddNumberToObject(o, "backups", h->backups);
-	if (fsb_broker_audit(h->b, h->who->session, o) < 0)
+	rc = fsb_broker_audit(h->b, h->who->session, o);
+	fsb_stage_pop(was);
+	if (rc < 0)
 		return hop_fail(h, EIO, "the audit log cannot be written; nothing was changed");
 	h->audited = true;
 	return 0;
@@ -460,6 +468,7 @@ int hop_audit_before(struct hostop *h)
 /* The line after: what happened (or, when nothing was planned, why not). */
 static void audit_after(struct hostop *h)
 {
+	enum fsb_stage was = fsb_stage_push(FSB_STAGE_AUDIT);
 	cJSON *o = audit_line(h);
 
 	cJSON_AddStringToObject(o, "result", h->err == 0 ? "done" : "failed");
@@ -473,6 +482,7 @@ static void audit_after(struct hostop *h)
 	if (h->trashed[0])
 		add_path(o, "trashedTo", h->trashed);
 	fsb_broker_audit(h->b, h->who->session, o);
+	fsb_stage_pop(was);
 }
 
 /* ---- walks -------------------------------------------------------------- */
@@ -628,6 +638,8 @@ static void run(struct hostop *h)
 	const struct fsb_hostop_req *req = h->req;
 	struct fsb_broker *b = h->b;
 
+	/* Decisions, backups and audit lines inside are charged to their own. */
+	fsb_stage_push(FSB_STAGE_PERFORM);
 	switch (req->op) {
 	case FSB_HOSTOP_DELETE:
 		hop_delete(h);

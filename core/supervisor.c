@@ -33,6 +33,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "call_stages.h"
 #include "log.h"
 #include "supervisor.h"
 #include "supervisor_call.h"
@@ -48,6 +49,7 @@ void fsb_sv_answer(struct fsb_supervisor *sv, const struct seccomp_notif *req, i
 {
 	struct seccomp_notif_resp resp = { .id = req->id, .error = err };
 
+	fsb_stage_push(FSB_STAGE_ANSWER);
 	/* ENOENT: the target is gone; nobody waits for the answer. */
 	if (ioctl(sv->listener, SECCOMP_IOCTL_NOTIF_SEND, &resp) < 0 && errno != ENOENT)
 		fsb_log_limited(FSB_LOG_WARN, "cannot answer pid %d: %s", (int)req->pid,
@@ -64,6 +66,7 @@ void fsb_sv_answer_fd(struct fsb_supervisor *sv, const struct seccomp_notif *req
 		.newfd_flags = (unsigned)(flags & O_CLOEXEC),
 	};
 
+	fsb_stage_push(FSB_STAGE_ANSWER);
 	/* On success this is the answer: the target's call returns the new fd. */
 	if (ioctl(sv->listener, SECCOMP_IOCTL_NOTIF_ADDFD, &add) < 0 && errno != ENOENT)
 		fsb_sv_answer(sv, req, -errno);
@@ -92,13 +95,17 @@ void fsb_sv_access_init(struct fsb_supervisor *sv, const struct seccomp_notif *r
 int fsb_sv_audit(struct fsb_supervisor *sv, const struct seccomp_notif *req,
 		  const struct fsb_access *acc, int err)
 {
+	enum fsb_stage was = fsb_stage_push(FSB_STAGE_AUDIT);
 	cJSON *rec = fsb_access_audit_record(acc, "supervisor");
+	int rc;
 
 	cJSON_AddNumberToObject(rec, "pid", (int)req->pid);
 	cJSON_AddNumberToObject(rec, "syscall", req->data.nr);
 	if (err != 0 && !cJSON_HasObjectItem(rec, "errno"))
 		cJSON_AddStringToObject(rec, "errno", fsb_errno_name(-err));
-	return fsb_broker_audit(sv->b, sv->scope.session, rec);
+	rc = fsb_broker_audit(sv->b, sv->scope.session, rec);
+	fsb_stage_pop(was);
+	return rc;
 }
 
 /* ---- dispatch ----------------------------------------------------------- */
@@ -107,6 +114,44 @@ int fsb_sv_audit(struct fsb_supervisor *sv, const struct seccomp_notif *req,
 static bool is_open_call(int nr)
 {
 	return nr == __NR_open || nr == __NR_openat || nr == __NR_creat || nr == __NR_openat2;
+}
+
+/* What `nr` is timed as (call_stages.h) until its server knows better. */
+static enum fsb_stage_call call_kind(int nr)
+{
+	switch (nr) {
+	case __NR_open:
+	case __NR_openat:
+	case __NR_creat:
+	case __NR_openat2:
+		return FSB_CALL_WRITE_OPEN;
+	case __NR_rename:
+	case __NR_renameat:
+	case __NR_renameat2:
+		return FSB_CALL_RENAME;
+	case __NR_unlink:
+	case __NR_unlinkat:
+	case __NR_rmdir:
+		return FSB_CALL_DELETE;
+	case __NR_mkdir:
+	case __NR_mkdirat:
+		return FSB_CALL_MKDIR;
+	case __NR_chmod:
+	case __NR_fchmodat:
+	case __NR_fchmod:
+	case __NR_chown:
+	case __NR_lchown:
+	case __NR_fchown:
+	case __NR_fchownat:
+	case __NR_utimensat:
+	case __NR_utimes:
+	case __NR_utime:
+	case __NR_futimesat:
+	case __NR_truncate:
+	case __NR_ftruncate:
+		return FSB_CALL_METADATA;
+	}
+	return FSB_CALL_OTHER;
 }
 
 static void serve(struct fsb_supervisor *sv, const struct seccomp_notif *req)
@@ -150,6 +195,7 @@ static int receive(struct fsb_supervisor *sv, struct seccomp_notif *req)
 			continue;
 		}
 		memset(req, 0, sizeof(*req));
+		fsb_stages_receiving();
 		if (ioctl(sv->listener, SECCOMP_IOCTL_NOTIF_RECV, req) == 0) {
 			rc = 0;
 			break;
@@ -170,9 +216,12 @@ static void *receiver(void *arg)
 	struct seccomp_notif req;
 
 	while (receive(sv, &req) == 0) {
+		/* The receipt is charged with the wait at the gate. */
 		fsb_work_enter(&sv->b->work, is_open_call(req.data.nr) ? FSB_WORK_SHARED
 								       : FSB_WORK_EXCLUSIVE);
+		fsb_stages_begin(call_kind(req.data.nr));
 		serve(sv, &req);
+		fsb_stages_end();
 		fsb_work_leave(&sv->b->work);
 	}
 	/* The last one out tells the loop. */
@@ -205,6 +254,7 @@ static void on_ended(uv_async_t *h)
 	for (int i = 0; i < sv->nreceivers; i++)
 		pthread_join(sv->receivers[i], NULL);
 	sv->nreceivers = 0;
+	fsb_stages_flush();
 	uv_close((uv_handle_t *)&sv->ended, on_ended_closed);
 }
 

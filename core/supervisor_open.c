@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "at.h"
+#include "call_stages.h"
 #include "grant.h"
 #include "modify_backup.h"
 #include "openflags.h"
@@ -43,6 +44,7 @@ struct call {
 
 static void audit_call(struct call *c, const struct fsb_access *acc, int fd, int err)
 {
+	enum fsb_stage was = fsb_stage_push(FSB_STAGE_AUDIT);
 	cJSON *rec = fsb_access_audit_record(acc, "supervisor");
 
 	cJSON_AddNumberToObject(rec, "pid", c->pid);
@@ -53,6 +55,7 @@ static void audit_call(struct call *c, const struct fsb_access *acc, int fd, int
 	if (err != 0 && !cJSON_HasObjectItem(rec, "errno"))
 		cJSON_AddStringToObject(rec, "errno", fsb_errno_name(err));
 	fsb_broker_audit(c->sv->b, c->sv->scope.session, rec);
+	fsb_stage_pop(was);
 }
 
 struct backup_arg {
@@ -64,9 +67,12 @@ static int backup_opened_file(int rdfd, const struct stat *st, void *arg)
 {
 	struct backup_arg *a = arg;
 	struct fsb_backup_outcome out;
+	enum fsb_stage was = fsb_stage_push(FSB_STAGE_BACKUP);
+	int rc = fsb_backup_file(a->c->sv->b, a->c->sv->scope.session, a->acc, rdfd, st,
+				 a->c->flags, "supervisor-backup", &out);
 
-	return fsb_backup_file(a->c->sv->b, a->c->sv->scope.session, a->acc, rdfd, st,
-			       a->c->flags, "supervisor-backup", &out);
+	fsb_stage_pop(was);
+	return rc;
 }
 
 /*
@@ -219,6 +225,7 @@ static int read_for_target(struct call *c)
 	struct fsb_access acc;
 	int fd;
 
+	fsb_stages_kind(FSB_CALL_READ_OPEN);
 	if (c->flags & ~READ_FLAGS)
 		return -EINVAL;
 	fsb_sv_access_init(c->sv, c->req, &acc, FSB_OP_READ, c->path, c->rootfd);
@@ -272,20 +279,26 @@ static int open_for_target(struct call *c)
 		audit_call(c, &acc, -1, err);
 		return -err;
 	}
+	if (!acc.res.exists)
+		fsb_stages_kind(FSB_CALL_CREATE);
 	/* A create moves its directory's mtime: that is journaled first. */
+	fsb_stage_push(FSB_STAGE_BACKUP);
 	if (!acc.res.exists && (c->flags & O_CREAT) &&
 	    fsb_backup_note_parent(b, c->sv->scope.session, &acc) < 0) {
 		audit_call(c, &acc, -1, EIO);
 		return -EIO;
 	}
 	/* O_TRUNC after the audit line, as for a grant (serve_text.c). */
+	fsb_stage_push(FSB_STAGE_PERFORM);
 	fd = grant_open_as_target(c, &acc, c->flags & ~O_TRUNC, c->mode & 07777, &ba);
+	fsb_stage_push(FSB_STAGE_BACKUP);
 	if (fd >= 0 && !acc.res.exists && fsb_backup_note_created(b, c->sv->scope.session,
 								  &acc, c->flags, fd) < 0) {
 		fsb_grant_undo_create(c->rootfd, &acc.res, fd);
 		close(fd);
 		fd = -EIO;
 	}
+	fsb_stage_push(FSB_STAGE_PERFORM);
 	audit_call(c, &acc, fd, fd < 0 ? -fd : 0);
 	if (fd < 0)
 		return fd;
@@ -299,6 +312,7 @@ static int open_for_target(struct call *c)
 		close(fd);
 		return err;
 	}
+	fsb_stage_push(FSB_STAGE_BACKUP);
 	if (writes && fstat(fd, &st) == 0)
 		fsb_backup_note_write_grant(b, c->sv->scope.session,
 					    acc.verdict.backup ? fd : -1, st.st_dev, st.st_ino);

@@ -65,6 +65,10 @@ echo
 echo
 "$build/bench/decide" "$pack" "${BENCH_SECONDS:-0.5}"
 echo
+# One routed write-open, create and rename under fsbroker run, stage by
+# stage, against the raw notification round trip (tools/bench-stages.sh).
+bash "$top/tools/bench-stages.sh" "$build"
+echo
 "$build/bench/backup" "$bin" "${BENCH_BACKUP_RUNS:-7}"
 echo
 # The mixed load under reloads with a raising pack (docs/SECURITY.md,
