@@ -430,7 +430,10 @@ void fsb_broker_decide(struct fsb_broker *b, struct fsb_access *d)
 static bool read_cacheable(const struct fsb_broker *b, const struct fsb_access *d,
 			   struct fsb_read_key *k)
 {
-	if (d->op != FSB_OP_READ || d->resolve_err != 0 || fsb_policy_has_hooks(b->policy))
+	/* An explained verdict is not what the cache holds (an allow's is
+	 * stored without its sentences). */
+	if (d->op != FSB_OP_READ || d->resolve_err != 0 || d->explain ||
+	    fsb_policy_has_hooks(b->policy))
 		return false;
 	k->session = d->session != NULL ? d->session : "";
 	k->tool_call = d->tool_call != NULL ? d->tool_call : "";
@@ -602,6 +605,7 @@ static void decide(struct fsb_broker *b, struct fsb_access *d, const char *guard
 	req.pid = d->pid;
 	req.uid = d->uid;
 	req.peek = d->peek;
+	req.explain = d->explain;
 	fsb_policy_evaluate(b->policy, &req, &d->verdict);
 	if (strcmp(d->verdict.rule, "policy error") == 0 ||
 	    strcmp(d->verdict.rule, "engine error") == 0 ||

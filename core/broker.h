@@ -146,6 +146,7 @@ struct fsb_access {
 	pid_t pid;
 	uid_t uid;
 	bool peek;		/* a question: use up no approval */
+	bool explain;		/* an allow's reason and hint too (who prints them) */
 	/* The caller resolved the path itself and filled `res` (an entry met
 	 * while walking a real directory tree, or the name it will have after
 	 * a rename): `requested` is that real path, and no lookup is made. */

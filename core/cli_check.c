@@ -162,6 +162,7 @@ int fsb_cli_check(int argc, char **argv)
 		a.tool_call = "";
 		a.pid = getpid();
 		a.uid = getuid();
+		a.explain = true;
 		fsb_broker_decide(&b, &a);
 		if (json)
 			cJSON_AddItemToArray(results, to_json(&a));

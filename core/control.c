@@ -78,6 +78,7 @@ static void cmd_check_access(struct fsb_broker *b, const char *session,
 	acc.tool_call = get_string(req, "toolCallId");
 	/* A question, not the access: it uses up no once-approval. */
 	acc.peek = true;
+	acc.explain = true;
 	fsb_broker_decide(b, &acc);
 	rec = fsb_access_audit_record(&acc, "control-check");
 	fsb_broker_audit(b, session, rec);

@@ -294,6 +294,10 @@ static void push_request(lua_State *L, const struct fsb_policy_req *r)
 		lua_pushboolean(L, 1);
 		lua_setfield(L, -2, "peek");
 	}
+	if (r->explain) {
+		lua_pushboolean(L, 1);
+		lua_setfield(L, -2, "explain");
+	}
 	lua_createtable(L, 0, 2);
 	lua_pushinteger(L, r->pid);
 	lua_setfield(L, -2, "pid");

@@ -38,6 +38,8 @@ struct fsb_policy_req {
 	pid_t pid;
 	uid_t uid;
 	bool peek;		/* a question (CheckAccess): use up no approval */
+	bool explain;		/* an allow's reason and hint too: only a deny and
+				 * an ask are explained otherwise */
 };
 
 /** What the pack says about backups (its `backup` table). */

@@ -418,8 +418,24 @@ describe("policy.engine", function()
 					assert.is_boolean(v.backup)
 					assert.is_string(v.reason)
 					assert.is_string(v.hint)
+					if v.decision ~= "allow" then
+						assert.are_not.equal("", v.reason)
+					end
 				end
 			end
+		end)
+
+		it("explain an allow only when asked (req.explain), a deny and an ask always", function()
+			local eng = base()
+			local plain = eng:evaluate({ op = "write", path = "/ws/a" })
+			assert.are.same({ "allow", "", "" }, { plain.decision, plain.reason, plain.hint })
+			local asked = eng:evaluate({ op = "write", path = "/ws/a", explain = true })
+			assert.are.equal("allow", asked.decision)
+			assert.is_truthy(asked.reason:find("write of /ws/a is allowed by", 1, true), asked.reason)
+			assert.are_not.equal("", asked.hint)
+			local denied = eng:evaluate({ op = "write", path = "/ws/.env" })
+			assert.are.equal("deny", denied.decision)
+			assert.are_not.equal("", denied.reason)
 		end)
 	end)
 

@@ -417,8 +417,14 @@ local function backed_up(st, primary)
 	return e == nil
 end
 
+-- An allow's sentences are built only when asked for (req.explain: `fsbroker
+-- check`, CheckAccess): nothing prints them otherwise, and an allow is what
+-- nearly every call gets. A deny or an ask always says why.
 local function finish(st, v, req, is_modify)
-	local reason, hint = explain(v, req)
+	local reason, hint = "", ""
+	if v.decision ~= "allow" or req.explain == true then
+		reason, hint = explain(v, req)
+	end
 	local backup = false
 	if is_modify then
 		local primary = normalize.canonical(req.path, st.platform)
