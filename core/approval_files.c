@@ -481,7 +481,7 @@ void fsb_approvals_note_decision(struct fsb_broker *b, const struct fsb_access *
 	bool exists = d->resolve_err == 0 && d->res.exists;
 
 	if (d->peek || b->napproval_files == 0 ||
-	    strncmp(d->verdict.rule, "approved:once", 13) != 0)
+	    d->verdict.origin != FSB_BY_APPROVAL_ONCE)
 		return;
 	for (size_t i = 0; i < b->napproval_files; i++) {
 		struct fsb_approval_file *f = &b->approval_files[i];

@@ -447,9 +447,7 @@ static bool read_cacheable(const struct fsb_broker *b, const struct fsb_access *
  * gave (a "once" one is used up), or a failure of the engine. */
 static bool verdict_storable(const struct fsb_verdict *v)
 {
-	return v->decision != FSB_ASK && strncmp(v->rule, "approved:", 9) != 0 &&
-	       strcmp(v->rule, "policy error") != 0 && strcmp(v->rule, "engine error") != 0 &&
-	       strncmp(v->rule, "decide error", 12) != 0;
+	return v->decision != FSB_ASK && v->origin == FSB_BY_RULES;
 }
 
 /*
@@ -607,9 +605,7 @@ static void decide(struct fsb_broker *b, struct fsb_access *d, const char *guard
 	req.peek = d->peek;
 	req.explain = d->explain;
 	fsb_policy_evaluate(b->policy, &req, &d->verdict);
-	if (strcmp(d->verdict.rule, "policy error") == 0 ||
-	    strcmp(d->verdict.rule, "engine error") == 0 ||
-	    strncmp(d->verdict.rule, "decide error", 12) == 0)
+	if (d->verdict.origin == FSB_BY_FAILURE)
 		b->stats.policy_errors++;
 	if (d->verdict.decision != FSB_ALLOW && refused_anyway(b, d, &req))
 		return;

@@ -125,7 +125,8 @@ static int note_approval(struct hostop *h, const struct fsb_access *a)
 {
 	struct approved *v;
 
-	if (strncmp(a->verdict.rule, "approved:", 9) != 0)
+	if (a->verdict.origin != FSB_BY_APPROVAL_ONCE &&
+	    a->verdict.origin != FSB_BY_APPROVAL_SESSION)
 		return 0;
 	v = realloc(h->approved, (h->napproved + 1) * sizeof(*v));
 	if (v == NULL)

@@ -317,6 +317,7 @@ static void copy_field(lua_State *L, const char *key, char *dst, size_t len)
 static void deny_with(struct fsb_verdict *v, const char *rule, const char *reason)
 {
 	v->decision = FSB_DENY;
+	v->origin = FSB_BY_FAILURE;
 	v->backup = false;
 	snprintf(v->rule, sizeof(v->rule), "%s", rule);
 	snprintf(v->reason, sizeof(v->reason), "%s", reason);
@@ -328,6 +329,25 @@ struct evaluate_call {
 	struct fsb_verdict *v;
 	const char *malformed;	/* set when the verdict has the wrong shape */
 };
+
+/* The verdict's origin field (engine.lua's finish); one the core does not
+ * know counts as a failure: never cached, never an approval. */
+static enum fsb_verdict_origin origin_of(lua_State *L)
+{
+	enum fsb_verdict_origin o = FSB_BY_FAILURE;
+	const char *s;
+
+	lua_getfield(L, -1, "origin");
+	s = lua_tostring(L, -1);
+	if (s != NULL && strcmp(s, "rules") == 0)
+		o = FSB_BY_RULES;
+	else if (s != NULL && strcmp(s, "approval-once") == 0)
+		o = FSB_BY_APPROVAL_ONCE;
+	else if (s != NULL && strcmp(s, "approval-session") == 0)
+		o = FSB_BY_APPROVAL_SESSION;
+	lua_pop(L, 1);
+	return o;
+}
 
 /* Runs inside fsb_lua_pcall: building the request and reading the verdict
  * allocate, and a pack at its memory cap must make them fail, not abort. */
@@ -363,6 +383,7 @@ static int l_evaluate(lua_State *L)
 	copy_field(L, "rule", v->rule, sizeof(v->rule));
 	copy_field(L, "reason", v->reason, sizeof(v->reason));
 	copy_field(L, "hint", v->hint, sizeof(v->hint));
+	v->origin = origin_of(L);
 	return 0;
 }
 

@@ -16,8 +16,19 @@
 
 enum fsb_decision { FSB_ALLOW, FSB_ASK, FSB_DENY };
 
+/* Where a verdict came from: what the core may cache, count as a failure,
+ * or use up as an approval, told apart without reading the rule's text
+ * (a decide hook may name its rule anything). */
+enum fsb_verdict_origin {
+	FSB_BY_RULES,		/* the pack's lists or a decide hook */
+	FSB_BY_APPROVAL_ONCE,	/* an ask turned allow by a once-approval */
+	FSB_BY_APPROVAL_SESSION,
+	FSB_BY_FAILURE,		/* the engine or a hook failed: denied */
+};
+
 struct fsb_verdict {
 	enum fsb_decision decision;
+	enum fsb_verdict_origin origin;
 	bool backup;		/* back up before the change (modify ops) */
 	char rule[512];		/* the deciding rule: list name and glob */
 	char reason[512];	/* a sentence */

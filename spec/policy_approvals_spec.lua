@@ -42,6 +42,22 @@ describe("policy.approvals", function()
 			assert.are.same({}, eng:approvals())
 		end)
 
+		it("names where each verdict came from in its origin", function()
+			local eng = engine()
+			assert.are.equal("rules", write(eng, "/home/u/.bashrc").origin)
+			assert.are.equal("rules", write(eng, "/ws/a").origin)
+			eng:approve({ op = "write", path = "/home/u/.bashrc", dev = 10, ino = 500, scope = "once" })
+			assert.are.equal("approval-once", write(eng, "/home/u/.bashrc").origin)
+			eng:approve({ op = "write", path = "/home/u/.bashrc", dev = 10, ino = 500, scope = "session" })
+			assert.are.equal("approval-session", write(eng, "/home/u/.bashrc").origin)
+			local hooked = packs.engine({ top = [[return { name = "h", fsProfile = { modify = { "/ws/**" } },
+				decide = function(req) if req.path == "/ws/boom" then error("boom") end
+					return { decision = "allow", rule = "approved:once (fake)" } end }]] })
+			assert.are.same({ "allow", "rules" }, { write(hooked, "/ws/a").decision, write(hooked, "/ws/a").origin })
+			assert.are.same({ "deny", "failure" }, { write(hooked, "/ws/boom").decision, write(hooked, "/ws/boom").origin })
+			assert.are.equal("failure", eng:evaluate(setmetatable({}, { __index = function() error("x") end })).origin)
+		end)
+
 		it("answers a peek without using up a once approval", function()
 			local eng = engine()
 			assert.is_true(eng:approve({ op = "write", path = "/home/u/.bashrc", dev = 10, ino = 500, scope = "once" }))

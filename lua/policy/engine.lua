@@ -417,6 +417,17 @@ local function backed_up(st, primary)
 	return e == nil
 end
 
+-- Where the verdict came from, for the core (policy.h): what it may cache,
+-- count as a failure or use up as an approval, whatever the rule is named.
+local function origin_of(v)
+	if v.kind == "approved" then
+		return "approval-" .. v.scope
+	elseif v.kind == "hook-error" then
+		return "failure"
+	end
+	return "rules"
+end
+
 -- An allow's sentences are built only when asked for (req.explain: `fsbroker
 -- check`, CheckAccess): nothing prints them otherwise, and an allow is what
 -- nearly every call gets. A deny or an ask always says why.
@@ -430,7 +441,10 @@ local function finish(st, v, req, is_modify)
 		local primary = normalize.canonical(req.path, st.platform)
 		backup = backed_up(st, primary)
 	end
-	return { decision = v.decision, rule = v.rule, backup = backup, reason = reason, hint = hint }
+	return {
+		decision = v.decision, rule = v.rule, backup = backup, reason = reason, hint = hint,
+		origin = origin_of(v),
+	}
 end
 
 local function evaluate(st, req)
@@ -438,7 +452,7 @@ local function evaluate(st, req)
 	if bad ~= nil then
 		local ok_req = type(req) == "table" and type(req.path) == "string" and pack.OPS[req.op]
 		local reason, hint = explain(bad, ok_req and req or { op = "request", path = "?" })
-		return { decision = "deny", rule = bad.rule, backup = false, reason = reason, hint = hint }
+		return { decision = "deny", rule = bad.rule, backup = false, reason = reason, hint = hint, origin = "rules" }
 	end
 	local op = req.op
 	local is_modify = op ~= "read"
@@ -487,7 +501,7 @@ function Engine:evaluate(req)
 		return verdict
 	end
 	return {
-		decision = "deny", rule = "engine error", backup = false,
+		decision = "deny", rule = "engine error", backup = false, origin = "failure",
 		reason = "The request is denied: the policy engine failed: " .. tostring(verdict),
 		hint = "This is a bug in the policy engine; the request was denied to stay safe.",
 	}

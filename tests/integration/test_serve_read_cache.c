@@ -224,6 +224,39 @@ static void decide_hook_verdicts_are_never_cached(void **state)
 	assert_int_equal((int)stat_of(c, "readCacheHits"), 0);
 }
 
+/*
+ * What a verdict is — a failure, an approval, cacheable — comes from the
+ * engine, not from its rule's text: a hook may name its rule "policy
+ * error" or "approved:once" and its allow is neither; a hook that raises
+ * is a failure whatever it was called. (The core once compared rule text.)
+ */
+static void a_hooks_rule_named_like_a_failure_is_not_one(void **state)
+{
+	struct fsbt_core *c = *state;
+	char reply[REPLY_MAX], p[PATH_MAX];
+	int fd;
+
+	write_pack(c, "\"/**\"", "\"/nothing-here/**\"", "",
+		   "  decide = function(req, verdict)\n"
+		   "    if req.path:find('raises', 1, true) then error('boom') end\n"
+		   "    if req.path:find('named', 1, true) then\n"
+		   "      return { decision = \"allow\", rule = \"policy error\" }\n"
+		   "    end\n"
+		   "  end,\n");
+	fsbt_write_file(strcat(strcpy(p, c->ws), "/named.txt"), "n\n");
+	fsbt_write_file(strcat(strcpy(p, c->ws), "/raises.txt"), "r\n");
+	fsbt_core_start(c);
+	fd = fsbt_connect(c);
+	assert_true(fd >= 0);
+	read_req(c, fd, "named.txt", reply);
+	assert_string_equal(reply, "SANDBOX");
+	assert_int_equal((int)stat_of(c, "policyErrors"), 0);
+	read_req(c, fd, "raises.txt", reply);
+	assert_true(fsbt_starts(reply, "DENY EACCES decide error"));
+	assert_int_equal((int)stat_of(c, "policyErrors"), 1);
+	fsbt_close(fd);
+}
+
 int main(void)
 {
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup_layout, fsbt_teardown_core)
@@ -232,6 +265,7 @@ int main(void)
 		T(approval_changes_the_answer_once_and_for_the_session),
 		T(every_read_still_writes_its_audit_line),
 		T(decide_hook_verdicts_are_never_cached),
+		T(a_hooks_rule_named_like_a_failure_is_not_one),
 	};
 #undef T
 
