@@ -7,14 +7,19 @@
  * instruction, so a pcall inside the pack cannot swallow the kill.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <lauxlib.h>
 #include <lualib.h>
+#include <openssl/evp.h>
 
 #include "log.h"
 #include "lua_host.h"
@@ -39,6 +44,7 @@ struct fsb_lua {
 	unsigned long budget;
 	enum limit_hit hit;
 	char luadir[PATH_MAX];
+	EVP_MD_CTX *code;	/* SHA-256 of every file loaded, in order */
 };
 
 static void *counting_alloc(void *ud, void *ptr, size_t osize, size_t nsize)
@@ -163,13 +169,73 @@ static int l_load_text(lua_State *L)
 	return 1;
 }
 
+/* A chunk file is a pack or a module: far below this. */
+#define MAX_CHUNK_FILE (16u << 20)
+
+/*
+ * Load the text chunk in file `path` as luaL_loadfilex() would (a UTF-8
+ * byte order mark and a first line starting with '#' skipped), reading it
+ * whole first so that what is hashed into the state's code digest is
+ * exactly what is compiled. LUA_ERRFILE when it cannot be read.
+ */
+static int load_text_file(struct fsb_lua *lua, lua_State *L, const char *path)
+{
+	char *text = NULL, *start;
+	struct stat st;
+	size_t len = 0, skip = 0;
+	uint64_t n;
+	int fd, status;
+
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+	if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) ||
+	    (uint64_t)st.st_size > MAX_CHUNK_FILE) {
+		int err = fd < 0 ? errno : S_ISREG(st.st_mode) ? EFBIG : EINVAL;
+
+		if (fd >= 0)
+			close(fd);
+		lua_pushfstring(L, "cannot open %s: %s", path, strerror(err));
+		return LUA_ERRFILE;
+	}
+	text = malloc((size_t)st.st_size + 1);
+	while (text != NULL && len < (size_t)st.st_size) {
+		ssize_t got = read(fd, text + len, (size_t)st.st_size - len);
+
+		if (got <= 0)
+			break;
+		len += (size_t)got;
+	}
+	close(fd);
+	if (text == NULL || len != (size_t)st.st_size) {
+		free(text);
+		lua_pushfstring(L, "cannot read %s", path);
+		return LUA_ERRFILE;
+	}
+	/* The digest: the path, the length, the bytes; in load order. */
+	n = len;
+	EVP_DigestUpdate(lua->code, path, strlen(path) + 1);
+	EVP_DigestUpdate(lua->code, &n, sizeof(n));
+	EVP_DigestUpdate(lua->code, text, len);
+	if (len >= 3 && memcmp(text, "\xef\xbb\xbf", 3) == 0)
+		skip = 3;
+	start = text + skip;
+	/* A '#' line goes, its newline stays: line numbers are the file's. */
+	if (skip < len && *start == '#')
+		while (skip < len && text[skip] != '\n')
+			skip++;
+	lua_pushfstring(L, "@%s", path);
+	status = luaL_loadbufferx(L, text + skip, len - skip, lua_tostring(L, -1), "t");
+	lua_remove(L, -2);
+	free(text);
+	return status;
+}
+
 /* loadfile(path [, mode [, env]]) restricted to text chunks. */
 static int l_loadfile_text(lua_State *L)
 {
 	const char *path = luaL_checkstring(L, 1);
 	int env = !lua_isnone(L, 3) ? 3 : 0;
 
-	if (luaL_loadfilex(L, path, "t") != LUA_OK) {
+	if (load_text_file(host_of(L), L, path) != LUA_OK) {
 		luaL_pushfail(L);
 		lua_insert(L, -2);
 		return 2;
@@ -245,7 +311,7 @@ static int l_require(lua_State *L)
 			if (snprintf(path, sizeof(path), "%s/%s%s", lua->luadir, rel,
 				     suffixes[i]) >= (int)sizeof(path))
 				return luaL_error(L, "module '%s': path too long", name);
-			status = luaL_loadfilex(L, path, "t");
+			status = load_text_file(lua, L, path);
 			if (status == LUA_ERRFILE)
 				lua_pop(L, 1);
 		}
@@ -350,8 +416,15 @@ int fsb_lua_new(const char *luadir, const struct fsb_lua_limits *limits,
 		return -ENOMEM;
 	lua->limits = limits != NULL ? *limits : fsb_lua_default_limits;
 	snprintf(lua->luadir, sizeof(lua->luadir), "%s", luadir);
+	lua->code = EVP_MD_CTX_new();
+	if (lua->code == NULL || !EVP_DigestInit_ex(lua->code, EVP_sha256(), NULL)) {
+		EVP_MD_CTX_free(lua->code);
+		free(lua);
+		return -ENOMEM;
+	}
 	lua->L = lua_newstate(counting_alloc, lua);
 	if (lua->L == NULL) {
+		EVP_MD_CTX_free(lua->code);
 		free(lua);
 		return -ENOMEM;
 	}
@@ -373,7 +446,30 @@ void fsb_lua_free(struct fsb_lua *lua)
 	if (lua == NULL)
 		return;
 	lua_close(lua->L);
+	EVP_MD_CTX_free(lua->code);
 	free(lua);
+}
+
+int fsb_lua_code_digest(struct fsb_lua *lua, const void *extra, size_t len,
+			char out[65])
+{
+	static const char digits[] = "0123456789abcdef";
+	EVP_MD_CTX *c = EVP_MD_CTX_new();
+	unsigned char md[EVP_MAX_MD_SIZE];
+	unsigned int mdlen = 0;
+	int ok;
+
+	ok = c != NULL && EVP_MD_CTX_copy_ex(c, lua->code) && EVP_DigestUpdate(c, extra, len) &&
+	     EVP_DigestFinal_ex(c, md, &mdlen) && mdlen == 32;
+	EVP_MD_CTX_free(c);
+	if (!ok)
+		return -ENOMEM;
+	for (unsigned i = 0; i < 32; i++) {
+		out[2 * i] = digits[md[i] >> 4];
+		out[2 * i + 1] = digits[md[i] & 0xf];
+	}
+	out[64] = '\0';
+	return 0;
 }
 
 lua_State *fsb_lua_state(struct fsb_lua *lua)

@@ -52,4 +52,12 @@ int fsb_lua_pcall(struct fsb_lua *lua, int nargs, int nresults,
 /** Bytes the state holds now. */
 size_t fsb_lua_memory(const struct fsb_lua *lua);
 
+/**
+ * The SHA-256 (hex) of every chunk file the state has loaded so far, each
+ * with its path and in load order (the policy modules, the pack files),
+ * followed by `extra`: what names this code exactly. 0 or -ENOMEM.
+ */
+int fsb_lua_code_digest(struct fsb_lua *lua, const void *extra, size_t len,
+			char out[65]);
+
 #endif

@@ -12,6 +12,8 @@
 #include <lauxlib.h>
 
 #include "log.h"
+#include "lua_host.h"
+#include "pack_tests.h"
 #include "policy.h"
 
 struct fsb_policy {
@@ -46,8 +48,62 @@ static void set_string(lua_State *L, const char *key, const char *value)
 	lua_setfield(L, -2, key);
 }
 
+/* tests_cache.key(extra): the code digest of everything the state loaded
+ * (policy modules and pack files), with `extra` (the variables). */
+static int l_tests_key(lua_State *L)
+{
+	struct fsb_policy *p = lua_touserdata(L, lua_upvalueindex(1));
+	size_t len;
+	const char *extra = luaL_checklstring(L, 1, &len);
+	char hex[65];
+
+	if (fsb_lua_code_digest(p->lua, extra, len, hex) < 0)
+		return luaL_error(L, "out of memory");
+	lua_pushstring(L, hex);
+	return 1;
+}
+
+/* tests_cache.passed(key) and tests_cache.record(key), in the state dir
+ * (the upvalue). */
+static int l_tests_passed(lua_State *L)
+{
+	const char *key = luaL_checkstring(L, 1);
+	bool passed = fsb_pack_tests_passed(lua_tostring(L, lua_upvalueindex(1)), key);
+
+	if (passed)
+		fsb_log(FSB_LOG_DEBUG, "pack self-tests: passed before for this very code "
+			"(%.12s…): not run again", key);
+	lua_pushboolean(L, passed);
+	return 1;
+}
+
+static int l_tests_record(lua_State *L)
+{
+	int rc = fsb_pack_tests_record(lua_tostring(L, lua_upvalueindex(1)),
+				       luaL_checkstring(L, 1));
+
+	if (rc < 0)
+		fsb_log(FSB_LOG_DEBUG, "the pack's self-tests passed, but cannot be recorded: %s",
+			strerror(-rc));
+	return 0;
+}
+
+static void push_tests_cache(lua_State *L, struct fsb_policy *p, const char *state_dir)
+{
+	lua_createtable(L, 0, 3);
+	lua_pushlightuserdata(L, p);
+	lua_pushcclosure(L, l_tests_key, 1);
+	lua_setfield(L, -2, "key");
+	lua_pushstring(L, state_dir);
+	lua_pushcclosure(L, l_tests_passed, 1);
+	lua_setfield(L, -2, "passed");
+	lua_pushstring(L, state_dir);
+	lua_pushcclosure(L, l_tests_record, 1);
+	lua_setfield(L, -2, "record");
+}
+
 /* Push the options table of policy.load(). */
-static void push_load_opts(lua_State *L, const struct fsb_policy_opts *o)
+static void push_load_opts(lua_State *L, struct fsb_policy *p, const struct fsb_policy_opts *o)
 {
 	lua_createtable(L, 0, 4);
 	set_string(L, "pack", o->pack);
@@ -64,6 +120,10 @@ static void push_load_opts(lua_State *L, const struct fsb_policy_opts *o)
 	set_string(L, "tmp", o->tmp);
 	set_string(L, "state", o->state);
 	lua_setfield(L, -2, "vars");
+	if (o->cache_tests && o->state != NULL) {
+		push_tests_cache(L, p, o->state);
+		lua_setfield(L, -2, "tests_cache");
+	}
 }
 
 /* Copy engine.name and engine.files out of the state. stack: engine */
@@ -198,7 +258,7 @@ int fsb_policy_load(const struct fsb_policy_opts *opts, struct fsb_policy **out,
 	/* stack: policy */
 	lua_getfield(L, -1, "load");
 	lua_remove(L, -2);
-	push_load_opts(L, opts);
+	push_load_opts(L, p, opts);
 	if (fsb_lua_pcall(p->lua, 1, 2, FSB_LUA_BUDGET_LOAD, err, errlen) < 0)
 		goto fail;
 	/* stack: engine|nil, err|nil */

@@ -70,6 +70,10 @@ struct fsb_policy_opts {
 	const char *workspace;		/* NULL when not given */
 	const char *home, *tmp, *state;
 	const struct fsb_lua_limits *limits;	/* NULL for the defaults */
+	/* Skip the self-tests of contents that passed them before, as
+	 * recorded in the state dir (pack_tests.h); `fsbroker check` runs
+	 * them always. */
+	bool cache_tests;
 };
 
 struct fsb_policy;

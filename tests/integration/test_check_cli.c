@@ -1,7 +1,9 @@
 /*
  * test_check_cli.c — `fsbroker check` as an operator runs it: verdicts,
  * deciding rules, exit codes (0 allow, 1 deny, 3 ask, 2 error; the
- * strictest wins), --json, and pack errors that name file and line or field.
+ * strictest wins), --json, and pack errors that name file and line or field;
+ * and the pack's self-tests, which a core runs once per content (check runs
+ * them every time).
  */
 #include "harness.h"
 
@@ -227,6 +229,102 @@ static void test_failing_self_test_refuses_the_pack(void **state)
 	assert_non_null(strstr(r.out, "tests[1]"));
 }
 
+/* ---- self-tests once per content ---------------------------------------- */
+
+#define CACHED "pack self-tests: passed before"
+
+/* A pack whose self-test passes only while ${workspace} is the test's ws,
+ * with an included pack holding `included_rule`. */
+static void write_tested_pack(const char *included_rule)
+{
+	char top[PATH_MAX * 2], inc[PATH_MAX * 2], text[1024];
+
+	snprintf(inc, sizeof(inc), "%s/inc.lua", rules);
+	snprintf(text, sizeof(text), "return { name = \"inc\", %s }\n", included_rule);
+	write_file(inc, text);
+	snprintf(top, sizeof(top), "%s/tested.lua", rules);
+	write_file(top, "return { name = \"tested\", include = { \"inc\" },\n"
+		   "  fsProfile = { read = { \"/**\" }, modify = { \"${workspace}/**\" } },\n"
+		   "  tests = { { op = \"write\", path = \"" "${workspace}/a\", expect = \"allow\" },\n"
+		   "            { op = \"write\", path = \"/elsewhere/a\", expect = \"deny\" } } }\n");
+}
+
+/* `fsbroker run --explain` loads the pack as a run's core does, with the
+ * state dir, and starts nothing. */
+static void explain_run(struct run *r, const char *workspace)
+{
+	char top[PATH_MAX * 2], state_dir[PATH_MAX * 2];
+
+	snprintf(top, sizeof(top), "%s/tested.lua", rules);
+	snprintf(state_dir, sizeof(state_dir), "%s/state", dir);
+	setenv("FSBROKER_LOG", "debug", 1);
+	run_fsbroker(r, (const char *[]){ "run", "--rules", top, "--workspace", workspace,
+					  "--state-dir", state_dir, "--explain", NULL });
+	unsetenv("FSBROKER_LOG");
+}
+
+static void test_self_tests_run_once_per_content(void **state)
+{
+	char top[PATH_MAX * 2];
+	struct run r;
+
+	(void)state;
+	write_tested_pack("denyModify = { \"${workspace}/zz\" }");
+	explain_run(&r, ws);
+	assert_int_equal(r.status, 0);
+	assert_null(strstr(r.out, CACHED));
+	explain_run(&r, ws);
+	assert_int_equal(r.status, 0);
+	assert_non_null(strstr(r.out, CACHED));
+	/* check is how an operator tests a pack: it runs them every time. */
+	snprintf(top, sizeof(top), "%s/tested.lua", rules);
+	setenv("FSBROKER_LOG", "debug", 1);
+	run_fsbroker(&r, (const char *[]){ "check", "--rules", top, "--workspace", ws, "--op",
+					   "read", "/etc/hosts", NULL });
+	unsetenv("FSBROKER_LOG");
+	assert_int_equal(r.status, 0);
+	assert_null(strstr(r.out, CACHED));
+}
+
+/* The record names the exact bytes of every file: an included pack edited
+ * so that the top pack's test fails is tested, and refused. */
+static void test_an_edited_included_pack_is_tested_again_and_refused(void **state)
+{
+	struct run r;
+
+	(void)state;
+	write_tested_pack("denyModify = { \"${workspace}/zz\" }");
+	explain_run(&r, ws);
+	assert_int_equal(r.status, 0);
+	explain_run(&r, ws);
+	assert_non_null(strstr(r.out, CACHED));
+	/* The same length, another meaning: the bytes count, not the size. */
+	write_tested_pack("denyModify = { \"${workspace}/**\" }");
+	explain_run(&r, ws);
+	assert_int_equal(r.status, 125);
+	assert_null(strstr(r.out, CACHED));
+	assert_non_null(strstr(r.out, "tests[1]"));
+}
+
+/* The variables are part of the key: the same pack for another workspace
+ * is tested again (its tests may name ${workspace}). */
+static void test_the_same_pack_for_another_workspace_is_tested_again(void **state)
+{
+	char other[PATH_MAX * 2];
+	struct run r;
+
+	(void)state;
+	write_tested_pack("denyModify = { \"${workspace}/zz\" }");
+	explain_run(&r, ws);
+	explain_run(&r, ws);
+	assert_non_null(strstr(r.out, CACHED));
+	snprintf(other, sizeof(other), "%s/other-ws", dir);
+	mkdir(other, 0700);
+	explain_run(&r, other);
+	assert_int_equal(r.status, 0);
+	assert_null(strstr(r.out, CACHED));
+}
+
 static void test_default_pack_without_workspace_says_so(void **state)
 {
 	struct run r;
@@ -272,6 +370,9 @@ int main(void)
 		cmocka_unit_test(test_syntax_error_exits_2_with_file_and_line),
 		cmocka_unit_test(test_wrong_field_type_names_the_field_path),
 		cmocka_unit_test(test_failing_self_test_refuses_the_pack),
+		cmocka_unit_test(test_self_tests_run_once_per_content),
+		cmocka_unit_test(test_an_edited_included_pack_is_tested_again_and_refused),
+		cmocka_unit_test(test_the_same_pack_for_another_workspace_is_tested_again),
 		cmocka_unit_test(test_default_pack_without_workspace_says_so),
 		cmocka_unit_test(test_root_as_workspace_is_refused),
 		cmocka_unit_test(test_unknown_op_is_a_usage_error),
