@@ -17,6 +17,7 @@
 #include "proto_json.h"
 #include "proto_text.h"
 #include "server.h"
+#include "write_grant.h"
 
 static void reply_deny(struct fsb_conn *conn, int errnum, const char *reason)
 {
@@ -68,9 +69,8 @@ struct text_job {
 	struct fsb_access acc;
 	bool writes;
 	int fd;				/* the grant, or -1 */
-	bool audit_failed;		/* no line, no answer but a refusal */
-	struct fsb_backup_outcome backup;	/* a backup's refusal */
-	char why[512];			/* the journal's refusal */
+	/* The grant's course (a read uses its audit_failed and why). */
+	struct fsb_write_grant grant;
 };
 
 /* Where the request's paths are resolved: the client's view (a run's
@@ -80,139 +80,67 @@ static int root_of(const struct text_job *t)
 	return t->acc.has_view ? t->acc.view_fd : t->conn->srv->broker->rootfd;
 }
 
-/* Called by fsb_grant_open with a read-only fd on the inode it is about to
- * hand out for writing. */
-static int backup_granted_file(int rdfd, const struct stat *st, void *arg)
+/* The audit line of the request (write_grant.h). */
+static int audit_request(void *arg, const struct fsb_access *acc, const char *grant,
+			 const char *error)
 {
 	struct text_job *t = arg;
+	cJSON *rec = fsb_access_audit_record(acc, "ipc-token");
 
-	int rc = fsb_backup_file(t->conn->srv->broker, t->conn->scope.session, &t->acc, rdfd,
-				 st, t->req.has_open ? t->req.open_flags : 0, "ipc-token-backup",
-				 &t->backup);
-
-	if (rc < 0)
-		snprintf(t->why, sizeof(t->why), "%s", t->backup.why);
-	return rc;
+	cJSON_AddNumberToObject(rec, "pid", t->conn->pid);
+	if (t->req.has_open)
+		cJSON_AddNumberToObject(rec, "openFlags", t->req.open_flags);
+	if (grant != NULL)
+		cJSON_AddStringToObject(rec, "grant", grant);
+	if (error != NULL && grant != NULL)
+		cJSON_AddStringToObject(rec, "error", error);
+	return fsb_broker_audit(t->conn->srv->broker, t->conn->scope.session, rec);
 }
 
-static int backup_before_sandbox(struct text_job *t)
+/* A read: decide, open, audit. */
+static void serve_read(struct text_job *t)
 {
-	struct stat st;
-	int rdfd, rc;
+	struct fsb_access *acc = &t->acc;
 
-	rdfd = fsb_grant_open_for_backup(root_of(t), &t->acc.res);
-	if (rdfd < 0)
-		return -rdfd;
-	rc = fstat(rdfd, &st) < 0 ? -errno : backup_granted_file(rdfd, &st, t);
-	close(rdfd);
-	return -rc;
+	fsb_broker_decide(t->conn->srv->broker, acc);
+	if (acc->verdict.decision == FSB_ALLOW && acc->errnum == 0 && t->req.has_open) {
+		t->fd = fsb_grant_open(root_of(t), &acc->res, t->req.open_flags, t->req.open_mode,
+				       NULL, NULL);
+		acc->errnum = t->fd < 0 ? -t->fd : 0;
+		t->fd = t->fd < 0 ? -1 : t->fd;
+	}
+	/* No reply goes out whose audit line is not written. */
+	if (audit_request(t, acc, t->fd >= 0 ? "fd" : NULL, NULL) < 0) {
+		if (t->fd >= 0)
+			close(t->fd);
+		t->fd = -1;
+		t->grant.audit_failed = true;
+	}
 }
 
 /* Decide, grant, back up, audit: everything but the reply. */
 static void serve(struct text_job *t)
 {
-	struct fsb_conn *conn = t->conn;
-	struct fsb_broker *b = conn->srv->broker;
-	const struct fsb_text_req *req = &t->req;
-	struct fsb_access *acc = &t->acc;
-	int flags = req->has_open ? req->open_flags : 0;
-	struct stat st;
-	cJSON *rec;
+	struct fsb_write_grant *g = &t->grant;
 
-	/* Twice at most: a file that appears between the check and an O_CREAT
-	 * open was judged as a create and must be judged again as a write. */
-	for (int attempt = 0; attempt < 2; attempt++) {
-		fsb_broker_decide(b, acc);
-		if (acc->verdict.decision != FSB_ALLOW || acc->errnum != 0 || !req->has_open)
-			break;
-		/* A create moves its directory's mtime: journaled first. */
-		if (!acc->res.exists && (req->open_flags & O_CREAT) &&
-		    fsb_backup_note_parent(b, conn->scope.session, acc) < 0) {
-			acc->errnum = EIO;
-			break;
-		}
-		/* O_TRUNC waits for the audit line: a request refused for want
-		 * of it must leave the file as it was. */
-		t->fd = fsb_grant_open(root_of(t), &acc->res, req->open_flags & ~O_TRUNC,
-				       req->open_mode, backup_granted_file, t);
-		if (t->fd >= 0)
-			break;
-		acc->errnum = -t->fd;
-		t->fd = -1;
-		if (acc->errnum != EEXIST || (req->open_flags & O_EXCL) || attempt > 0)
-			break;
-		acc->errnum = 0;
-	}
-	/* The original design's clients open the file themselves after SANDBOX:
-	 * the backup is taken first (with the race docs/protocol.md states). */
-	if (!req->has_open && t->writes && acc->verdict.decision == FSB_ALLOW &&
-	    acc->errnum == 0 && acc->res.exists && S_ISREG(acc->res.st.st_mode))
-		acc->errnum = backup_before_sandbox(t);
-	/* Too large to back up, and the pack says ask: the request waits for
-	 * the host's approval of the block, like any ask. */
-	if (acc->errnum == EACCES && t->backup.block_id[0]) {
-		acc->verdict.decision = FSB_ASK;
-		snprintf(acc->verdict.rule, sizeof(acc->verdict.rule), "%s", FSB_TOO_LARGE_RULE);
-		snprintf(acc->verdict.reason, sizeof(acc->verdict.reason), "%s", t->backup.why);
-		snprintf(acc->block_id, sizeof(acc->block_id), "%s", t->backup.block_id);
-	}
-	/* A file this request creates (now, or by the client after SANDBOX):
-	 * the journal says it was absent, so a restore removes it. A create
-	 * the journal cannot record is undone and refused. */
-	if (t->writes && acc->verdict.decision == FSB_ALLOW && acc->errnum == 0 &&
-	    !acc->res.exists && fsb_backup_note_created(b, conn->scope.session, acc, flags, t->fd) < 0) {
-		if (t->fd >= 0) {
-			fsb_grant_undo_create(root_of(t), &acc->res, t->fd);
-			close(t->fd);
-			t->fd = -1;
-		}
-		acc->errnum = EIO;
-		snprintf(t->why, sizeof(t->why), "the backup journal cannot be written; "
-			 "nothing was created");
-	}
-
-	rec = fsb_access_audit_record(acc, "ipc-token");
-	cJSON_AddNumberToObject(rec, "pid", conn->pid);
-	if (req->has_open)
-		cJSON_AddNumberToObject(rec, "openFlags", req->open_flags);
-	if (t->fd >= 0)
-		cJSON_AddStringToObject(rec, "grant", "fd");
-	/* No reply goes out whose audit line is not written: fail closed, and
-	 * take back a file the grant created. */
-	if (fsb_broker_audit(b, conn->scope.session, rec) < 0) {
-		if (t->fd >= 0 && !acc->res.exists)
-			fsb_grant_undo_create(root_of(t), &acc->res, t->fd);
-		if (t->fd >= 0)
-			close(t->fd);
-		t->fd = -1;
-		t->audit_failed = true;
+	if (!t->writes) {
+		serve_read(t);
 		return;
 	}
-	if (t->fd >= 0 && (req->open_flags & O_TRUNC) && fstat(t->fd, &st) == 0 &&
-	    S_ISREG(st.st_mode) && ftruncate(t->fd, 0) < 0) {
-		acc->errnum = errno;
-		snprintf(t->why, sizeof(t->why), "cannot truncate the file: %s",
-			 strerror(errno));
-		close(t->fd);
-		t->fd = -1;
-		/* The line above said granted; this one says it was not. */
-		rec = fsb_access_audit_record(acc, "ipc-token");
-		cJSON_AddStringToObject(rec, "grant", "withdrawn");
-		cJSON_AddStringToObject(rec, "error", t->why);
-		fsb_broker_audit(b, conn->scope.session, rec);
-	}
-	if (!t->writes || acc->verdict.decision != FSB_ALLOW || acc->errnum != 0)
-		return;
-	/* Its holder may change the file from now on: the next backup of it in
-	 * this cycle copies it again. */
-	/* A file the pack's backup.skip matches is not followed into the next
-	 * cycle either. */
-	if (t->fd >= 0 && fstat(t->fd, &st) == 0)
-		fsb_backup_note_write_grant(b, conn->scope.session,
-					    acc->verdict.backup ? t->fd : -1, st.st_dev, st.st_ino);
-	else if (t->fd < 0 && acc->res.exists)
-		fsb_backup_note_write_grant(b, conn->scope.session, -1, acc->res.st.st_dev,
-					    acc->res.st.st_ino);
+	*g = (struct fsb_write_grant){
+		.b = t->conn->srv->broker,
+		.session = t->conn->scope.session,
+		.rootfd = root_of(t),
+		.flags = t->req.has_open ? t->req.open_flags : 0,
+		.mode = t->req.open_mode,
+		.no_open = !t->req.has_open,
+		.backup_phase = "ipc-token-backup",
+		.audit = audit_request,
+		.arg = t,
+	};
+	fsb_write_grant(g, &t->acc);
+	t->fd = g->fd;
+	g->fd = -1;
 }
 
 static void answer(struct text_job *t)
@@ -222,7 +150,7 @@ static void answer(struct text_job *t)
 	struct fsb_access *acc = &t->acc;
 	char reason[1024];
 
-	if (t->audit_failed) {
+	if (t->grant.audit_failed) {
 		b->stats.errors++;
 		reply_deny(conn, EIO, "the audit log cannot be written");
 		return;
@@ -243,7 +171,7 @@ static void answer(struct text_job *t)
 	}
 	if (acc->errnum != 0) {
 		b->stats.denied++;
-		reply_deny(conn, acc->errnum, t->why[0] ? t->why : strerror(acc->errnum));
+		reply_deny(conn, acc->errnum, t->grant.why[0] ? t->grant.why : strerror(acc->errnum));
 		return;
 	}
 	b->stats.allowed++;

@@ -28,6 +28,7 @@
 #include "modify_backup.h"
 #include "openflags.h"
 #include "supervisor_call.h"
+#include "write_grant.h"
 
 /* One open, as the target made it. */
 struct call {
@@ -82,9 +83,10 @@ static int backup_opened_file(int rdfd, const struct stat *st, void *arg)
  * Nothing happens when they are the core's own (the usual case: the
  * sandbox maps the core's uid) or when the core may not take them on.
  */
-static int grant_open_as_target(struct call *c, const struct fsb_access *acc, int flags,
-				mode_t mode, struct backup_arg *ba)
+static int grant_open_as_target(void *arg, const struct fsb_access *acc, int flags, mode_t mode,
+				fsb_grant_backup_fn backup, void *backup_arg)
 {
+	struct call *c = arg;
 	bool as_target = c->has_creds && !acc->res.exists &&
 			 (c->creds.fsuid != geteuid() || c->creds.fsgid != getegid());
 	const char *name;
@@ -93,7 +95,7 @@ static int grant_open_as_target(struct call *c, const struct fsb_access *acc, in
 	int fd, pfd;
 
 	if (!as_target || !(flags & O_CREAT))
-		return fsb_grant_open(c->rootfd, &acc->res, flags, mode, backup_opened_file, ba);
+		return fsb_grant_open(c->rootfd, &acc->res, flags, mode, backup, backup_arg);
 	/* The directory is reached as the core (as the target's cwd would
 	 * have been); only the create itself is the target's. */
 	if ((pfd = fsb_at_open_parent(c->rootfd, acc->res.path, &name)) < 0)
@@ -248,75 +250,64 @@ static int read_for_target(struct call *c)
 	return fd;
 }
 
+/* The audit line of a write-open (write_grant.h). */
+static int audit_write(void *arg, const struct fsb_access *acc, const char *grant,
+		       const char *error)
+{
+	struct call *c = arg;
+	cJSON *rec = fsb_access_audit_record(acc, "supervisor");
+	int err = acc->errnum ? acc->errnum : acc->verdict.decision != FSB_ALLOW ? EACCES : 0;
+
+	cJSON_AddNumberToObject(rec, "pid", c->pid);
+	cJSON_AddNumberToObject(rec, "syscall", c->req->data.nr);
+	cJSON_AddNumberToObject(rec, "openFlags", c->flags);
+	if (grant != NULL)
+		cJSON_AddStringToObject(rec, "grant", grant);
+	if (error != NULL)
+		cJSON_AddStringToObject(rec, "error", error);
+	if (err != 0 && !cJSON_HasObjectItem(rec, "errno"))
+		cJSON_AddStringToObject(rec, "errno", fsb_errno_name(err));
+	return fsb_broker_audit(c->sv->b, c->sv->scope.session, rec);
+}
+
 /* Decide, back up, open. Returns the fd for the target, or -errno. */
 static int open_for_target(struct call *c)
 {
-	struct fsb_broker *b = c->sv->b;
 	struct fsb_access acc;
-	struct backup_arg ba = { c, &acc };
-	bool writes = fsb_openflags_writes(c->flags);
+	struct fsb_write_grant g = {
+		.b = c->sv->b,
+		.session = c->sv->scope.session,
+		.rootfd = c->rootfd,
+		.flags = c->flags,
+		.mode = c->mode & 07777,
+		/* The target's umask was applied, the core's must not be. */
+		.exact_mode = true,
+		.backup_phase = "supervisor-backup",
+		.open = grant_open_as_target,
+		.audit = audit_write,
+		.arg = c,
+	};
 	const char *why;
-	struct stat st;
-	int fd = -1, err;
 
-	if (!writes)
+	if (!fsb_openflags_writes(c->flags))
 		return read_for_target(c);
 	/* No unnamed file: programs fall back to a named one on EOPNOTSUPP,
 	 * as on a file system without O_TMPFILE. */
 	if ((c->flags & O_TMPFILE) == O_TMPFILE)
 		return -EOPNOTSUPP;
-	if (fsb_openflags_check(c->flags, writes, &why) < 0)
+	if (fsb_openflags_check(c->flags, true, &why) < 0)
 		return -EINVAL;
-	fsb_sv_access_init(c->sv, c->req, &acc, writes ? FSB_OP_WRITE : FSB_OP_READ, c->path,
-			   c->rootfd);
+	fsb_sv_access_init(c->sv, c->req, &acc, FSB_OP_WRITE, c->path, c->rootfd);
 	acc.strategy = (c->flags & O_NOFOLLOW) ||
 				       (c->flags & (O_CREAT | O_EXCL)) == (O_CREAT | O_EXCL)
 			       ? FSB_RESOLVE_THROUGH_PARENT
 			       : FSB_RESOLVE_EXISTING_OR_CREATABLE;
-	fsb_broker_decide(b, &acc);
-	if (acc.verdict.decision != FSB_ALLOW || acc.errnum != 0) {
-		err = acc.errnum ? acc.errnum : EACCES;
-		audit_call(c, &acc, -1, err);
-		return -err;
-	}
+	fsb_write_grant(&g, &acc);
 	if (!acc.res.exists)
 		fsb_stages_kind(FSB_CALL_CREATE);
-	/* A create moves its directory's mtime: that is journaled first. */
-	fsb_stage_push(FSB_STAGE_BACKUP);
-	if (!acc.res.exists && (c->flags & O_CREAT) &&
-	    fsb_backup_note_parent(b, c->sv->scope.session, &acc) < 0) {
-		audit_call(c, &acc, -1, EIO);
-		return -EIO;
-	}
-	/* O_TRUNC after the audit line, as for a grant (serve_text.c). */
-	fsb_stage_push(FSB_STAGE_PERFORM);
-	fd = grant_open_as_target(c, &acc, c->flags & ~O_TRUNC, c->mode & 07777, &ba);
-	fsb_stage_push(FSB_STAGE_BACKUP);
-	if (fd >= 0 && !acc.res.exists && fsb_backup_note_created(b, c->sv->scope.session,
-								  &acc, c->flags, fd) < 0) {
-		fsb_grant_undo_create(c->rootfd, &acc.res, fd);
-		close(fd);
-		fd = -EIO;
-	}
-	fsb_stage_push(FSB_STAGE_PERFORM);
-	audit_call(c, &acc, fd, fd < 0 ? -fd : 0);
-	if (fd < 0)
-		return fd;
-	/* The core's own umask applied on top of the target's: a new file
-	 * gets exactly the mode the target's call would have given it. */
-	if (!acc.res.exists && (c->flags & O_CREAT))
-		fchmod(fd, c->mode & 07777);
-	if ((c->flags & O_TRUNC) && fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&
-	    ftruncate(fd, 0) < 0) {
-		err = -errno;
-		close(fd);
-		return err;
-	}
-	fsb_stage_push(FSB_STAGE_BACKUP);
-	if (writes && fstat(fd, &st) == 0)
-		fsb_backup_note_write_grant(b, c->sv->scope.session,
-					    acc.verdict.backup ? fd : -1, st.st_dev, st.st_ino);
-	return fd;
+	if (g.fd >= 0)
+		return g.fd;
+	return -(acc.errnum ? acc.errnum : EACCES);
 }
 
 /* The errno a write-open of "name/" gets: only the type of what is there
