@@ -127,12 +127,16 @@ static void on_signal(uv_signal_t *h, int signum)
 		uv_process_kill(&s->proc, signum);
 }
 
-/* `name` beside this binary's directory (build/clients/NAME next to
- * build/fsbroker), unless `env` names it. */
+/* `name` under clients/ beside this binary (build/clients/NAME next to
+ * build/fsbroker), or under libexec/fsbroker/clients/ beside bin/ once
+ * installed, unless `env` names it. When neither holds it, `out` names the
+ * first place, the one make zsh or make toybox fills. */
 static int find_client(const char *env, const char *name, char *out, size_t len)
 {
+	static const char *const tails[] = { "/clients/", "/../libexec/fsbroker/clients/" };
 	const char *v = getenv(env);
 	char exe[PATH_MAX];
+	int err = 0;
 
 	if (v != NULL && v[0] != '\0') {
 		snprintf(out, len, "%s", v);
@@ -143,8 +147,16 @@ static int find_client(const char *env, const char *name, char *out, size_t len)
 	}
 	if (realpath("/proc/self/exe", exe) == NULL)
 		return -errno;
-	snprintf(out, len, "%s/clients/%s", dirname(exe), name);
-	return access(out, F_OK) == 0 ? 0 : -errno;
+	dirname(exe);
+	for (unsigned i = 0; i < sizeof(tails) / sizeof(tails[0]); i++) {
+		snprintf(out, len, "%s%s%s", exe, tails[i], name);
+		if (access(out, F_OK) == 0)
+			return 0;
+		if (i == 0)
+			err = -errno;
+	}
+	snprintf(out, len, "%s%s%s", exe, tails[0], name);
+	return err;
 }
 
 int fsb_shell_clients(char *zsh, size_t zlen, char *bin, size_t blen, char *err, size_t errlen)

@@ -35,15 +35,28 @@ void fsb_run_find_on_path(const char *name, char *out, size_t len)
 	free(copy);
 }
 
-/* fsbroker-init sits next to this binary (build/ or bin/). */
+/* fsbroker-init sits next to this binary in the build tree (build/), or in
+ * libexec/fsbroker/ beside bin/ once installed (make install). When neither
+ * holds it, `out` names the first place, the one a build fills. */
 int fsb_run_find_init(char *out, size_t len)
 {
+	static const char *const tails[] = { "/fsbroker-init",
+					     "/../libexec/fsbroker/fsbroker-init" };
 	char exe[PATH_MAX];
+	int err = 0;
 
 	if (realpath("/proc/self/exe", exe) == NULL)
 		return -errno;
-	snprintf(out, len, "%s/fsbroker-init", dirname(exe));
-	return access(out, X_OK) == 0 ? 0 : -errno;
+	dirname(exe);
+	for (unsigned i = 0; i < sizeof(tails) / sizeof(tails[0]); i++) {
+		snprintf(out, len, "%s%s", exe, tails[i]);
+		if (access(out, X_OK) == 0)
+			return 0;
+		if (i == 0)
+			err = -errno;
+	}
+	snprintf(out, len, "%s%s", exe, tails[0]);
+	return err;
 }
 
 int fsb_run_socket_dir(char *out, size_t len)
