@@ -1,0 +1,193 @@
+# fsbroker.bash — bash completion for fsbroker.
+#
+# Nothing here lists a command, verb or option: each comes from the help
+# texts of the fsbroker being completed (`fsbroker --help`, `fsbroker help
+# COMMAND [VERB]`), read once per shell and kept, so the completion says
+# what that binary takes. An option is taken to need a value when its help
+# line names one (`--rules PACK`, `--approvals deferred|inline`). Cycle
+# numbers come from `fsbroker backup list --json` with the line's own
+# --state-dir, --session and --workspace; paths from the file system.
+#
+# Installed as share/bash-completion/completions/fsbroker (make install);
+# try it from a checkout with `source completions/fsbroker.bash`.
+
+# The help text of "$@" (a command and verb), kept per shell.
+_fsbroker_help()
+{
+    local words="$*" key
+    key=_fsbroker_help_${words// /_}
+    if [[ -z ${!key+x} ]]; then
+        printf -v "$key" '%s' "$("${_fsbroker_bin:-fsbroker}" help "$@" 2>/dev/null)"
+    fi
+    printf '%s\n' "${!key}"
+}
+
+# The entries of list NAME (commands:, verbs:) of a help text on stdin.
+_fsbroker_list()
+{
+    sed -n "/^$1:\$/,/^\$/s/^  \\([a-z][a-z-]*\\) .*/\\1/p"
+}
+
+# Every option the help text of "$@" names in its options.
+_fsbroker_opts()
+{
+    _fsbroker_help "$@" | sed -n '/^options/,/^$/p' | grep -oE -- '--[a-z][a-z-]*' | sort -u
+}
+
+# The options of "$@" that take a value, each with the value's name.
+_fsbroker_value_opts()
+{
+    _fsbroker_help "$@" | sed -nE \
+        's/^  (-[a-zA-Z], )?(--[a-z][a-z-]*) ([A-Z][A-Z0-9_,.-]*|[a-z]+(\|[a-z]+)+)( .*)?$/\2 \3/p'
+}
+
+# The cycle numbers of the session the command line names.
+_fsbroker_cycles()
+{
+    local i args=()
+    for ((i = 1; i < ${#COMP_WORDS[@]} - 1; i++)); do
+        case ${COMP_WORDS[i]} in
+            --state-dir | --session | --workspace)
+                args+=("${COMP_WORDS[i]}" "${COMP_WORDS[i + 1]}")
+                ;;
+        esac
+    done
+    "${_fsbroker_bin:-fsbroker}" backup list --json "${args[@]}" 2>/dev/null |
+        grep -oE '"cycle":[[:space:]]*[0-9]+' | grep -oE '[0-9]+$'
+}
+
+# The names of the shipped rule packs, from the Lua directory the binary
+# uses (FSBROKER_LUA_DIR, or lua/ or share/fsbroker/lua beside it).
+_fsbroker_packs()
+{
+    local bin dir
+    bin=$(type -P "${_fsbroker_bin:-fsbroker}" 2>/dev/null) || return
+    bin=$(readlink -f "$bin")
+    for dir in "${FSBROKER_LUA_DIR:-/nonexistent}" "${bin%/*}/../lua" \
+        "${bin%/*}/../share/fsbroker/lua"; do
+        if [[ -d $dir/rules ]]; then
+            (cd "$dir/rules" && for f in *.lua; do [[ -e $f ]] && echo "${f%.lua}"; done)
+            return
+        fi
+    done
+}
+
+# COMPREPLY for the value of option $1 (named $2 in the help) of command $3.
+_fsbroker_value()
+{
+    local opt=$1 what=$2 cur=$4
+    case $opt in
+        --rules)
+            COMPREPLY=($(compgen -W "$(_fsbroker_packs)" -- "$cur"))
+            COMPREPLY+=($(compgen -f -- "$cur"))
+            ;;
+        --workspace | --state-dir | --core) COMPREPLY=($(compgen -d -- "$cur")) ;;
+        --socket) COMPREPLY=($(compgen -f -- "$cur")) ;;
+        --op)
+            COMPREPLY=($(compgen -W "read write create delete rename-from rename-to mkdir
+                link symlink chmod chown utimes xattr touch" -- "$cur"))
+            ;;
+        --simulate-missing) COMPREPLY=($(compgen -W "userns landlock seccomp-notify" -- "$cur")) ;;
+        --shell) COMPREPLY=($(compgen -W "zsh" -- "$cur")) ;;
+        *)
+            # A value named by its choices (deferred|inline) offers them.
+            if [[ $what == *"|"* ]]; then
+                COMPREPLY=($(compgen -W "${what//|/ }" -- "$cur"))
+            fi
+            ;;
+    esac
+}
+
+_fsbroker()
+{
+    local cur=${COMP_WORDS[COMP_CWORD]} prev=${COMP_WORDS[COMP_CWORD - 1]}
+    local _fsbroker_bin=${COMP_WORDS[0]}
+    local cmd="" verb="" i w start=1 dashdash=0 line
+    COMPREPLY=()
+
+    # The command (and verb), and where CMD begins after run's --.
+    for ((i = 1; i < COMP_CWORD; i++)); do
+        w=${COMP_WORDS[i]}
+        if [[ -z $cmd ]]; then
+            [[ $w != -* ]] && cmd=$w && start=$i
+        elif [[ $w == -- && ($cmd == run || $cmd == shell) ]]; then
+            dashdash=$i
+            break
+        elif [[ -z $verb && ($cmd == backup || $cmd == audit) && $w != -* ]]; then
+            verb=$w
+        fi
+    done
+
+    if [[ -z $cmd ]]; then
+        if [[ $cur == -* ]]; then
+            COMPREPLY=($(compgen -W "--help --version" -- "$cur"))
+        else
+            COMPREPLY=($(compgen -W "$(_fsbroker_help | _fsbroker_list commands)" -- "$cur"))
+        fi
+        return
+    fi
+
+    # After run's --, the command line of CMD.
+    if ((dashdash > 0)); then
+        if declare -F _command_offset >/dev/null; then
+            _command_offset $((dashdash + 1))
+        else
+            COMPREPLY=($(compgen -c -- "$cur"))
+        fi
+        return
+    fi
+
+    if [[ $cmd == help ]]; then
+        if ((COMP_CWORD == start + 1)); then
+            COMPREPLY=($(compgen -W "$(_fsbroker_help | _fsbroker_list commands) environment" \
+                -- "$cur"))
+        elif ((COMP_CWORD == start + 2)) &&
+            [[ ${COMP_WORDS[start + 1]} == backup || ${COMP_WORDS[start + 1]} == audit ]]; then
+            COMPREPLY=($(compgen -W "$(_fsbroker_help "${COMP_WORDS[start + 1]}" |
+                _fsbroker_list verbs)" -- "$cur"))
+        fi
+        return
+    fi
+
+    if [[ ($cmd == backup || $cmd == audit) && -z $verb ]]; then
+        if [[ $cur == -* ]]; then
+            COMPREPLY=($(compgen -W "$(_fsbroker_opts "$cmd")" -- "$cur"))
+        else
+            COMPREPLY=($(compgen -W "$(_fsbroker_help "$cmd" | _fsbroker_list verbs)" -- "$cur"))
+        fi
+        return
+    fi
+
+    local words=("$cmd")
+    [[ -n $verb ]] && words+=("$verb")
+
+    # The value of an option that takes one.
+    while read -r w line; do
+        if [[ -n $w && $prev == "$w" ]]; then
+            _fsbroker_value "$w" "$line" "$cmd" "$cur"
+            return
+        fi
+    done < <(_fsbroker_value_opts "${words[@]}")
+
+    if [[ $cur == -* ]]; then
+        COMPREPLY=($(compgen -W "$(_fsbroker_opts "${words[@]}")" -- "$cur"))
+        [[ $cmd == run || $cmd == shell ]] && COMPREPLY+=($(compgen -W "--" -- "$cur"))
+        return
+    fi
+
+    # Operands: a cycle, or paths.
+    case $cmd:$verb in
+        backup:show | backup:restore | backup:diff | backup:undo)
+            COMPREPLY=($(compgen -W "$(_fsbroker_cycles)" -- "$cur"))
+            COMPREPLY+=($(compgen -f -- "$cur"))
+            ;;
+        check: | delete: | audit:verify)
+            COMPREPLY=($(compgen -f -- "$cur"))
+            ;;
+        run: | shell:)
+            COMPREPLY=($(compgen -W "--" -- "$cur"))
+            ;;
+    esac
+}
+
+complete -o filenames -o bashdefault -F _fsbroker fsbroker
