@@ -10,7 +10,7 @@
 #                        clients' external suites (toybox-tests, zsh-tests)
 #                        and the npm package's suite (node-test)
 #   make test-cli        every command's --help and unknown options, the
-#                        manual pages against them
+#                        manual pages against them, bash and zsh completion
 #   make test-version    VERSION against package.json, the rockspec, the binary
 #   make test-workloads  real programs under fsbroker run against the same
 #                        command bare, then restored (tests/workloads/)
@@ -332,6 +332,7 @@ test: deps
 	    "version" "sh tools/check-version.sh $(BUILD)/fsbroker" \
 	    "command line" "bash tests/cli/help.sh $(BUILD)/fsbroker" \
 	    "manual pages" "bash tests/cli/man.sh $(BUILD)/fsbroker $(MAN_DIR)" \
+	    "completion" "bash tests/cli/completion.sh $(BUILD)/fsbroker" \
 	    "integration" "FSBROKER=$(BUILD)/fsbroker sh tools/run-cmocka.sh $(INTEG_BIN)" \
 	    "toybox's own tests" "bash clients/toybox/run-toybox-tests.sh --tap $(BUILD)/fsbroker" \
 	    "zsh's own tests" "bash clients/zsh/run-zsh-tests.sh --tap $(BUILD)/fsbroker" \
@@ -356,10 +357,12 @@ test-version: all
 	$(Q)sh tools/tap-sum.sh "version" "sh tools/check-version.sh $(BUILD)/fsbroker"
 
 # Every command's --help, unknown options, --version (tests/cli/help.sh);
-# the manual pages against the help texts and docs (tests/cli/man.sh).
+# the manual pages against the help texts and docs (tests/cli/man.sh);
+# the completion scripts in bash and zsh (tests/cli/completion.sh).
 test-cli: all man
 	$(Q)sh tools/tap-sum.sh "command line" "bash tests/cli/help.sh $(BUILD)/fsbroker" \
-	    "manual pages" "bash tests/cli/man.sh $(BUILD)/fsbroker $(MAN_DIR)"
+	    "manual pages" "bash tests/cli/man.sh $(BUILD)/fsbroker $(MAN_DIR)" \
+	    "completion" "bash tests/cli/completion.sh $(BUILD)/fsbroker"
 
 test-lua:
 	$(Q)sh tools/tap-sum.sh "Lua specs" "busted --lua=lua5.4 --output=TAP spec"
