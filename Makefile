@@ -10,7 +10,8 @@
 #                        clients' external suites (toybox-tests, zsh-tests)
 #                        and the npm package's suite (node-test)
 #   make test-cli        every command's --help and unknown options, the
-#                        manual pages against them, bash and zsh completion
+#                        manual pages against them, bash and zsh completion,
+#                        make install and uninstall
 #   make test-version    VERSION against package.json, the rockspec, the binary
 #   make test-workloads  real programs under fsbroker run against the same
 #                        command bare, then restored (tests/workloads/)
@@ -28,6 +29,9 @@
 #   make fuzz            libFuzzer harnesses, FUZZ_SECONDS (60) each
 #   make test-valgrind   serve and backup integration suites, core under valgrind
 #   make deps            install missing Debian packages (root) or name them
+#   make install         everything a user runs or reads under DESTDIR/PREFIX
+#                        (/usr/local); make uninstall (same DESTDIR and
+#                        PREFIX) removes exactly what it installed
 #   make man             build/man/fsbroker.1 (from the commands' --help texts)
 #                        and build/man/fsbroker-pack.5 (from docs/rule-packs.md)
 #   WERROR=1             warnings are errors
@@ -36,8 +40,6 @@
 
 PREFIX   ?= /usr/local
 DESTDIR  ?=
-BINDIR   := $(PREFIX)/bin
-DATADIR  := $(PREFIX)/share/fsbroker
 
 CC       ?= cc
 PKGS     := lua5.4 libuv libcjson libcrypto
@@ -97,7 +99,7 @@ BENCH_SRC := $(wildcard bench/*.c)
 BENCH_BIN := $(BENCH_SRC:bench/%.c=$(BUILD)/bench/%)
 
 .PHONY: all deps man test test-c test-lua test-version test-cli test-integration test-workloads test-c-sanitize demo bench \
-        bench-peers install lint clean clients toybox toybox-tests zsh zsh-tests node-test \
+        bench-peers install uninstall lint clean clients toybox toybox-tests zsh zsh-tests node-test \
         fuzz fuzz-build test-fuzz-replay test-valgrind
 
 all: $(BUILD)/fsbroker $(BUILD)/fsbroker-init
@@ -333,6 +335,7 @@ test: deps
 	    "command line" "bash tests/cli/help.sh $(BUILD)/fsbroker" \
 	    "manual pages" "bash tests/cli/man.sh $(BUILD)/fsbroker $(MAN_DIR)" \
 	    "completion" "bash tests/cli/completion.sh $(BUILD)/fsbroker" \
+	    "install" "bash tests/cli/install.sh $(BUILD)/fsbroker" \
 	    "integration" "FSBROKER=$(BUILD)/fsbroker sh tools/run-cmocka.sh $(INTEG_BIN)" \
 	    "toybox's own tests" "bash clients/toybox/run-toybox-tests.sh --tap $(BUILD)/fsbroker" \
 	    "zsh's own tests" "bash clients/zsh/run-zsh-tests.sh --tap $(BUILD)/fsbroker" \
@@ -358,11 +361,13 @@ test-version: all
 
 # Every command's --help, unknown options, --version (tests/cli/help.sh);
 # the manual pages against the help texts and docs (tests/cli/man.sh);
-# the completion scripts in bash and zsh (tests/cli/completion.sh).
+# the completion scripts in bash and zsh (tests/cli/completion.sh); make
+# install and uninstall, the installed tree run from / (tests/cli/install.sh).
 test-cli: all man
 	$(Q)sh tools/tap-sum.sh "command line" "bash tests/cli/help.sh $(BUILD)/fsbroker" \
 	    "manual pages" "bash tests/cli/man.sh $(BUILD)/fsbroker $(MAN_DIR)" \
-	    "completion" "bash tests/cli/completion.sh $(BUILD)/fsbroker"
+	    "completion" "bash tests/cli/completion.sh $(BUILD)/fsbroker" \
+	    "install" "bash tests/cli/install.sh $(BUILD)/fsbroker"
 
 test-lua:
 	$(Q)sh tools/tap-sum.sh "Lua specs" "busted --lua=lua5.4 --output=TAP spec"
@@ -453,12 +458,21 @@ bench: all $(BENCH_BIN) toybox zsh $(ZSH_STOCK)
 bench-peers: all $(BENCH_BIN)
 	$(Q)sh tools/bench-peers.sh $(BUILD)
 
-install: all
-	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(DATADIR)/lua/policy $(DESTDIR)$(DATADIR)/lua/rules
-	install -m 0755 $(BUILD)/fsbroker $(DESTDIR)$(BINDIR)/fsbroker
-	install -m 0755 $(BUILD)/fsbroker-init $(DESTDIR)$(BINDIR)/fsbroker-init
-	install -m 0644 lua/policy/*.lua $(DESTDIR)$(DATADIR)/lua/policy/
-	install -m 0644 lua/rules/*.lua $(DESTDIR)$(DATADIR)/lua/rules/
+# Everything a user runs or reads, under DESTDIR/PREFIX: bin/fsbroker,
+# libexec/fsbroker/ (fsbroker-init, and the patched zsh and toybox with
+# their shims when make zsh and make toybox built them), share/fsbroker/lua,
+# the manual pages, the bash and zsh completion and share/doc/fsbroker.
+# tools/install.sh lists what it put there in
+# share/fsbroker/install-manifest; make uninstall (same DESTDIR and PREFIX)
+# removes exactly that, and the directories it made when they are empty.
+INSTALL_ENV = DESTDIR='$(DESTDIR)' PREFIX='$(PREFIX)' BUILD='$(BUILD)' \
+              CLIENTS='build/clients' MANDIR_BUILD='$(MAN_DIR)'
+
+install: all man
+	$(Q)$(INSTALL_ENV) sh tools/install.sh install
+
+uninstall:
+	$(Q)$(INSTALL_ENV) sh tools/install.sh uninstall
 
 lint:
 	cppcheck --quiet --enable=warning,portability --error-exitcode=1 -Icore core
