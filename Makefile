@@ -11,7 +11,7 @@
 #                        and the npm package's suite (node-test)
 #   make test-cli        every command's --help and unknown options, the
 #                        manual pages against them, bash and zsh completion,
-#                        make install and uninstall
+#                        make install and uninstall, make deb
 #   make test-version    VERSION against package.json, the rockspec, the binary
 #   make test-workloads  real programs under fsbroker run against the same
 #                        command bare, then restored (tests/workloads/)
@@ -32,6 +32,7 @@
 #   make install         everything a user runs or reads under DESTDIR/PREFIX
 #                        (/usr/local); make uninstall (same DESTDIR and
 #                        PREFIX) removes exactly what it installed
+#   make deb             build/fsbroker_VERSION_ARCH.deb from that install
 #   make man             build/man/fsbroker.1 (from the commands' --help texts)
 #                        and build/man/fsbroker-pack.5 (from docs/rule-packs.md)
 #   WERROR=1             warnings are errors
@@ -99,7 +100,7 @@ BENCH_SRC := $(wildcard bench/*.c)
 BENCH_BIN := $(BENCH_SRC:bench/%.c=$(BUILD)/bench/%)
 
 .PHONY: all deps man test test-c test-lua test-version test-cli test-integration test-workloads test-c-sanitize demo bench \
-        bench-peers install uninstall lint clean clients toybox toybox-tests zsh zsh-tests node-test \
+        bench-peers install uninstall deb lint clean clients toybox toybox-tests zsh zsh-tests node-test \
         fuzz fuzz-build test-fuzz-replay test-valgrind
 
 all: $(BUILD)/fsbroker $(BUILD)/fsbroker-init
@@ -336,6 +337,7 @@ test: deps
 	    "manual pages" "bash tests/cli/man.sh $(BUILD)/fsbroker $(MAN_DIR)" \
 	    "completion" "bash tests/cli/completion.sh $(BUILD)/fsbroker" \
 	    "install" "bash tests/cli/install.sh $(BUILD)/fsbroker" \
+	    "Debian package" "bash tests/cli/deb.sh $(BUILD)/fsbroker" \
 	    "integration" "FSBROKER=$(BUILD)/fsbroker sh tools/run-cmocka.sh $(INTEG_BIN)" \
 	    "toybox's own tests" "bash clients/toybox/run-toybox-tests.sh --tap $(BUILD)/fsbroker" \
 	    "zsh's own tests" "bash clients/zsh/run-zsh-tests.sh --tap $(BUILD)/fsbroker" \
@@ -362,12 +364,14 @@ test-version: all
 # Every command's --help, unknown options, --version (tests/cli/help.sh);
 # the manual pages against the help texts and docs (tests/cli/man.sh);
 # the completion scripts in bash and zsh (tests/cli/completion.sh); make
-# install and uninstall, the installed tree run from / (tests/cli/install.sh).
+# install and uninstall, the installed tree run from / (tests/cli/install.sh);
+# make deb (tests/cli/deb.sh).
 test-cli: all man
 	$(Q)sh tools/tap-sum.sh "command line" "bash tests/cli/help.sh $(BUILD)/fsbroker" \
 	    "manual pages" "bash tests/cli/man.sh $(BUILD)/fsbroker $(MAN_DIR)" \
 	    "completion" "bash tests/cli/completion.sh $(BUILD)/fsbroker" \
-	    "install" "bash tests/cli/install.sh $(BUILD)/fsbroker"
+	    "install" "bash tests/cli/install.sh $(BUILD)/fsbroker" \
+	    "Debian package" "bash tests/cli/deb.sh $(BUILD)/fsbroker"
 
 test-lua:
 	$(Q)sh tools/tap-sum.sh "Lua specs" "busted --lua=lua5.4 --output=TAP spec"
@@ -473,6 +477,11 @@ install: all man
 
 uninstall:
 	$(Q)$(INSTALL_ENV) sh tools/install.sh uninstall
+
+# build/fsbroker_VERSION_ARCH.deb, with dpkg-deb from the same install
+# (tools/deb.sh); make zsh toybox first to have the clients in it.
+deb: all man
+	$(Q)sh tools/deb.sh $(BUILD) $(VERSION)
 
 lint:
 	cppcheck --quiet --enable=warning,portability --error-exitcode=1 -Icore core
