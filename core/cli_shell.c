@@ -18,7 +18,6 @@
  */
 #include <errno.h>
 #include <getopt.h>
-#include <libgen.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -130,14 +129,12 @@ static void on_signal(uv_signal_t *h, int signum)
 
 /* `name` under clients/ beside this binary (build/clients/NAME next to
  * build/fsbroker), or under libexec/fsbroker/clients/ beside bin/ once
- * installed, unless `env` names it. When neither holds it, `out` names the
- * first place, the one make zsh or make toybox fills. */
+ * installed, unless `env` names it. */
 static int find_client(const char *env, const char *name, char *out, size_t len)
 {
-	static const char *const tails[] = { "/clients/", "/../libexec/fsbroker/clients/" };
 	const char *v = getenv(env);
-	char exe[PATH_MAX];
-	int err = 0;
+	char exe[PATH_MAX], built[64], installed[80];
+	const char *const places[] = { built, installed };
 
 	if (v != NULL && v[0] != '\0') {
 		snprintf(out, len, "%s", v);
@@ -146,18 +143,9 @@ static int find_client(const char *env, const char *name, char *out, size_t len)
 		snprintf(out, len, "%s", exe);
 		return 0;
 	}
-	if (realpath("/proc/self/exe", exe) == NULL)
-		return -errno;
-	dirname(exe);
-	for (unsigned i = 0; i < sizeof(tails) / sizeof(tails[0]); i++) {
-		snprintf(out, len, "%s%s%s", exe, tails[i], name);
-		if (access(out, F_OK) == 0)
-			return 0;
-		if (i == 0)
-			err = -errno;
-	}
-	snprintf(out, len, "%s%s%s", exe, tails[0], name);
-	return err;
+	snprintf(built, sizeof(built), "/clients/%s", name);
+	snprintf(installed, sizeof(installed), "/../libexec/fsbroker/clients/%s", name);
+	return fsb_config_find_beside_binary(places, 2, F_OK, out, len);
 }
 
 int fsb_shell_clients(char *zsh, size_t zlen, char *bin, size_t blen, char *err, size_t errlen)

@@ -4,13 +4,13 @@
  * scoped socket, and bwrap's command line around fsbroker-init and CMD.
  */
 #include <errno.h>
-#include <libgen.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "config.h"
 #include "run.h"
 
 void fsb_run_find_on_path(const char *name, char *out, size_t len)
@@ -36,27 +36,14 @@ void fsb_run_find_on_path(const char *name, char *out, size_t len)
 }
 
 /* fsbroker-init sits next to this binary in the build tree (build/), or in
- * libexec/fsbroker/ beside bin/ once installed (make install). When neither
- * holds it, `out` names the first place, the one a build fills. */
+ * libexec/fsbroker/ beside bin/ once installed (make install). */
 int fsb_run_find_init(char *out, size_t len)
 {
-	static const char *const tails[] = { "/fsbroker-init",
-					     "/../libexec/fsbroker/fsbroker-init" };
-	char exe[PATH_MAX];
-	int err = 0;
+	static const char *const places[] = { "/fsbroker-init",
+					      "/../libexec/fsbroker/fsbroker-init" };
 
-	if (realpath("/proc/self/exe", exe) == NULL)
-		return -errno;
-	dirname(exe);
-	for (unsigned i = 0; i < sizeof(tails) / sizeof(tails[0]); i++) {
-		snprintf(out, len, "%s%s", exe, tails[i]);
-		if (access(out, X_OK) == 0)
-			return 0;
-		if (i == 0)
-			err = -errno;
-	}
-	snprintf(out, len, "%s%s", exe, tails[0]);
-	return err;
+	return fsb_config_find_beside_binary(places, sizeof(places) / sizeof(places[0]), X_OK,
+					     out, len);
 }
 
 int fsb_run_socket_dir(char *out, size_t len)
