@@ -72,27 +72,39 @@ _fsbroker_packs()
     done
 }
 
+# COMPREPLY from stdin, one a line (a file name may hold spaces), or added
+# to it.
+_fsbroker_reply()
+{
+    mapfile -t COMPREPLY
+}
+
+_fsbroker_add()
+{
+    mapfile -t -O "${#COMPREPLY[@]}" COMPREPLY
+}
+
 # COMPREPLY for the value of option $1 (named $2 in the help) of command $3.
 _fsbroker_value()
 {
     local opt=$1 what=$2 cur=$4
     case $opt in
         --rules)
-            COMPREPLY=($(compgen -W "$(_fsbroker_packs)" -- "$cur"))
-            COMPREPLY+=($(compgen -f -- "$cur"))
+            _fsbroker_reply < <(compgen -W "$(_fsbroker_packs)" -- "$cur")
+            _fsbroker_add < <(compgen -f -- "$cur")
             ;;
-        --workspace | --state-dir | --core) COMPREPLY=($(compgen -d -- "$cur")) ;;
-        --socket) COMPREPLY=($(compgen -f -- "$cur")) ;;
+        --workspace | --state-dir | --core) _fsbroker_reply < <(compgen -d -- "$cur") ;;
+        --socket) _fsbroker_reply < <(compgen -f -- "$cur") ;;
         --op)
-            COMPREPLY=($(compgen -W "read write create delete rename-from rename-to mkdir
-                link symlink chmod chown utimes xattr touch" -- "$cur"))
+            _fsbroker_reply < <(compgen -W "read write create delete rename-from rename-to mkdir
+                link symlink chmod chown utimes xattr touch" -- "$cur")
             ;;
-        --simulate-missing) COMPREPLY=($(compgen -W "userns landlock seccomp-notify" -- "$cur")) ;;
-        --shell) COMPREPLY=($(compgen -W "zsh" -- "$cur")) ;;
+        --simulate-missing) _fsbroker_reply < <(compgen -W "userns landlock seccomp-notify" -- "$cur") ;;
+        --shell) _fsbroker_reply < <(compgen -W "zsh" -- "$cur") ;;
         *)
             # A value named by its choices (deferred|inline) offers them.
             if [[ $what == *"|"* ]]; then
-                COMPREPLY=($(compgen -W "${what//|/ }" -- "$cur"))
+                _fsbroker_reply < <(compgen -W "${what//|/ }" -- "$cur")
             fi
             ;;
     esac
@@ -120,9 +132,9 @@ _fsbroker()
 
     if [[ -z $cmd ]]; then
         if [[ $cur == -* ]]; then
-            COMPREPLY=($(compgen -W "--help --version" -- "$cur"))
+            _fsbroker_reply < <(compgen -W "--help --version" -- "$cur")
         else
-            COMPREPLY=($(compgen -W "$(_fsbroker_help | _fsbroker_list commands)" -- "$cur"))
+            _fsbroker_reply < <(compgen -W "$(_fsbroker_help | _fsbroker_list commands)" -- "$cur")
         fi
         return
     fi
@@ -132,28 +144,28 @@ _fsbroker()
         if declare -F _command_offset >/dev/null; then
             _command_offset $((dashdash + 1))
         else
-            COMPREPLY=($(compgen -c -- "$cur"))
+            _fsbroker_reply < <(compgen -c -- "$cur")
         fi
         return
     fi
 
     if [[ $cmd == help ]]; then
         if ((COMP_CWORD == start + 1)); then
-            COMPREPLY=($(compgen -W "$(_fsbroker_help | _fsbroker_list commands) environment" \
-                -- "$cur"))
+            _fsbroker_reply < <(compgen -W "$(_fsbroker_help | _fsbroker_list commands) environment" \
+                -- "$cur")
         elif ((COMP_CWORD == start + 2)) &&
             [[ ${COMP_WORDS[start + 1]} == backup || ${COMP_WORDS[start + 1]} == audit ]]; then
-            COMPREPLY=($(compgen -W "$(_fsbroker_help "${COMP_WORDS[start + 1]}" |
-                _fsbroker_list verbs)" -- "$cur"))
+            _fsbroker_reply < <(compgen -W "$(_fsbroker_help "${COMP_WORDS[start + 1]}" |
+                _fsbroker_list verbs)" -- "$cur")
         fi
         return
     fi
 
     if [[ ($cmd == backup || $cmd == audit) && -z $verb ]]; then
         if [[ $cur == -* ]]; then
-            COMPREPLY=($(compgen -W "$(_fsbroker_opts "$cmd")" -- "$cur"))
+            _fsbroker_reply < <(compgen -W "$(_fsbroker_opts "$cmd")" -- "$cur")
         else
-            COMPREPLY=($(compgen -W "$(_fsbroker_help "$cmd" | _fsbroker_list verbs)" -- "$cur"))
+            _fsbroker_reply < <(compgen -W "$(_fsbroker_help "$cmd" | _fsbroker_list verbs)" -- "$cur")
         fi
         return
     fi
@@ -170,22 +182,22 @@ _fsbroker()
     done < <(_fsbroker_value_opts "${words[@]}")
 
     if [[ $cur == -* ]]; then
-        COMPREPLY=($(compgen -W "$(_fsbroker_opts "${words[@]}")" -- "$cur"))
-        [[ $cmd == run || $cmd == shell ]] && COMPREPLY+=($(compgen -W "--" -- "$cur"))
+        _fsbroker_reply < <(compgen -W "$(_fsbroker_opts "${words[@]}")" -- "$cur")
+        [[ $cmd == run || $cmd == shell ]] && _fsbroker_add < <(compgen -W "--" -- "$cur")
         return
     fi
 
     # Operands: a cycle, or paths.
     case $cmd:$verb in
         backup:show | backup:restore | backup:diff | backup:undo)
-            COMPREPLY=($(compgen -W "$(_fsbroker_cycles)" -- "$cur"))
-            COMPREPLY+=($(compgen -f -- "$cur"))
+            _fsbroker_reply < <(compgen -W "$(_fsbroker_cycles)" -- "$cur")
+            _fsbroker_add < <(compgen -f -- "$cur")
             ;;
         check: | delete: | audit:verify)
-            COMPREPLY=($(compgen -f -- "$cur"))
+            _fsbroker_reply < <(compgen -f -- "$cur")
             ;;
         run: | shell:)
-            COMPREPLY=($(compgen -W "--" -- "$cur"))
+            _fsbroker_reply < <(compgen -W "--" -- "$cur")
             ;;
     esac
 }

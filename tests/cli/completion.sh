@@ -76,6 +76,10 @@ touch "$tmp/ws/alpha.c" "$tmp/ws/beta.c"
 dir=$tmp/ws
 r=$(bash_complete "$fsb" check al)
 ok "$([ "$r" = alpha.c ]; echo $?)" "bash: fsbroker check al completes the file name alpha.c" "$r"
+touch "$tmp/ws/my file.c"
+r=$(bash_complete "$fsb" delete my)
+ok "$([ "$r" = "my file.c" ]; echo $?)" \
+    "bash: a file name with a space is one completion (fsbroker delete my)" "$r"
 
 # Two cycles in a state dir of our own, then their numbers.
 if "$fsb" run --state-dir "$tmp/state" --workspace "$tmp/ws" --session s1 \
