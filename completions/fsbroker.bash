@@ -11,14 +11,26 @@
 # Installed as share/bash-completion/completions/fsbroker (make install);
 # try it from a checkout with `source completions/fsbroker.bash`.
 
-# The help text of "$@" (a command and verb), kept per shell.
-_fsbroker_help()
+# Keep the help text of "$@" (a command and verb) in this shell. It must
+# run in the shell itself, not in a $(...) or <(...), whose variables die
+# with them: _fsbroker calls it before the helpers that read the text.
+_fsbroker_load()
 {
     local words="$*" key
     key=_fsbroker_help_${words// /_}
+    key=${key//-/_}
     if [[ -z ${!key+x} ]]; then
         printf -v "$key" '%s' "$("${_fsbroker_bin:-fsbroker}" help "$@" 2>/dev/null)"
     fi
+}
+
+# The help text of "$@", from what _fsbroker_load kept (or asked now).
+_fsbroker_help()
+{
+    _fsbroker_load "$@"
+    local words="$*" key
+    key=_fsbroker_help_${words// /_}
+    key=${key//-/_}
     printf '%s\n' "${!key}"
 }
 
@@ -129,6 +141,11 @@ _fsbroker()
             verb=$w
         fi
     done
+
+    _fsbroker_load
+    [[ -n $cmd ]] && _fsbroker_load "$cmd"
+    [[ -n $verb ]] && _fsbroker_load "$cmd" "$verb"
+    [[ $cmd == help && $COMP_CWORD -ge $((start + 2)) ]] && _fsbroker_load "${COMP_WORDS[start + 1]}"
 
     if [[ -z $cmd ]]; then
         if [[ $cur == -* ]]; then
