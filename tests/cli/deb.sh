@@ -6,8 +6,10 @@
 # needs; `dpkg-deb -c` lists what make install installs, the manual pages
 # gzipped, a copyright file, no install manifest. The package is unpacked
 # (dpkg-deb -x, not installed: this machine is not ours to change) and the
-# fsbroker in it, run from /, prints its version and finds the default pack
-# beside it; lintian finds no error where it is installed. Skipped when
+# fsbroker in it, run from /, prints its version, finds the default pack
+# beside it, runs a command sandboxed and restores it (skipped where the
+# build tree's fsbroker cannot sandbox), and runs the packaged zsh when make
+# zsh built it; lintian finds no error where it is installed. Skipped when
 # dpkg-deb is missing (not a Debian system).
 set -u
 fsb=$(readlink -f "$1")
@@ -75,6 +77,32 @@ mkdir "$tmp/ws"
 r=$(cd / && env -u FSBROKER_LUA_DIR "$tmp/x/usr/bin/fsbroker" check --workspace "$tmp/ws" \
     --op write "$tmp/ws/a.c" 2>&1)
 ok "$([ $? -eq 0 ]; echo $?)" "the unpacked fsbroker check finds the default pack" "$r"
+# Run, restore and shell from the unpacked tree: fsbroker finds what it
+# needs relative to itself, so the tree runs where it lies.
+x() { (cd / && env -u FSBROKER_LUA_DIR -u FSBROKER_ZSH -u FSBROKER_CLIENTS_BIN \
+    "$tmp/x/usr/bin/fsbroker" "$@"); }
+echo before >"$tmp/ws/kept.txt"
+if ! (cd "$tmp/ws" && "$fsb" run --state-dir "$tmp/probe" -- true) >/dev/null 2>"$tmp/err"; then
+    why="fsbroker run cannot sandbox here: $(head -c 200 "$tmp/err" | tr '\n' ' ')"
+    n=$((n + 1))
+    echo "ok $n - the packaged fsbroker run and backup restore # SKIP $why"
+else
+    x run --workspace "$tmp/ws" --state-dir "$tmp/state" -- sh -c 'echo after >kept.txt' \
+        >/dev/null 2>"$tmp/err" &&
+        [ "$(cat "$tmp/ws/kept.txt")" = after ] &&
+        x backup restore --last --state-dir "$tmp/state" --workspace "$tmp/ws" \
+            >/dev/null 2>>"$tmp/err"
+    ok "$([ $? -eq 0 ] && [ "$(cat "$tmp/ws/kept.txt")" = before ]; echo $?)" \
+        "the packaged fsbroker run and backup restore" \
+        "$(grep -v 'warning: pack file' "$tmp/err" | head -3)"
+    if [ -x "$tmp/x/usr/libexec/fsbroker/clients/zsh" ]; then
+        x shell --workspace "$tmp/ws" --state-dir "$tmp/state" -- -c 'echo zsh >"$1"' zsh \
+            "$tmp/ws/shell.txt" >/dev/null 2>"$tmp/err"
+        ok "$([ $? -eq 0 ] && [ "$(cat "$tmp/ws/shell.txt" 2>/dev/null)" = zsh ]; echo $?)" \
+            "the packaged fsbroker shell runs the packaged zsh" \
+            "$(grep -v 'warning: pack file' "$tmp/err" | head -3)"
+    fi
+fi
 MANWIDTH=80 man --warnings -l "$tmp/x/usr/share/man/man1/fsbroker.1.gz" >/dev/null 2>"$tmp/err"
 ok "$([ $? -eq 0 ] && [ ! -s "$tmp/err" ]; echo $?)" "the packaged fsbroker.1.gz renders" \
     "$(head -3 "$tmp/err")"
