@@ -9,7 +9,9 @@
 #   make test            C unit tests, Lua specs, integration tests, and the
 #                        clients' external suites (toybox-tests, zsh-tests)
 #                        and the npm package's suite (node-test)
-#   make test-cli        every command's --help and unknown options
+#   make test-cli        every command's --help and unknown options, the
+#                        manual pages against them, bash and zsh completion,
+#                        make install and uninstall, make deb
 #   make test-version    VERSION against package.json, the rockspec, the binary
 #   make test-workloads  real programs under fsbroker run against the same
 #                        command bare, then restored (tests/workloads/)
@@ -27,14 +29,18 @@
 #   make fuzz            libFuzzer harnesses, FUZZ_SECONDS (60) each
 #   make test-valgrind   serve and backup integration suites, core under valgrind
 #   make deps            install missing Debian packages (root) or name them
+#   make install         everything a user runs or reads under DESTDIR/PREFIX
+#                        (/usr/local); make uninstall (same DESTDIR and
+#                        PREFIX) removes exactly what it installed
+#   make deb             build/fsbroker_VERSION_ARCH.deb from that install
+#   make man             build/man/fsbroker.1 (from the commands' --help texts)
+#                        and build/man/fsbroker-pack.5 (from docs/rule-packs.md)
 #   WERROR=1             warnings are errors
 #   SANITIZE=address,undefined   build into build/san-address-undefined with the
 #                                sanitizers (SANITIZE=thread: build/san-thread)
 
 PREFIX   ?= /usr/local
 DESTDIR  ?=
-BINDIR   := $(PREFIX)/bin
-DATADIR  := $(PREFIX)/share/fsbroker
 
 CC       ?= cc
 PKGS     := lua5.4 libuv libcjson libcrypto
@@ -93,8 +99,8 @@ CLIENT_LIB := $(BUILD)/clients/libfsbclient.a
 BENCH_SRC := $(wildcard bench/*.c)
 BENCH_BIN := $(BENCH_SRC:bench/%.c=$(BUILD)/bench/%)
 
-.PHONY: all deps test test-c test-lua test-version test-cli test-integration test-workloads test-c-sanitize demo bench \
-        bench-peers install lint clean clients toybox toybox-tests zsh zsh-tests node-test \
+.PHONY: all deps man test test-c test-lua test-version test-cli test-integration test-workloads test-c-sanitize demo bench \
+        bench-peers install uninstall deb lint clean clients toybox toybox-tests zsh zsh-tests node-test \
         fuzz fuzz-build test-fuzz-replay test-valgrind
 
 all: $(BUILD)/fsbroker $(BUILD)/fsbroker-init
@@ -294,16 +300,44 @@ $(BUILD)/bench/%: bench/%.c $(BUILD)/libfsbcore.a
 deps:
 	@sh tools/deps.sh
 
+# The manual pages are made, never written a second time (docs/decisions.md,
+# "The manual pages are made from the help texts and docs/rule-packs.md"):
+# fsbroker(1) from what the binary's help texts say, fsbroker-pack(5) from
+# docs/rule-packs.md, each through scdoc. The .scd sources stay in build/man
+# to read. Always in build/man (not build/san-*): pages do not change with
+# the sanitizers.
+MAN_DIR   := build/man
+MAN_PAGES := $(MAN_DIR)/fsbroker.1 $(MAN_DIR)/fsbroker-pack.5
+man: $(MAN_PAGES)
+
+$(MAN_DIR)/fsbroker.1.scd: $(BUILD)/fsbroker tools/man.py
+	@mkdir -p $(@D)
+	@echo "  MAN     $@"
+	$(Q)python3 tools/man.py help $(BUILD)/fsbroker $(VERSION) >$@.tmp && mv $@.tmp $@
+
+$(MAN_DIR)/fsbroker-pack.5.scd: docs/rule-packs.md tools/man.py VERSION
+	@mkdir -p $(@D)
+	@echo "  MAN     $@"
+	$(Q)python3 tools/man.py pack docs/rule-packs.md $(VERSION) >$@.tmp && mv $@.tmp $@
+
+$(MAN_DIR)/%: $(MAN_DIR)/%.scd
+	@echo "  SCDOC   $@"
+	$(Q)scdoc <$< | python3 tools/man.py ascii >$@.tmp && mv $@.tmp $@
+
 # Every suite prints TAP; tools/tap-sum.sh adds them up into the one line
 # `N passed, N failed, N skipped` and fails when anything failed.
 test: deps
-	$(Q)$(MAKE) --no-print-directory all toybox zsh $(ZSH_STOCK)
+	$(Q)$(MAKE) --no-print-directory all toybox zsh $(ZSH_STOCK) man
 	$(Q)$(MAKE) --no-print-directory $(UNIT_BIN) $(INTEG_BIN) $(FUZZ_REPLAY)
 	$(Q)sh tools/tap-sum.sh \
 	    "C unit" "sh tools/run-cmocka.sh $(UNIT_BIN)" \
 	    "Lua specs" "busted --lua=lua5.4 --output=TAP spec" \
 	    "version" "sh tools/check-version.sh $(BUILD)/fsbroker" \
 	    "command line" "bash tests/cli/help.sh $(BUILD)/fsbroker" \
+	    "manual pages" "bash tests/cli/man.sh $(BUILD)/fsbroker $(MAN_DIR)" \
+	    "completion" "bash tests/cli/completion.sh $(BUILD)/fsbroker" \
+	    "install" "bash tests/cli/install.sh $(BUILD)/fsbroker" \
+	    "Debian package" "bash tests/cli/deb.sh $(BUILD)/fsbroker" \
 	    "integration" "FSBROKER=$(BUILD)/fsbroker sh tools/run-cmocka.sh $(INTEG_BIN)" \
 	    "toybox's own tests" "bash clients/toybox/run-toybox-tests.sh --tap $(BUILD)/fsbroker" \
 	    "zsh's own tests" "bash clients/zsh/run-zsh-tests.sh --tap $(BUILD)/fsbroker" \
@@ -327,9 +361,17 @@ test-c: $(UNIT_BIN)
 test-version: all
 	$(Q)sh tools/tap-sum.sh "version" "sh tools/check-version.sh $(BUILD)/fsbroker"
 
-# Every command's --help, unknown options, --version (tests/cli/help.sh).
-test-cli: all
-	$(Q)sh tools/tap-sum.sh "command line" "bash tests/cli/help.sh $(BUILD)/fsbroker"
+# Every command's --help, unknown options, --version (tests/cli/help.sh);
+# the manual pages against the help texts and docs (tests/cli/man.sh);
+# the completion scripts in bash and zsh (tests/cli/completion.sh); make
+# install and uninstall, the installed tree run from / (tests/cli/install.sh);
+# make deb (tests/cli/deb.sh).
+test-cli: all man
+	$(Q)sh tools/tap-sum.sh "command line" "bash tests/cli/help.sh $(BUILD)/fsbroker" \
+	    "manual pages" "bash tests/cli/man.sh $(BUILD)/fsbroker $(MAN_DIR)" \
+	    "completion" "bash tests/cli/completion.sh $(BUILD)/fsbroker" \
+	    "install" "bash tests/cli/install.sh $(BUILD)/fsbroker" \
+	    "Debian package" "bash tests/cli/deb.sh $(BUILD)/fsbroker"
 
 test-lua:
 	$(Q)sh tools/tap-sum.sh "Lua specs" "busted --lua=lua5.4 --output=TAP spec"
@@ -420,12 +462,26 @@ bench: all $(BENCH_BIN) toybox zsh $(ZSH_STOCK)
 bench-peers: all $(BENCH_BIN)
 	$(Q)sh tools/bench-peers.sh $(BUILD)
 
-install: all
-	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(DATADIR)/lua/policy $(DESTDIR)$(DATADIR)/lua/rules
-	install -m 0755 $(BUILD)/fsbroker $(DESTDIR)$(BINDIR)/fsbroker
-	install -m 0755 $(BUILD)/fsbroker-init $(DESTDIR)$(BINDIR)/fsbroker-init
-	install -m 0644 lua/policy/*.lua $(DESTDIR)$(DATADIR)/lua/policy/
-	install -m 0644 lua/rules/*.lua $(DESTDIR)$(DATADIR)/lua/rules/
+# Everything a user runs or reads, under DESTDIR/PREFIX: bin/fsbroker,
+# libexec/fsbroker/ (fsbroker-init, and the patched zsh and toybox with
+# their shims when make zsh and make toybox built them), share/fsbroker/lua,
+# the manual pages, the bash and zsh completion and share/doc/fsbroker.
+# tools/install.sh lists what it put there in
+# share/fsbroker/install-manifest; make uninstall (same DESTDIR and PREFIX)
+# removes exactly that, and the directories it made when they are empty.
+INSTALL_ENV = DESTDIR='$(DESTDIR)' PREFIX='$(PREFIX)' BUILD='$(BUILD)' \
+              CLIENTS='build/clients' MANDIR_BUILD='$(MAN_DIR)'
+
+install: all man
+	$(Q)$(INSTALL_ENV) sh tools/install.sh install
+
+uninstall:
+	$(Q)$(INSTALL_ENV) sh tools/install.sh uninstall
+
+# build/fsbroker_VERSION_ARCH.deb, with dpkg-deb from the same install
+# (tools/deb.sh); make zsh toybox first to have the clients in it.
+deb: all man
+	$(Q)sh tools/deb.sh $(BUILD) $(VERSION)
 
 lint:
 	cppcheck --quiet --enable=warning,portability --error-exitcode=1 -Icore core

@@ -395,7 +395,8 @@ static int preflight(struct fsb_broker *b, const struct run_opts *o, struct fsb_
 			return fail("bubblewrap (bwrap) is not installed or not on PATH");
 	}
 	if ((rc = fsb_run_find_init(init, init_len)) < 0)
-		return fail("cannot find fsbroker-init next to fsbroker: %s", strerror(-rc));
+		return fail("cannot find fsbroker-init next to fsbroker or in "
+			    "../libexec/fsbroker beside it: %s", strerror(-rc));
 	return 0;
 }
 

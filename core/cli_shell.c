@@ -18,7 +18,6 @@
  */
 #include <errno.h>
 #include <getopt.h>
-#include <libgen.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -43,11 +42,12 @@ static const char usage[] =
 	"usage: fsbroker shell [--rules PACK] [--workspace DIR] [--session ID]\n"
 	"                      [--tool-call ID] [--state-dir DIR] [-- ZSH-ARGS...]\n"
 	"\n"
-	"Run the patched zsh (build/clients/zsh) with a core embedded in this process:\n"
-	"its redirections, cd, globs and sourced files, and the brokered toybox's\n"
-	"commands first on PATH, are judged by the pack, backed up and audited. There\n"
-	"is no sandbox: other programs write unasked (fsbroker run --shell zsh has one).\n"
-	"When zsh exits the backup cycle is sealed and a summary printed on stderr.\n"
+	"Run the patched zsh (make zsh; installed in PREFIX/libexec/fsbroker/clients)\n"
+	"with a core embedded in this process: its redirections, cd, globs and sourced\n"
+	"files, and the brokered toybox's commands first on PATH, are judged by the\n"
+	"pack, backed up and audited. There is no sandbox: other programs write\n"
+	"unasked (fsbroker run --shell zsh has one). When zsh exits the backup cycle\n"
+	"is sealed and a summary printed on stderr.\n"
 	"\n"
 	"options:\n"
 	"  --rules PACK              the rule pack: a name under FSBROKER_LUA_DIR/rules\n"
@@ -127,12 +127,14 @@ static void on_signal(uv_signal_t *h, int signum)
 		uv_process_kill(&s->proc, signum);
 }
 
-/* `name` beside this binary's directory (build/clients/NAME next to
- * build/fsbroker), unless `env` names it. */
+/* `name` under clients/ beside this binary (build/clients/NAME next to
+ * build/fsbroker), or under libexec/fsbroker/clients/ beside bin/ once
+ * installed, unless `env` names it. */
 static int find_client(const char *env, const char *name, char *out, size_t len)
 {
 	const char *v = getenv(env);
-	char exe[PATH_MAX];
+	char exe[PATH_MAX], built[64], installed[80];
+	const char *const places[] = { built, installed };
 
 	if (v != NULL && v[0] != '\0') {
 		snprintf(out, len, "%s", v);
@@ -141,10 +143,9 @@ static int find_client(const char *env, const char *name, char *out, size_t len)
 		snprintf(out, len, "%s", exe);
 		return 0;
 	}
-	if (realpath("/proc/self/exe", exe) == NULL)
-		return -errno;
-	snprintf(out, len, "%s/clients/%s", dirname(exe), name);
-	return access(out, F_OK) == 0 ? 0 : -errno;
+	snprintf(built, sizeof(built), "/clients/%s", name);
+	snprintf(installed, sizeof(installed), "/../libexec/fsbroker/clients/%s", name);
+	return fsb_config_find_beside_binary(places, 2, F_OK, out, len);
 }
 
 int fsb_shell_clients(char *zsh, size_t zlen, char *bin, size_t blen, char *err, size_t errlen)

@@ -34,6 +34,26 @@ void fsb_default_state_dir(char *out, size_t len)
 		snprintf(out, len, "%s/.local/state/fsbroker", home_dir());
 }
 
+int fsb_config_find_beside_binary(const char *const *places, size_t nplaces, int mode,
+				  char *out, size_t len)
+{
+	char exe[PATH_MAX];
+	int err = -ENOENT;
+
+	if (realpath("/proc/self/exe", exe) == NULL)
+		return -errno;
+	dirname(exe);
+	for (size_t i = 0; i < nplaces; i++) {
+		snprintf(out, len, "%s%s", exe, places[i]);
+		if (access(out, mode) == 0)
+			return 0;
+		if (i == 0)
+			err = -errno;
+	}
+	snprintf(out, len, "%s%s", exe, nplaces > 0 ? places[0] : "");
+	return err;
+}
+
 static bool is_dir(const char *p)
 {
 	struct stat st;

@@ -1,7 +1,8 @@
 /*
  * config.h — build the broker's configuration from the command line and the
  * environment: where the Lua engine lives, which pack file, which rules
- * directories, the workspace and the state dir.
+ * directories, the workspace and the state dir; and where the files that
+ * sit beside the binary are, in the build tree or an install.
  */
 #ifndef FSB_CONFIG_H
 #define FSB_CONFIG_H
@@ -20,6 +21,16 @@
  */
 int fsb_config_build(struct fsb_broker_config *cfg, const char *rules,
 		     const char *workspace, const char *state_dir, char *err, size_t errlen);
+
+/**
+ * The first of `places` (paths relative to this binary's directory, such as
+ * "/fsbroker-init" and "/../libexec/fsbroker/fsbroker-init") that `access`
+ * allows with `mode`, into `out`: the build tree's place first, then the
+ * install's. Returns 0; or the first place's -errno with that place in `out`
+ * (the one a build would fill, for the message).
+ */
+int fsb_config_find_beside_binary(const char *const *places, size_t nplaces, int mode,
+				  char *out, size_t len);
 
 /** $XDG_STATE_HOME/fsbroker, else ~/.local/state/fsbroker. */
 void fsb_default_state_dir(char *out, size_t len);

@@ -44,8 +44,11 @@ static const char usage[] =
 	"  documents its own statuses\n"
 	"environment: FSBROKER_LOG (error, warning, info, debug: how much the core logs\n"
 	"  on stderr), FSBROKER_LUA_DIR (the directory holding policy/ and rules/),\n"
-	"  TMPDIR, HOME, XDG_STATE_HOME, XDG_RUNTIME_DIR; each command says which it\n"
-	"  reads\n"
+	"  FSBROKER_ZSH, FSBROKER_CLIENTS_BIN, FSBROKER_TOYBOX, FSBROKER_SOCKET,\n"
+	"  FSBROKER_SESSION_ID, FSBROKER_TOOL_CALL_ID, FSBROKER_TIMEOUT_MS,\n"
+	"  FSBROKER_TRACE_ID, FSBROKER_READS, TMPDIR, TMPPREFIX, HOME, PATH,\n"
+	"  XDG_STATE_HOME, XDG_RUNTIME_DIR, XDG_DATA_HOME; `fsbroker help environment`\n"
+	"  says what each does, and each command which it reads\n"
 	"docs: README.md, docs/cli.md, docs/runtime.md, docs/rule-packs.md,\n"
 	"  docs/restore.md, docs/protocol.md, docs/clients.md\n";
 
@@ -65,12 +68,62 @@ static const char version_usage[] =
 	"environment: none\n"
 	"docs: CHANGELOG.md\n";
 
+/* Every variable fsbroker, fsbroker-init, the client library and the
+ * toybox dispatcher read, in one place: the ENVIRONMENT of fsbroker(1) is
+ * this text (tools/man-fsbroker.sh), and tests/cli/man.sh checks it against
+ * the getenv calls of the source. */
+static const char environment_text[] =
+	"usage: fsbroker help environment\n"
+	"\n"
+	"The environment variables fsbroker reads. Each command's --help names the\n"
+	"ones that command reads.\n"
+	"\n"
+	"variables:\n"
+	"  FSBROKER_LOG          how much the core logs on stderr: error, warning (or\n"
+	"                        warn), info (the default) or debug\n"
+	"  FSBROKER_LUA_DIR      the directory holding policy/ and rules/ (default:\n"
+	"                        ../lua or ../share/fsbroker/lua beside the binary)\n"
+	"  FSBROKER_ZSH          the patched zsh of `shell` and `run --shell zsh`\n"
+	"                        (default: clients/zsh beside the binary, or\n"
+	"                        ../libexec/fsbroker/clients/zsh)\n"
+	"  FSBROKER_CLIENTS_BIN  the brokered toybox's shims put first on zsh's PATH\n"
+	"                        (default: clients/bin beside the binary, or\n"
+	"                        ../libexec/fsbroker/clients/bin)\n"
+	"  FSBROKER_TOYBOX       the toybox the shims run (default: ../toybox beside\n"
+	"                        the shims)\n"
+	"  FSBROKER_SOCKET       the core's client socket, for `delete` and the\n"
+	"                        brokered clients (set inside a sandbox)\n"
+	"  FSBROKER_SESSION_ID   the session a client's requests belong to\n"
+	"  FSBROKER_TOOL_CALL_ID the tool call a client's requests belong to\n"
+	"  FSBROKER_TIMEOUT_MS   how long a client waits for the core (30000)\n"
+	"  FSBROKER_TRACE_ID     sent with each client request, into the audit log\n"
+	"  FSBROKER_READS        `sandbox`: brokered clients read files themselves\n"
+	"                        instead of asking the core\n"
+	"  TMPDIR                the pack's ${tmp} (default: /tmp)\n"
+	"  TMPPREFIX             zsh's here-document files (default: ${tmp}/zsh)\n"
+	"  HOME                  the pack's ~ and the default state dir's base\n"
+	"  PATH                  finds bwrap and CMD; zsh's PATH after the shims\n"
+	"  XDG_STATE_HOME        the default state dir, $XDG_STATE_HOME/fsbroker\n"
+	"                        (default: ~/.local/state/fsbroker)\n"
+	"  XDG_RUNTIME_DIR       where a run's private socket directory is made\n"
+	"                        (default: /tmp/fsb-UID); hidden in the sandbox\n"
+	"  XDG_DATA_HOME         the home trash of `delete` and host deletes,\n"
+	"                        $XDG_DATA_HOME/Trash (default: ~/.local/share/Trash)\n"
+	"\n"
+	"fsbroker writes no colours, so NO_COLOR changes nothing.\n"
+	"\n"
+	"exit: 0 printed\n"
+	"environment: none\n"
+	"docs: docs/cli.md, docs/runtime.md, docs/clients.md\n";
+
 static const char help_usage[] =
 	"usage: fsbroker help [COMMAND [VERB]]\n"
+	"       fsbroker help environment\n"
 	"\n"
 	"Print the usage text of COMMAND (of its VERB, for backup and audit) on\n"
 	"stdout, the same text `fsbroker COMMAND [VERB] --help` prints; without a\n"
-	"COMMAND the list of commands.\n"
+	"COMMAND the list of commands; `help environment` every environment\n"
+	"variable fsbroker reads and what it does.\n"
 	"\n"
 	"options:\n"
 	"  -h, --help      print this text\n"
@@ -166,6 +219,10 @@ static int cli_help(int argc, char **argv)
 	}
 	if (argv[1][0] == '-')
 		return fsb_cli_unknown_option("fsbroker help", argv[1], 2);
+	if (argc == 2 && strcmp(argv[1], "environment") == 0) {
+		fputs(environment_text, stdout);
+		return 0;
+	}
 	if ((cmd = find(argv[1])) == NULL) {
 		fprintf(stderr, "fsbroker help: no command '%s'; see fsbroker help\n", argv[1]);
 		return 2;

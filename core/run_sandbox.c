@@ -4,13 +4,13 @@
  * scoped socket, and bwrap's command line around fsbroker-init and CMD.
  */
 #include <errno.h>
-#include <libgen.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "config.h"
 #include "run.h"
 
 void fsb_run_find_on_path(const char *name, char *out, size_t len)
@@ -35,15 +35,15 @@ void fsb_run_find_on_path(const char *name, char *out, size_t len)
 	free(copy);
 }
 
-/* fsbroker-init sits next to this binary (build/ or bin/). */
+/* fsbroker-init sits next to this binary in the build tree (build/), or in
+ * libexec/fsbroker/ beside bin/ once installed (make install). */
 int fsb_run_find_init(char *out, size_t len)
 {
-	char exe[PATH_MAX];
+	static const char *const places[] = { "/fsbroker-init",
+					      "/../libexec/fsbroker/fsbroker-init" };
 
-	if (realpath("/proc/self/exe", exe) == NULL)
-		return -errno;
-	snprintf(out, len, "%s/fsbroker-init", dirname(exe));
-	return access(out, X_OK) == 0 ? 0 : -errno;
+	return fsb_config_find_beside_binary(places, sizeof(places) / sizeof(places[0]), X_OK,
+					     out, len);
 }
 
 int fsb_run_socket_dir(char *out, size_t len)

@@ -12,7 +12,8 @@
 #   long or short (in a cluster too), exits with the command's usage status
 #   and names itself and the --help to read, a flag given a value says so; a
 #   backup verb refuses the other verbs' options the same way.
-# Then --version and `version --json` against VERSION.
+# Then every variable the source reads in --help and `help environment`,
+# and --version and `version --json` against VERSION.
 set -u
 fsb=$1
 src=$(cd "$(dirname "$0")/../.." && pwd)
@@ -194,6 +195,30 @@ ok "$([ "$st" -eq 2 ] && [ ! -s "$out" ]; echo $?)" \
     "status $st, stdout: $(head -c 100 "$out"), stderr: $(head -c 200 "$err")"
 "$fsb" help backup restore extra >/dev/null 2>&1
 ok "$([ $? -eq 2 ]; echo $?)" "fsbroker help backup restore extra refuses (2)"
+
+# Every variable the source reads (core, the client library, the toybox
+# dispatcher) is in `fsbroker --help` and described by `fsbroker help
+# environment`, the text fsbroker(1)'s ENVIRONMENT is made from.
+all_env=$(grep -ohE '\<(getenv|pick|find_client)\(([a-z_>.-]+, )?"[A-Z][A-Z0-9_]+"' \
+    "$src"/core/*.c "$src"/clients/lib/*.c "$src"/clients/toybox/dispatch.c |
+    sed 's/.*"\(.*\)"/\1/' | sort -u)
+ok "$([ "$(echo "$all_env" | wc -l)" -ge 15 ]; echo $?)" \
+    "the getenv calls of the source are read" "$all_env"
+"$fsb" --help >"$out" 2>&1
+"$fsb" help environment >"$err" 2>&1
+st=$?
+missing="" undescribed=""
+for v in $all_env; do
+    sed -n '/^environment:/,/^docs:/p' "$out" | grep -qw "$v" || missing="$missing $v"
+    grep -qE "^  $v( |\$)" "$err" || undescribed="$undescribed $v"
+done
+ok "$([ -z "$missing" ]; echo $?)" \
+    "fsbroker --help names every environment variable the source reads" "missing:$missing"
+ok "$([ "$st" -eq 0 ] && [ -z "$undescribed" ]; echo $?)" \
+    "fsbroker help environment describes every environment variable the source reads" \
+    "status $st, missing:$undescribed"
+ok "$(! awk 'length > 80 { bad = 1 } END { exit !bad }' "$err"; echo $?)" \
+    "fsbroker help environment fits 80 columns" "$(awk 'length > 80' "$err" | head -1)"
 
 version=$(cat "$src/VERSION")
 ok "$([ "$("$fsb" --version)" = "fsbroker $version" ]; echo $?)" \
