@@ -46,9 +46,9 @@ static const char usage[] =
 	"  on stderr), FSBROKER_LUA_DIR (the directory holding policy/ and rules/),\n"
 	"  FSBROKER_ZSH, FSBROKER_CLIENTS_BIN, FSBROKER_TOYBOX, FSBROKER_SOCKET,\n"
 	"  FSBROKER_SESSION_ID, FSBROKER_TOOL_CALL_ID, FSBROKER_TIMEOUT_MS,\n"
-	"  FSBROKER_TRACE_ID, FSBROKER_READS, TMPDIR, TMPPREFIX, HOME, PATH,\n"
-	"  XDG_STATE_HOME, XDG_RUNTIME_DIR, XDG_DATA_HOME; `fsbroker help environment`\n"
-	"  says what each does, and each command which it reads\n"
+	"  FSBROKER_TRACE_ID, FSBROKER_READS, FSBROKER_STAGE_TIMES, TMPDIR, TMPPREFIX,\n"
+	"  HOME, PATH, XDG_STATE_HOME, XDG_RUNTIME_DIR, XDG_DATA_HOME; `fsbroker help\n"
+	"  environment` says what each does, and each command which it reads\n"
 	"docs: README.md, docs/cli.md, docs/runtime.md, docs/rule-packs.md,\n"
 	"  docs/restore.md, docs/protocol.md, docs/clients.md\n";
 
@@ -99,6 +99,8 @@ static const char environment_text[] =
 	"  FSBROKER_TRACE_ID     sent with each client request, into the audit log\n"
 	"  FSBROKER_READS        `sandbox`: brokered clients read files themselves\n"
 	"                        instead of asking the core\n"
+	"  FSBROKER_STAGE_TIMES  a file: each run's supervised calls append where\n"
+	"                        their time went, stage by stage (docs/benchmarks.md)\n"
 	"  TMPDIR                the pack's ${tmp} (default: /tmp)\n"
 	"  TMPPREFIX             zsh's here-document files (default: ${tmp}/zsh)\n"
 	"  HOME                  the pack's ~ and the default state dir's base\n"
