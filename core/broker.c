@@ -13,6 +13,7 @@
 #include "at.h"
 #include "broker.h"
 #include "call_stages.h"
+#include "config.h"
 #include "log.h"
 #include "proto_json.h"
 #include "tree.h"
@@ -134,7 +135,7 @@ static int load_policy(struct fsb_broker *b, struct fsb_policy **out, char *err,
 int fsb_broker_init(struct fsb_broker *b, uv_loop_t *loop,
 		    const struct fsb_broker_config *cfg, char *err, size_t errlen)
 {
-	char exe[PATH_MAX], audit_dir[PATH_MAX + 8];
+	char exe[PATH_MAX], found[PATH_MAX], audit_dir[PATH_MAX + 8];
 	int rc;
 
 	pthread_mutexattr_t attr;
@@ -182,6 +183,14 @@ int fsb_broker_init(struct fsb_broker *b, uv_loop_t *loop,
 	if (realpath("/proc/self/exe", exe) != NULL)
 		fsb_protected_add(&b->protected, exe, FSB_PROTECT_READONLY,
 				  "fsbroker binary", false);
+	/* What runs first in every sandbox, and what the shell clients run:
+	 * the core's own as much as its binary is. */
+	if (fsb_config_find_init(found, sizeof(found)) == 0 && realpath(found, exe) != NULL)
+		fsb_protected_add(&b->protected, exe, FSB_PROTECT_READONLY, "fsbroker-init",
+				  false);
+	if (fsb_config_find_clients(found, sizeof(found)) == 0 && realpath(found, exe) != NULL)
+		fsb_protected_add(&b->protected, exe, FSB_PROTECT_READONLY, "brokered clients",
+				  false);
 
 	if ((rc = load_policy(b, &b->policy, err, errlen)) < 0)
 		return rc;

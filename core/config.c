@@ -54,6 +54,21 @@ int fsb_config_find_beside_binary(const char *const *places, size_t nplaces, int
 	return err;
 }
 
+int fsb_config_find_init(char *out, size_t len)
+{
+	static const char *const places[] = { "/fsbroker-init",
+					      "/../libexec/fsbroker/fsbroker-init" };
+
+	return fsb_config_find_beside_binary(places, 2, X_OK, out, len);
+}
+
+int fsb_config_find_clients(char *out, size_t len)
+{
+	static const char *const places[] = { "/clients", "/../libexec/fsbroker/clients" };
+
+	return fsb_config_find_beside_binary(places, 2, F_OK, out, len);
+}
+
 static bool is_dir(const char *p)
 {
 	struct stat st;

@@ -29,6 +29,15 @@ int fsb_config_build(struct fsb_broker_config *cfg, const char *rules,
  * install's. Returns 0; or the first place's -errno with that place in `out`
  * (the one a build would fill, for the message).
  */
+/** fsbroker-init: next to this binary in the build tree (build/), or in
+ * libexec/fsbroker/ beside bin/ once installed. 0 or -errno. */
+int fsb_config_find_init(char *out, size_t len);
+
+/** The brokered clients' directory (the patched zsh, toybox and its
+ * shims): clients/ beside this binary, or libexec/fsbroker/clients/.
+ * 0 or -errno. */
+int fsb_config_find_clients(char *out, size_t len);
+
 int fsb_config_find_beside_binary(const char *const *places, size_t nplaces, int mode,
 				  char *out, size_t len);
 

@@ -35,15 +35,9 @@ void fsb_run_find_on_path(const char *name, char *out, size_t len)
 	free(copy);
 }
 
-/* fsbroker-init sits next to this binary in the build tree (build/), or in
- * libexec/fsbroker/ beside bin/ once installed (make install). */
 int fsb_run_find_init(char *out, size_t len)
 {
-	static const char *const places[] = { "/fsbroker-init",
-					      "/../libexec/fsbroker/fsbroker-init" };
-
-	return fsb_config_find_beside_binary(places, sizeof(places) / sizeof(places[0]), X_OK,
-					     out, len);
+	return fsb_config_find_init(out, len);
 }
 
 int fsb_run_socket_dir(char *out, size_t len)

@@ -325,6 +325,32 @@ static void test_the_same_pack_for_another_workspace_is_tested_again(void **stat
 	assert_null(strstr(r.out, CACHED));
 }
 
+/* fsbroker-init runs first in every sandbox, the brokered clients in every
+ * shell: no pack can let a command change them, even where it may write
+ * everything around them (the binary's directory as the workspace). */
+static void test_fsbroker_init_and_the_clients_are_protected_like_the_binary(void **state)
+{
+	const char *bin = getenv("FSBROKER");
+	char real[PATH_MAX], dirp[PATH_MAX], init[PATH_MAX * 2], self[PATH_MAX * 2];
+	char *slash;
+	struct run r;
+
+	(void)state;
+	assert_non_null(realpath(bin != NULL ? bin : "build/fsbroker", real));
+	snprintf(dirp, sizeof(dirp), "%s", real);
+	slash = strrchr(dirp, '/');
+	*slash = '\0';
+	snprintf(init, sizeof(init), "%s/fsbroker-init", dirp);
+	snprintf(self, sizeof(self), "%s", real);
+	if (access(init, X_OK) != 0)
+		skip();
+	run_fsbroker(&r, (const char *[]){ "check", "--workspace", dirp, "--op", "write", init,
+					   self, NULL });
+	assert_int_equal(r.status, 1);
+	assert_non_null(strstr(r.out, "rule: protected fsbroker-init"));
+	assert_non_null(strstr(r.out, "rule: protected fsbroker binary"));
+}
+
 static void test_default_pack_without_workspace_says_so(void **state)
 {
 	struct run r;
@@ -371,6 +397,7 @@ int main(void)
 		cmocka_unit_test(test_wrong_field_type_names_the_field_path),
 		cmocka_unit_test(test_failing_self_test_refuses_the_pack),
 		cmocka_unit_test(test_self_tests_run_once_per_content),
+		cmocka_unit_test(test_fsbroker_init_and_the_clients_are_protected_like_the_binary),
 		cmocka_unit_test(test_an_edited_included_pack_is_tested_again_and_refused),
 		cmocka_unit_test(test_the_same_pack_for_another_workspace_is_tested_again),
 		cmocka_unit_test(test_default_pack_without_workspace_says_so),
