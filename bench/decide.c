@@ -20,7 +20,7 @@
 
 #include "broker.h"
 #include "config.h"
-#include "read_cache.h"
+#include "verdict_cache.h"
 
 static char root[PATH_MAX], ws[PATH_MAX], target[PATH_MAX + 32];
 
@@ -98,15 +98,15 @@ static void run_case(const char *label, const char *rules, double seconds)
 		exit(1);
 	}
 	/* The pack's own decision: the read-decision cache holds nothing. */
-	fsb_read_cache_free(&b.read_cache);
-	if (fsb_read_cache_init(&b.read_cache, 0, 0) < 0)
+	fsb_verdict_cache_free(&b.verdict_cache);
+	if (fsb_verdict_cache_init(&b.verdict_cache, 0, 0) < 0)
 		exit(1);
 	measure(&b, FSB_OP_READ, seconds / 10);	/* warm up */
 	reads = measure(&b, FSB_OP_READ, seconds);
 	writes = measure(&b, FSB_OP_WRITE, seconds);
 	/* The same read again and again: answered from the cache. */
-	fsb_read_cache_free(&b.read_cache);
-	if (fsb_read_cache_init(&b.read_cache, FSB_READ_CACHE_ENTRIES, FSB_READ_CACHE_BYTES) < 0)
+	fsb_verdict_cache_free(&b.verdict_cache);
+	if (fsb_verdict_cache_init(&b.verdict_cache, FSB_VERDICT_CACHE_ENTRIES, FSB_VERDICT_CACHE_BYTES) < 0)
 		exit(1);
 	cached = measure(&b, FSB_OP_READ, seconds);
 	printf("%-30s %12.0f %12.0f %10.2f %14.0f\n", label, reads, writes, 1e6 / reads, cached);

@@ -195,8 +195,8 @@ int fsb_broker_init(struct fsb_broker *b, uv_loop_t *loop,
 	if ((rc = load_policy(b, &b->policy, err, errlen)) < 0)
 		return rc;
 	protect_pack_files(b);
-	if (fsb_read_cache_init(&b->read_cache, FSB_READ_CACHE_ENTRIES,
-				 FSB_READ_CACHE_BYTES) < 0) {
+	if (fsb_verdict_cache_init(&b->verdict_cache, FSB_VERDICT_CACHE_ENTRIES,
+				 FSB_VERDICT_CACHE_BYTES) < 0) {
 		snprintf(err, errlen, "out of memory");
 		return -ENOMEM;
 	}
@@ -221,7 +221,7 @@ void fsb_broker_free(struct fsb_broker *b)
 	fsb_approvals_free(b);
 	fsb_policy_free(b->policy);
 	b->policy = NULL;
-	fsb_read_cache_free(&b->read_cache);
+	fsb_verdict_cache_free(&b->verdict_cache);
 	fsb_link_guard_free(&b->link_guard);
 	fsb_protected_free(&b->protected);
 	if (b->prompts != NULL)
@@ -238,7 +238,7 @@ void fsb_broker_free(struct fsb_broker *b)
 void fsb_broker_verdicts_changed(struct fsb_broker *b)
 {
 	fsb_broker_lock(b);
-	fsb_read_cache_invalidate(&b->read_cache);
+	fsb_verdict_cache_invalidate(&b->verdict_cache);
 	fsb_broker_unlock(b);
 }
 
@@ -282,7 +282,7 @@ int fsb_broker_reload(struct fsb_broker *b, const char *trigger, char *err, size
 		fsb_policy_free(b->policy);
 		b->policy = fresh;
 		/* Not one verdict of the old pack is answered again. */
-		fsb_read_cache_invalidate(&b->read_cache);
+		fsb_verdict_cache_invalidate(&b->verdict_cache);
 		fsb_link_guard_reset(&b->link_guard);
 		protect_pack_files(b);
 		b->stats.reloads++;
@@ -437,8 +437,8 @@ void fsb_broker_decide(struct fsb_broker *b, struct fsb_access *d)
  * pack alone (engine.lua: no hard-link rule for reads; approvals only turn
  * an ask into an allow, and those are never stored, see below).
  */
-static bool read_cacheable(const struct fsb_broker *b, const struct fsb_access *d,
-			   struct fsb_read_key *k)
+static bool verdict_cacheable(const struct fsb_broker *b, const struct fsb_access *d,
+			   struct fsb_verdict_key *k)
 {
 	/* An explained verdict is not what the cache holds (an allow's is
 	 * stored without its sentences). */
@@ -530,7 +530,7 @@ static void decide(struct fsb_broker *b, struct fsb_access *d, const char *guard
 	const struct fsb_protected_entry *prot;
 	const struct fsb_prompt *prompt;
 	struct fsb_policy_req req;
-	struct fsb_read_key key;
+	struct fsb_verdict_key key;
 	bool cacheable;
 	int rc;
 
@@ -594,8 +594,8 @@ static void decide(struct fsb_broker *b, struct fsb_access *d, const char *guard
 	 * asked, so a denied path answers EACCES whether or not it exists.
 	 * A read it judged before, since the last reload or approval, is
 	 * answered as it was then. */
-	cacheable = read_cacheable(b, d, &key);
-	if (cacheable && fsb_read_cache_get(&b->read_cache, &key, &d->verdict, &d->errnum))
+	cacheable = verdict_cacheable(b, d, &key);
+	if (cacheable && fsb_verdict_cache_get(&b->verdict_cache, &key, &d->verdict, &d->errnum))
 		return;
 	memset(&req, 0, sizeof(req));
 	req.op = d->op;
@@ -638,7 +638,7 @@ static void decide(struct fsb_broker *b, struct fsb_access *d, const char *guard
 		d->errnum = strcmp(d->verdict.rule, "path too long") == 0 ? ENAMETOOLONG : EACCES;
 	}
 	if (cacheable && verdict_storable(&d->verdict))
-		fsb_read_cache_put(&b->read_cache, &key, &d->verdict, d->errnum);
+		fsb_verdict_cache_put(&b->verdict_cache, &key, &d->verdict, d->errnum);
 }
 
 cJSON *fsb_access_audit_record(const struct fsb_access *d, const char *phase)

@@ -22,7 +22,7 @@
 #include "policy.h"
 #include "prompts.h"
 #include "protected.h"
-#include "read_cache.h"
+#include "verdict_cache.h"
 #include "resolve.h"
 #include "work.h"
 
@@ -103,9 +103,9 @@ struct fsb_broker {
 	uv_loop_t *loop;
 	struct fsb_broker_config cfg;
 	struct fsb_policy *policy;
-	/* Read verdicts of `policy` (read_cache.h), under lock; invalidated by
+	/* Read verdicts of `policy` (verdict_cache.h), under lock; invalidated by
 	 * every reload and every approval given. */
-	struct fsb_read_cache read_cache;
+	struct fsb_verdict_cache verdict_cache;
 	struct fsb_protected protected;
 	/* Protected files that have other names (link_guard.h). */
 	struct fsb_link_guard link_guard;

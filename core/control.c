@@ -321,8 +321,8 @@ static void cmd_stats(struct fsb_broker *b, cJSON *reply)
 	cJSON_AddNumberToObject(reply, "connectionsRefused", (double)s->connections_refused);
 	cJSON_AddNumberToObject(reply, "reloads", (double)s->reloads);
 	cJSON_AddNumberToObject(reply, "reloadFailures", (double)s->reload_failures);
-	cJSON_AddNumberToObject(reply, "readCacheHits", (double)b->read_cache.hits);
-	cJSON_AddNumberToObject(reply, "readCacheMisses", (double)b->read_cache.misses);
+	cJSON_AddNumberToObject(reply, "verdictCacheHits", (double)b->verdict_cache.hits);
+	cJSON_AddNumberToObject(reply, "verdictCacheMisses", (double)b->verdict_cache.misses);
 	cJSON_AddNumberToObject(reply, "promptBlocks", (double)b->prompts->n);
 	cJSON_AddNumberToObject(reply, "policyMemoryBytes", (double)fsb_policy_memory(b->policy));
 	fsb_broker_unlock(b);

@@ -1,5 +1,5 @@
 /*
- * test_read_cache.c — the read-decision cache: a verdict put is found again
+ * test_verdict_cache.c — the read-decision cache: a verdict put is found again
  * under exactly its key (scope, the name sent, the real path); after an
  * invalidation (a reload, an approval) every older entry is a miss; the
  * table never holds more than its bound and drops the least recently used.
@@ -10,7 +10,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "read_cache.h"
+#include "verdict_cache.h"
 
 static struct fsb_verdict verdict(enum fsb_decision d, const char *rule)
 {
@@ -24,19 +24,19 @@ static struct fsb_verdict verdict(enum fsb_decision d, const char *rule)
 	return v;
 }
 
-static const struct fsb_read_key key_a = { "s1", "t1", "/ws/a", "/ws/a" };
+static const struct fsb_verdict_key key_a = { "s1", "t1", "/ws/a", "/ws/a" };
 
 static void test_put_then_get_gives_the_verdict_back(void **state)
 {
-	struct fsb_read_cache c;
+	struct fsb_verdict_cache c;
 	struct fsb_verdict in = verdict(FSB_DENY, "denyRead **/.env"), out;
 	int err = 0;
 
 	(void)state;
-	assert_int_equal(fsb_read_cache_init(&c, 8, 1 << 20), 0);
-	assert_false(fsb_read_cache_get(&c, &key_a, &out, &err));
-	fsb_read_cache_put(&c, &key_a, &in, EACCES);
-	assert_true(fsb_read_cache_get(&c, &key_a, &out, &err));
+	assert_int_equal(fsb_verdict_cache_init(&c, 8, 1 << 20), 0);
+	assert_false(fsb_verdict_cache_get(&c, &key_a, &out, &err));
+	fsb_verdict_cache_put(&c, &key_a, &in, EACCES);
+	assert_true(fsb_verdict_cache_get(&c, &key_a, &out, &err));
 	assert_int_equal(out.decision, FSB_DENY);
 	assert_string_equal(out.rule, "denyRead **/.env");
 	assert_string_equal(out.reason, "because of denyRead **/.env");
@@ -45,14 +45,14 @@ static void test_put_then_get_gives_the_verdict_back(void **state)
 	assert_int_equal(err, EACCES);
 	assert_int_equal(c.hits, 1);
 	assert_int_equal(c.misses, 1);
-	fsb_read_cache_free(&c);
+	fsb_verdict_cache_free(&c);
 }
 
 /* Each part of the key tells entries apart, and so does where one part
  * ends and the next begins. */
 static void test_every_part_of_the_key_counts(void **state)
 {
-	static const struct fsb_read_key others[] = {
+	static const struct fsb_verdict_key others[] = {
 		{ "s2", "t1", "/ws/a", "/ws/a" },		/* another session */
 		{ "s1", "t2", "/ws/a", "/ws/a" },		/* another tool call */
 		{ "s1", "", "/ws/a", "/ws/a" },			/* no tool call */
@@ -61,77 +61,77 @@ static void test_every_part_of_the_key_counts(void **state)
 		{ "s1t", "1", "/ws/a", "/ws/a" },		/* the same bytes, split otherwise */
 	};
 	struct fsb_verdict in = verdict(FSB_ALLOW, "fsProfile.read /**"), out;
-	struct fsb_read_cache c;
+	struct fsb_verdict_cache c;
 	int err;
 
 	(void)state;
-	assert_int_equal(fsb_read_cache_init(&c, 64, 1 << 20), 0);
-	fsb_read_cache_put(&c, &key_a, &in, 0);
+	assert_int_equal(fsb_verdict_cache_init(&c, 64, 1 << 20), 0);
+	fsb_verdict_cache_put(&c, &key_a, &in, 0);
 	for (size_t i = 0; i < sizeof(others) / sizeof(others[0]); i++)
-		if (fsb_read_cache_get(&c, &others[i], &out, &err))
+		if (fsb_verdict_cache_get(&c, &others[i], &out, &err))
 			fail_msg("key %zu found the entry of another key", i);
-	assert_true(fsb_read_cache_get(&c, &key_a, &out, &err));
-	fsb_read_cache_free(&c);
+	assert_true(fsb_verdict_cache_get(&c, &key_a, &out, &err));
+	fsb_verdict_cache_free(&c);
 }
 
 static void test_invalidate_makes_every_older_entry_a_miss(void **state)
 {
 	struct fsb_verdict allow = verdict(FSB_ALLOW, "fsProfile.read /**");
 	struct fsb_verdict deny = verdict(FSB_DENY, "denyRead /ws/a");
-	struct fsb_read_cache c;
+	struct fsb_verdict_cache c;
 	struct fsb_verdict out;
 	int err;
 
 	(void)state;
-	assert_int_equal(fsb_read_cache_init(&c, 8, 1 << 20), 0);
-	fsb_read_cache_put(&c, &key_a, &allow, 0);
-	fsb_read_cache_invalidate(&c);
-	assert_false(fsb_read_cache_get(&c, &key_a, &out, &err));
+	assert_int_equal(fsb_verdict_cache_init(&c, 8, 1 << 20), 0);
+	fsb_verdict_cache_put(&c, &key_a, &allow, 0);
+	fsb_verdict_cache_invalidate(&c);
+	assert_false(fsb_verdict_cache_get(&c, &key_a, &out, &err));
 	/* The new generation's verdict replaces the old one. */
-	fsb_read_cache_put(&c, &key_a, &deny, EACCES);
-	assert_true(fsb_read_cache_get(&c, &key_a, &out, &err));
+	fsb_verdict_cache_put(&c, &key_a, &deny, EACCES);
+	assert_true(fsb_verdict_cache_get(&c, &key_a, &out, &err));
 	assert_int_equal(out.decision, FSB_DENY);
 	assert_string_equal(out.rule, "denyRead /ws/a");
 	assert_int_equal(c.n, 1);
-	fsb_read_cache_free(&c);
+	fsb_verdict_cache_free(&c);
 }
 
 static void test_bound_drops_the_least_recently_used(void **state)
 {
 	struct fsb_verdict in = verdict(FSB_ALLOW, "fsProfile.read /**"), out;
 	char paths[5][16];
-	struct fsb_read_key k[5];
-	struct fsb_read_cache c;
+	struct fsb_verdict_key k[5];
+	struct fsb_verdict_cache c;
 	int err;
 
 	(void)state;
-	assert_int_equal(fsb_read_cache_init(&c, 4, 1 << 20), 0);
+	assert_int_equal(fsb_verdict_cache_init(&c, 4, 1 << 20), 0);
 	for (int i = 0; i < 5; i++) {
 		snprintf(paths[i], sizeof(paths[i]), "/ws/f%d", i);
-		k[i] = (struct fsb_read_key){ "s1", "t1", paths[i], paths[i] };
+		k[i] = (struct fsb_verdict_key){ "s1", "t1", paths[i], paths[i] };
 	}
 	for (int i = 0; i < 4; i++)
-		fsb_read_cache_put(&c, &k[i], &in, 0);
+		fsb_verdict_cache_put(&c, &k[i], &in, 0);
 	/* f0 used again: f1 is now the least recently used. */
-	assert_true(fsb_read_cache_get(&c, &k[0], &out, &err));
-	fsb_read_cache_put(&c, &k[4], &in, 0);
+	assert_true(fsb_verdict_cache_get(&c, &k[0], &out, &err));
+	fsb_verdict_cache_put(&c, &k[4], &in, 0);
 	assert_int_equal(c.n, 4);
 	assert_int_equal(c.evictions, 1);
-	assert_false(fsb_read_cache_get(&c, &k[1], &out, &err));
-	assert_true(fsb_read_cache_get(&c, &k[0], &out, &err));
-	assert_true(fsb_read_cache_get(&c, &k[2], &out, &err));
-	assert_true(fsb_read_cache_get(&c, &k[3], &out, &err));
-	assert_true(fsb_read_cache_get(&c, &k[4], &out, &err));
+	assert_false(fsb_verdict_cache_get(&c, &k[1], &out, &err));
+	assert_true(fsb_verdict_cache_get(&c, &k[0], &out, &err));
+	assert_true(fsb_verdict_cache_get(&c, &k[2], &out, &err));
+	assert_true(fsb_verdict_cache_get(&c, &k[3], &out, &err));
+	assert_true(fsb_verdict_cache_get(&c, &k[4], &out, &err));
 	/* Many more: the bound holds. */
 	for (int i = 0; i < 1000; i++) {
 		char p[32];
-		struct fsb_read_key kk = { "s1", "t1", p, p };
+		struct fsb_verdict_key kk = { "s1", "t1", p, p };
 
 		snprintf(p, sizeof(p), "/ws/many/%d", i);
-		fsb_read_cache_put(&c, &kk, &in, 0);
+		fsb_verdict_cache_put(&c, &kk, &in, 0);
 		assert_true(c.n <= 4);
 	}
-	fsb_read_cache_free(&c);
+	fsb_verdict_cache_free(&c);
 }
 
 /* Long paths: the byte bound drops entries before the count bound does. */
@@ -139,36 +139,36 @@ static void test_byte_bound_holds_whatever_the_paths(void **state)
 {
 	struct fsb_verdict in = verdict(FSB_ALLOW, "fsProfile.read /**"), out;
 	static char paths[8][2048];
-	struct fsb_read_cache c;
+	struct fsb_verdict_cache c;
 	int err;
 
 	(void)state;
-	assert_int_equal(fsb_read_cache_init(&c, 1000, 10000), 0);
+	assert_int_equal(fsb_verdict_cache_init(&c, 1000, 10000), 0);
 	for (int i = 0; i < 8; i++) {
-		struct fsb_read_key k = { "s1", "t1", paths[i], paths[i] };
+		struct fsb_verdict_key k = { "s1", "t1", paths[i], paths[i] };
 
 		memset(paths[i], 'a' + i, sizeof(paths[i]) - 1);
 		paths[i][0] = '/';
-		fsb_read_cache_put(&c, &k, &in, 0);
+		fsb_verdict_cache_put(&c, &k, &in, 0);
 		assert_true(c.bytes <= 10000);
-		assert_true(fsb_read_cache_get(&c, &k, &out, &err));
+		assert_true(fsb_verdict_cache_get(&c, &k, &out, &err));
 	}
 	/* Each entry holds two 2 KiB paths: two fit, the older ones went. */
 	assert_int_equal(c.n, 2);
-	fsb_read_cache_free(&c);
+	fsb_verdict_cache_free(&c);
 }
 
 static void test_capacity_zero_keeps_nothing(void **state)
 {
 	struct fsb_verdict in = verdict(FSB_ALLOW, "fsProfile.read /**"), out;
-	struct fsb_read_cache c;
+	struct fsb_verdict_cache c;
 	int err;
 
 	(void)state;
-	assert_int_equal(fsb_read_cache_init(&c, 0, 1 << 20), 0);
-	fsb_read_cache_put(&c, &key_a, &in, 0);
-	assert_false(fsb_read_cache_get(&c, &key_a, &out, &err));
-	fsb_read_cache_free(&c);
+	assert_int_equal(fsb_verdict_cache_init(&c, 0, 1 << 20), 0);
+	fsb_verdict_cache_put(&c, &key_a, &in, 0);
+	assert_false(fsb_verdict_cache_get(&c, &key_a, &out, &err));
+	fsb_verdict_cache_free(&c);
 }
 
 int main(void)

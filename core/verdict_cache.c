@@ -1,5 +1,5 @@
 /*
- * read_cache.c — the read-decision cache (see read_cache.h): a chained hash
+ * verdict_cache.c — the read-decision cache (see verdict_cache.h): a chained hash
  * table over one allocation per entry (its key and its verdict's strings
  * inline), and a doubly linked list in the order of use, so that a lookup,
  * an insertion and an eviction are each O(1). Entries of an older
@@ -13,11 +13,11 @@
 #include <sys/random.h>
 #include <time.h>
 
-#include "read_cache.h"
+#include "verdict_cache.h"
 
-struct fsb_read_cache_entry {
-	struct fsb_read_cache_entry *chain;		/* same bucket */
-	struct fsb_read_cache_entry *newer, *older;	/* the use order */
+struct fsb_verdict_cache_entry {
+	struct fsb_verdict_cache_entry *chain;		/* same bucket */
+	struct fsb_verdict_cache_entry *newer, *older;	/* the use order */
 	uint64_t hash, generation;
 	enum fsb_decision decision;
 	int errnum;
@@ -33,7 +33,7 @@ struct fsb_read_cache_entry {
  * seed, not FNV's fixed basis: the paths come from the sandboxed command,
  * and names that collide under a known start could be chosen to pile
  * every entry into one chain. */
-static uint64_t key_hash(const struct fsb_read_cache *c, const struct fsb_read_key *k,
+static uint64_t key_hash(const struct fsb_verdict_cache *c, const struct fsb_verdict_key *k,
 			 size_t *len)
 {
 	const char *parts[4] = { k->session, k->tool_call, k->requested, k->resolved };
@@ -53,7 +53,7 @@ static uint64_t key_hash(const struct fsb_read_cache *c, const struct fsb_read_k
 	return h;
 }
 
-static bool key_equal(const struct fsb_read_cache_entry *e, const struct fsb_read_key *k)
+static bool key_equal(const struct fsb_verdict_cache_entry *e, const struct fsb_verdict_key *k)
 {
 	const char *parts[4] = { k->session, k->tool_call, k->requested, k->resolved };
 	const char *p = e->data;
@@ -68,7 +68,7 @@ static bool key_equal(const struct fsb_read_cache_entry *e, const struct fsb_rea
 	return true;
 }
 
-int fsb_read_cache_init(struct fsb_read_cache *c, size_t capacity, size_t max_bytes)
+int fsb_verdict_cache_init(struct fsb_verdict_cache *c, size_t capacity, size_t max_bytes)
 {
 	memset(c, 0, sizeof(*c));
 	if (getrandom(&c->seed, sizeof(c->seed), GRND_NONBLOCK) != sizeof(c->seed))
@@ -90,7 +90,7 @@ int fsb_read_cache_init(struct fsb_read_cache *c, size_t capacity, size_t max_by
 	return 0;
 }
 
-static void unlink_use(struct fsb_read_cache *c, struct fsb_read_cache_entry *e)
+static void unlink_use(struct fsb_verdict_cache *c, struct fsb_verdict_cache_entry *e)
 {
 	if (e->newer != NULL)
 		e->newer->older = e->older;
@@ -103,7 +103,7 @@ static void unlink_use(struct fsb_read_cache *c, struct fsb_read_cache_entry *e)
 	e->newer = e->older = NULL;
 }
 
-static void push_newest(struct fsb_read_cache *c, struct fsb_read_cache_entry *e)
+static void push_newest(struct fsb_verdict_cache *c, struct fsb_verdict_cache_entry *e)
 {
 	e->newer = NULL;
 	e->older = c->newest;
@@ -115,9 +115,9 @@ static void push_newest(struct fsb_read_cache *c, struct fsb_read_cache_entry *e
 }
 
 /* Take `e` out of the table and free it. */
-static void drop(struct fsb_read_cache *c, struct fsb_read_cache_entry *e)
+static void drop(struct fsb_verdict_cache *c, struct fsb_verdict_cache_entry *e)
 {
-	struct fsb_read_cache_entry **pp = &c->buckets[e->hash & (c->nbuckets - 1)];
+	struct fsb_verdict_cache_entry **pp = &c->buckets[e->hash & (c->nbuckets - 1)];
 
 	while (*pp != e)
 		pp = &(*pp)->chain;
@@ -128,7 +128,7 @@ static void drop(struct fsb_read_cache *c, struct fsb_read_cache_entry *e)
 	free(e);
 }
 
-void fsb_read_cache_free(struct fsb_read_cache *c)
+void fsb_verdict_cache_free(struct fsb_verdict_cache *c)
 {
 	while (c->oldest != NULL)
 		drop(c, c->oldest);
@@ -136,15 +136,15 @@ void fsb_read_cache_free(struct fsb_read_cache *c)
 	memset(c, 0, sizeof(*c));
 }
 
-void fsb_read_cache_invalidate(struct fsb_read_cache *c)
+void fsb_verdict_cache_invalidate(struct fsb_verdict_cache *c)
 {
 	c->generation++;
 }
 
-static struct fsb_read_cache_entry *find(const struct fsb_read_cache *c,
-					 const struct fsb_read_key *k, uint64_t h, size_t len)
+static struct fsb_verdict_cache_entry *find(const struct fsb_verdict_cache *c,
+					 const struct fsb_verdict_key *k, uint64_t h, size_t len)
 {
-	struct fsb_read_cache_entry *e = c->buckets[h & (c->nbuckets - 1)];
+	struct fsb_verdict_cache_entry *e = c->buckets[h & (c->nbuckets - 1)];
 
 	for (; e != NULL; e = e->chain)
 		if (e->hash == h && e->keylen == len && key_equal(e, k))
@@ -152,10 +152,10 @@ static struct fsb_read_cache_entry *find(const struct fsb_read_cache *c,
 	return NULL;
 }
 
-bool fsb_read_cache_get(struct fsb_read_cache *c, const struct fsb_read_key *k,
+bool fsb_verdict_cache_get(struct fsb_verdict_cache *c, const struct fsb_verdict_key *k,
 			struct fsb_verdict *v, int *errnum)
 {
-	struct fsb_read_cache_entry *e;
+	struct fsb_verdict_cache_entry *e;
 	size_t len;
 	uint64_t h;
 
@@ -181,12 +181,12 @@ bool fsb_read_cache_get(struct fsb_read_cache *c, const struct fsb_read_key *k,
 	return true;
 }
 
-void fsb_read_cache_put(struct fsb_read_cache *c, const struct fsb_read_key *k,
+void fsb_verdict_cache_put(struct fsb_verdict_cache *c, const struct fsb_verdict_key *k,
 			const struct fsb_verdict *v, int errnum)
 {
 	const char *parts[4] = { k->session, k->tool_call, k->requested, k->resolved };
 	size_t len, nrule, nreason, nhint, size;
-	struct fsb_read_cache_entry *e, *old;
+	struct fsb_verdict_cache_entry *e, *old;
 	uint64_t h;
 	char *p;
 

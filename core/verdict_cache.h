@@ -1,5 +1,5 @@
 /*
- * read_cache.h — the read-decision cache beside the loaded pack
+ * verdict_cache.h — the read-decision cache beside the loaded pack
  * (docs/benchmarks.md, "A read-decision cache"): a bounded table, least
  * recently used out first, from what a read's verdict depends on to that
  * verdict, so that a path read again is not judged by the Lua engine again.
@@ -16,8 +16,8 @@
  * deny, never a verdict an approval or a decide hook produced. Not thread
  * safe: the broker's lock guards it.
  */
-#ifndef FSB_READ_CACHE_H
-#define FSB_READ_CACHE_H
+#ifndef FSB_VERDICT_CACHE_H
+#define FSB_VERDICT_CACHE_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -28,16 +28,16 @@
 /* The core's bounds: enough entries for a tree of ten thousand files read
  * over and over (a `grep -r` run again), and at most 8 MiB whatever the
  * paths' lengths (an entry of short paths takes about 500 bytes). */
-#define FSB_READ_CACHE_ENTRIES 16384
-#define FSB_READ_CACHE_BYTES (8u << 20)
+#define FSB_VERDICT_CACHE_ENTRIES 16384
+#define FSB_VERDICT_CACHE_BYTES (8u << 20)
 
-struct fsb_read_cache_entry;
+struct fsb_verdict_cache_entry;
 
-struct fsb_read_cache {
-	struct fsb_read_cache_entry **buckets;
+struct fsb_verdict_cache {
+	struct fsb_verdict_cache_entry **buckets;
 	size_t nbuckets;		/* a power of two */
 	/* The use order: newest at the head, the next to drop at the tail. */
-	struct fsb_read_cache_entry *newest, *oldest;
+	struct fsb_verdict_cache_entry *newest, *oldest;
 	size_t n, capacity;
 	size_t bytes, max_bytes;	/* the entries' allocations */
 	uint64_t generation;
@@ -46,7 +46,7 @@ struct fsb_read_cache {
 };
 
 /** What a read's verdict is looked up by. Every field non-NULL. */
-struct fsb_read_key {
+struct fsb_verdict_key {
 	const char *session;
 	const char *tool_call;	/* "" for none */
 	const char *requested;	/* as the client sent it */
@@ -55,19 +55,19 @@ struct fsb_read_key {
 
 /** An empty cache of at most `capacity` entries taking at most `max_bytes`
  * together (0: none is ever kept). 0 or -ENOMEM. */
-int fsb_read_cache_init(struct fsb_read_cache *c, size_t capacity, size_t max_bytes);
+int fsb_verdict_cache_init(struct fsb_verdict_cache *c, size_t capacity, size_t max_bytes);
 
-void fsb_read_cache_free(struct fsb_read_cache *c);
+void fsb_verdict_cache_free(struct fsb_verdict_cache *c);
 
 /** Make every entry there is now a miss (a reload, an approval). */
-void fsb_read_cache_invalidate(struct fsb_read_cache *c);
+void fsb_verdict_cache_invalidate(struct fsb_verdict_cache *c);
 
 /**
  * The verdict and errno stored for `k` in the current generation: true
  * with `v` (decision, rule, reason, hint; backup false) and `*errnum`
  * filled, false for a miss.
  */
-bool fsb_read_cache_get(struct fsb_read_cache *c, const struct fsb_read_key *k,
+bool fsb_verdict_cache_get(struct fsb_verdict_cache *c, const struct fsb_verdict_key *k,
 			struct fsb_verdict *v, int *errnum);
 
 /**
@@ -75,7 +75,7 @@ bool fsb_read_cache_get(struct fsb_read_cache *c, const struct fsb_read_key *k,
  * what was there, dropping the least recently used entry when full. Out of
  * memory it remembers nothing (a later request is judged again).
  */
-void fsb_read_cache_put(struct fsb_read_cache *c, const struct fsb_read_key *k,
+void fsb_verdict_cache_put(struct fsb_verdict_cache *c, const struct fsb_verdict_key *k,
 			const struct fsb_verdict *v, int errnum);
 
 #endif

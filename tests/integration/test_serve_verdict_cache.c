@@ -1,5 +1,5 @@
 /*
- * test_serve_read_cache.c — the core's read-decision cache seen from a
+ * test_serve_verdict_cache.c — the core's read-decision cache seen from a
  * client (docs/benchmarks.md, "A read-decision cache"): a read judged
  * before is answered as before, but never across a reload (a pack that now
  * denies the path denies the next read), never for an approval (a "once"
@@ -19,10 +19,10 @@
 
 /* fsProfile.read %s, denyRead %s, ask.read %s, more fields %s. */
 static const char pack_fmt[] =
-	"-- a pack written by test_serve_read_cache\n"
+	"-- a pack written by test_serve_verdict_cache\n"
 	"local calls = 0\n"
 	"return {\n"
-	"  name = \"read-cache\",\n"
+	"  name = \"verdict-cache\",\n"
 	"  fsProfile = { read = { %s }, modify = { \"${workspace}/out/**\" } },\n"
 	"  denyRead = { %s },\n"
 	"  ask = { read = { %s } },\n"
@@ -35,8 +35,8 @@ static void write_pack(struct fsbt_core *c, const char *read, const char *deny,
 	char tmp[PATH_MAX + 16], *text;
 
 	assert_true(asprintf(&text, pack_fmt, read, deny, ask, extra) > 0);
-	snprintf(c->rules, sizeof(c->rules), "%s/read-cache.lua", c->rules_dir);
-	snprintf(tmp, sizeof(tmp), "%s/.read-cache.lua.new", c->rules_dir);
+	snprintf(c->rules, sizeof(c->rules), "%s/verdict-cache.lua", c->rules_dir);
+	snprintf(tmp, sizeof(tmp), "%s/.verdict-cache.lua.new", c->rules_dir);
 	fsbt_write_file(tmp, text);
 	free(text);
 	/* One rename: the core's watcher never sees half a file. */
@@ -98,7 +98,7 @@ static void reload_that_denies_a_path_denies_the_next_read(void **state)
 	read_req(c, fd, "secret.txt", reply);
 	assert_string_equal(reply, "SANDBOX");
 	/* The second answer came from the cache: what follows tests it. */
-	assert_true(stat_of(c, "readCacheHits") >= 1);
+	assert_true(stat_of(c, "verdictCacheHits") >= 1);
 
 	write_pack(c, "\"/**\"", "\"${workspace}/secret*\"", "", "");
 	reload(c);
@@ -189,7 +189,7 @@ static void every_read_still_writes_its_audit_line(void **state)
 	fsbt_close(fd);
 	assert_int_equal(allowed, 40);
 	assert_int_equal(denied, 40);
-	assert_true(stat_of(c, "readCacheHits") >= 78);
+	assert_true(stat_of(c, "verdictCacheHits") >= 78);
 	/* One line per request, each as full as the first: rule and reason. */
 	assert_int_equal(audit_lines(c, "\"phase\":\"ipc-token\""), 80);
 	assert_int_equal(audit_lines(c, "\"rule\":\"fsProfile.read /**\""), 40);
@@ -221,7 +221,7 @@ static void decide_hook_verdicts_are_never_cached(void **state)
 	fsbt_close(fd);
 	assert_int_equal(allowed, 3);
 	assert_int_equal(denied, 3);
-	assert_int_equal((int)stat_of(c, "readCacheHits"), 0);
+	assert_int_equal((int)stat_of(c, "verdictCacheHits"), 0);
 }
 
 /*
