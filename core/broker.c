@@ -431,20 +431,26 @@ void fsb_broker_decide(struct fsb_broker *b, struct fsb_access *d)
 }
 
 /*
- * Whether the pack's verdict on `d` may come from, and go to, the
- * read-decision cache: a read whose path resolved, judged by a pack without
- * decide hooks. Its verdict is then a function of the two names and the
- * pack alone (engine.lua: no hard-link rule for reads; approvals only turn
- * an ask into an allow, and those are never stored, see below).
+ * Whether the pack's verdict on `d` may come from, and go to, the verdict
+ * cache: an access whose path resolved, judged by a pack without decide
+ * hooks. Its verdict is then a function of the two names, the op, whether
+ * the file exists and has other names, and the pack alone (verdict_cache.h;
+ * approvals only turn an ask into an allow, and those are never stored,
+ * see below).
  */
 static bool verdict_cacheable(const struct fsb_broker *b, const struct fsb_access *d,
-			   struct fsb_verdict_key *k)
+			      struct fsb_verdict_key *k)
 {
 	/* An explained verdict is not what the cache holds (an allow's is
 	 * stored without its sentences). */
-	if (d->op != FSB_OP_READ || d->resolve_err != 0 || d->explain ||
-	    fsb_policy_has_hooks(b->policy))
+	if (d->resolve_err != 0 || d->explain || fsb_policy_has_hooks(b->policy))
 		return false;
+	k->kind = (unsigned)d->op;
+	if (d->res.exists) {
+		k->kind |= FSB_VERDICT_EXISTS;
+		if (d->res.st.st_nlink > 1 && !S_ISDIR(d->res.st.st_mode))
+			k->kind |= FSB_VERDICT_LINKED;
+	}
 	k->session = d->session != NULL ? d->session : "";
 	k->tool_call = d->tool_call != NULL ? d->tool_call : "";
 	k->requested = d->requested;
@@ -592,8 +598,8 @@ static void decide(struct fsb_broker *b, struct fsb_access *d, const char *guard
 	/* 4. The pack. It judges the real path and the requested one; the
 	 * stricter verdict wins. When resolution failed it judges what was
 	 * asked, so a denied path answers EACCES whether or not it exists.
-	 * A read it judged before, since the last reload or approval, is
-	 * answered as it was then. */
+	 * What it judged before, since the last reload or approval, is
+	 * answered as it was then (verdict_cache.h). */
 	cacheable = verdict_cacheable(b, d, &key);
 	if (cacheable && fsb_verdict_cache_get(&b->verdict_cache, &key, &d->verdict, &d->errnum))
 		return;
@@ -637,7 +643,10 @@ static void decide(struct fsb_broker *b, struct fsb_access *d, const char *guard
 	default:
 		d->errnum = strcmp(d->verdict.rule, "path too long") == 0 ? ENAMETOOLONG : EACCES;
 	}
-	if (cacheable && verdict_storable(&d->verdict))
+	/* A change's deny is left out: it may be refused_anyway() next time
+	 * (the kernel's errno), which depends on more than the key. */
+	if (cacheable && verdict_storable(&d->verdict) &&
+	    (d->op == FSB_OP_READ || d->verdict.decision == FSB_ALLOW))
 		fsb_verdict_cache_put(&b->verdict_cache, &key, &d->verdict, d->errnum);
 }
 

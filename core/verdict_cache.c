@@ -1,5 +1,5 @@
 /*
- * verdict_cache.c — the read-decision cache (see verdict_cache.h): a chained hash
+ * verdict_cache.c — the verdict cache (see verdict_cache.h): a chained hash
  * table over one allocation per entry (its key and its verdict's strings
  * inline), and a doubly linked list in the order of use, so that a lookup,
  * an insertion and an eviction are each O(1). Entries of an older
@@ -19,7 +19,9 @@ struct fsb_verdict_cache_entry {
 	struct fsb_verdict_cache_entry *chain;		/* same bucket */
 	struct fsb_verdict_cache_entry *newer, *older;	/* the use order */
 	uint64_t hash, generation;
+	unsigned kind;
 	enum fsb_decision decision;
+	bool backup;
 	int errnum;
 	size_t keylen, size;
 	/* data: the key (four NUL-terminated strings), then rule, reason and
@@ -28,8 +30,8 @@ struct fsb_verdict_cache_entry {
 	char data[];
 };
 
-/* FNV-1a over the four key strings, each with its NUL, so that
- * ("ab", "c") and ("a", "bc") differ. It starts from the cache's random
+/* FNV-1a over the kind and the four key strings, each with its NUL, so
+ * that ("ab", "c") and ("a", "bc") differ. It starts from the cache's random
  * seed, not FNV's fixed basis: the paths come from the sandboxed command,
  * and names that collide under a known start could be chosen to pile
  * every entry into one chain. */
@@ -40,6 +42,10 @@ static uint64_t key_hash(const struct fsb_verdict_cache *c, const struct fsb_ver
 	uint64_t h = c->seed;
 	size_t n = 0;
 
+	for (unsigned i = 0, kind = k->kind; i < sizeof(kind); i++, kind >>= 8) {
+		h ^= kind & 0xff;
+		h *= 0x100000001b3ULL;
+	}
 	for (int i = 0; i < 4; i++) {
 		const unsigned char *p = (const unsigned char *)parts[i];
 
@@ -58,6 +64,8 @@ static bool key_equal(const struct fsb_verdict_cache_entry *e, const struct fsb_
 	const char *parts[4] = { k->session, k->tool_call, k->requested, k->resolved };
 	const char *p = e->data;
 
+	if (e->kind != k->kind)
+		return false;
 	for (int i = 0; i < 4; i++) {
 		size_t n = strlen(parts[i]) + 1;
 
@@ -173,6 +181,8 @@ bool fsb_verdict_cache_get(struct fsb_verdict_cache *c, const struct fsb_verdict
 	push_newest(c, e);
 	memset(v, 0, sizeof(*v));
 	v->decision = e->decision;
+	v->backup = e->backup;
+	v->origin = FSB_BY_RULES;
 	snprintf(v->rule, sizeof(v->rule), "%s", e->rule);
 	snprintf(v->reason, sizeof(v->reason), "%s", e->reason);
 	snprintf(v->hint, sizeof(v->hint), "%s", e->hint);
@@ -208,7 +218,9 @@ void fsb_verdict_cache_put(struct fsb_verdict_cache *c, const struct fsb_verdict
 	e->hash = h;
 	e->keylen = len;
 	e->generation = c->generation;
+	e->kind = k->kind;
 	e->decision = v->decision;
+	e->backup = v->backup;
 	e->errnum = errnum;
 	p = e->data;
 	for (int i = 0; i < 4; i++) {

@@ -1,20 +1,24 @@
 /*
- * verdict_cache.h — the read-decision cache beside the loaded pack
- * (docs/benchmarks.md, "A read-decision cache"): a bounded table, least
- * recently used out first, from what a read's verdict depends on to that
- * verdict, so that a path read again is not judged by the Lua engine again.
+ * verdict_cache.h — the verdict cache beside the loaded pack
+ * (docs/benchmarks.md, "A verdict cache"): a bounded table, least recently
+ * used out first, from what a verdict depends on to that verdict, so that
+ * a path read or changed again is not judged by the Lua engine again.
  *
  * The key is the connection's scope (session, tool call), the path as the
- * client sent it and the real path the core resolved: without decide hooks
- * a read's verdict is a function of those two names and the pack (a read
- * takes no hard-link rule, and approvals only ever turn an ask, which is
- * never cached, into an allow). A generation number makes every older entry
- * a miss: the broker bumps it on each pack reload and each approval given,
+ * client sent it, the real path the core resolved, and the kind: the op
+ * and, for a change, whether the file exists and whether it has other
+ * names. Without decide hooks a verdict is a function of those and the
+ * pack (engine.lua: the lists judge the names and the op; the hard-link
+ * rule looks at the existence, the link count and the type, which the kind
+ * holds as "linked", a non-directory with more than one link; backup.skip
+ * looks at the name; approvals only ever turn an ask, which is never
+ * cached, into an allow). A generation number makes every older entry a
+ * miss: the broker bumps it on each pack reload and each approval given,
  * so no answer ever comes from a pack or an approval state that is gone.
  *
- * What goes in is the caller's choice (broker.c): only reads, only allow or
- * deny, never a verdict an approval or a decide hook produced. Not thread
- * safe: the broker's lock guards it.
+ * What goes in is the caller's choice (broker.c): only allow or deny,
+ * never a verdict an approval or a decide hook produced. Not thread safe:
+ * the broker's lock guards it.
  */
 #ifndef FSB_VERDICT_CACHE_H
 #define FSB_VERDICT_CACHE_H
@@ -45,12 +49,17 @@ struct fsb_verdict_cache {
 	unsigned long hits, misses, evictions;
 };
 
-/** What a read's verdict is looked up by. Every field non-NULL. */
+/* A verdict cache key's kind: the op in the low byte, and the facts. */
+#define FSB_VERDICT_EXISTS (1u << 8)
+#define FSB_VERDICT_LINKED (1u << 9)
+
+/** What a verdict is looked up by. Every string non-NULL. */
 struct fsb_verdict_key {
 	const char *session;
 	const char *tool_call;	/* "" for none */
 	const char *requested;	/* as the client sent it */
 	const char *resolved;	/* the real path in the requester's view */
+	unsigned kind;		/* the op | FSB_VERDICT_EXISTS | FSB_VERDICT_LINKED */
 };
 
 /** An empty cache of at most `capacity` entries taking at most `max_bytes`
@@ -64,8 +73,8 @@ void fsb_verdict_cache_invalidate(struct fsb_verdict_cache *c);
 
 /**
  * The verdict and errno stored for `k` in the current generation: true
- * with `v` (decision, rule, reason, hint; backup false) and `*errnum`
- * filled, false for a miss.
+ * with `v` (decision, rule, reason, hint, backup; origin FSB_BY_RULES) and
+ * `*errnum` filled, false for a miss.
  */
 bool fsb_verdict_cache_get(struct fsb_verdict_cache *c, const struct fsb_verdict_key *k,
 			struct fsb_verdict *v, int *errnum);

@@ -1,10 +1,12 @@
 /*
- * test_serve_verdict_cache.c — the core's read-decision cache seen from a
- * client (docs/benchmarks.md, "A read-decision cache"): a read judged
+ * test_serve_verdict_cache.c — the core's verdict cache seen from a
+ * client (docs/benchmarks.md, "A verdict cache"): a read or a write judged
  * before is answered as before, but never across a reload (a pack that now
- * denies the path denies the next read), never for an approval (a "once"
- * approval is used up), never for a pack with a decide hook; and every
- * request, answered from the cache or not, still writes its audit line.
+ * denies the path denies the next read and the next write), never for an
+ * approval (a "once" approval is used up), never for a pack with a decide
+ * hook, never once the file has gained another name (the hard-link rule);
+ * and every request, answered from the cache or not, still writes its
+ * audit line.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -64,6 +66,20 @@ static void read_req(struct fsbt_core *c, int fd, const char *name, char *reply)
 		close(got);
 }
 
+/* A write-open of ws/`name` (O_WRONLY|O_CREAT|O_TRUNC); an fd is closed. */
+static void write_req(struct fsbt_core *c, int fd, const char *name, char *reply)
+{
+	char p[PATH_MAX], line[PATH_MAX + 256];
+	int got = -1;
+
+	snprintf(p, sizeof(p), "%s/%s", c->ws, name);
+	fsbt_text_req(line, sizeof(line), FSBT_WRITE, p, c->session, FSBT_OPEN_WRITE);
+	if (fsbt_request(fd, line, reply, REPLY_MAX, &got) < 0)
+		fail_msg("no reply to %s", line);
+	if (got >= 0)
+		close(got);
+}
+
 static double stat_of(struct fsbt_core *c, const char *name)
 {
 	cJSON *r = fsbt_control_cmd(c, "Stats", NULL);
@@ -110,6 +126,66 @@ static void reload_that_denies_a_path_denies_the_next_read(void **state)
 	reload(c);
 	read_req(c, fd, "secret.txt", reply);
 	assert_string_equal(reply, "SANDBOX");
+	fsbt_close(fd);
+}
+
+static void reload_that_denies_a_path_denies_the_next_write(void **state)
+{
+	struct fsbt_core *c = *state;
+	char reply[REPLY_MAX], p[PATH_MAX];
+	double hits;
+	int fd;
+
+	write_pack(c, "\"/**\"", "\"/nothing-here/**\"", "", "");
+	snprintf(p, sizeof(p), "%s/out", c->ws);
+	assert_int_equal(mkdir(p, 0700), 0);
+	fsbt_core_start(c);
+	fd = fsbt_connect(c);
+	assert_true(fd >= 0);
+	/* A create, then a write of what is there: two keys. */
+	write_req(c, fd, "out/a.txt", reply);
+	assert_string_equal(reply, "FD");
+	write_req(c, fd, "out/a.txt", reply);
+	assert_string_equal(reply, "FD");
+	hits = stat_of(c, "verdictCacheHits");
+	write_req(c, fd, "out/a.txt", reply);
+	assert_string_equal(reply, "FD");
+	assert_true(stat_of(c, "verdictCacheHits") > hits);
+
+	write_pack(c, "\"/**\"", "\"/nothing-here/**\"", "",
+		   "  denyModify = { \"${workspace}/out/a.txt\" },\n");
+	reload(c);
+	write_req(c, fd, "out/a.txt", reply);
+	if (!fsbt_starts(reply, "DENY EACCES denyModify "))
+		fail_msg("after the reload, expected a denyModify refusal, got \"%s\"", reply);
+	fsbt_close(fd);
+}
+
+/* The hard-link rule looks at the link count: a file allowed while it had
+ * one name is judged again once it has two (an allow remembered from
+ * before would let a write through to the other name). */
+static void a_file_that_gains_a_second_name_is_judged_again(void **state)
+{
+	struct fsbt_core *c = *state;
+	char reply[REPLY_MAX], p[PATH_MAX], q[PATH_MAX];
+	int fd;
+
+	write_pack(c, "\"/**\"", "\"/nothing-here/**\"", "", "  hardlinks = \"ask\",\n");
+	snprintf(p, sizeof(p), "%s/out", c->ws);
+	assert_int_equal(mkdir(p, 0700), 0);
+	fsbt_core_start(c);
+	fd = fsbt_connect(c);
+	assert_true(fd >= 0);
+	write_req(c, fd, "out/b.txt", reply);
+	assert_string_equal(reply, "FD");
+	write_req(c, fd, "out/b.txt", reply);
+	assert_string_equal(reply, "FD");
+	snprintf(p, sizeof(p), "%s/out/b.txt", c->ws);
+	snprintf(q, sizeof(q), "%s/out/b2.txt", c->ws);
+	assert_int_equal(link(p, q), 0);
+	write_req(c, fd, "out/b.txt", reply);
+	if (!fsbt_starts(reply, "DENY EACCES ask "))
+		fail_msg("a file with two names: expected an ask, got \"%s\"", reply);
 	fsbt_close(fd);
 }
 
@@ -266,6 +342,8 @@ int main(void)
 		T(every_read_still_writes_its_audit_line),
 		T(decide_hook_verdicts_are_never_cached),
 		T(a_hooks_rule_named_like_a_failure_is_not_one),
+		T(reload_that_denies_a_path_denies_the_next_write),
+		T(a_file_that_gains_a_second_name_is_judged_again),
 	};
 #undef T
 

@@ -24,7 +24,7 @@ static struct fsb_verdict verdict(enum fsb_decision d, const char *rule)
 	return v;
 }
 
-static const struct fsb_verdict_key key_a = { "s1", "t1", "/ws/a", "/ws/a" };
+static const struct fsb_verdict_key key_a = { "s1", "t1", "/ws/a", "/ws/a", FSB_OP_READ };
 
 static void test_put_then_get_gives_the_verdict_back(void **state)
 {
@@ -53,12 +53,15 @@ static void test_put_then_get_gives_the_verdict_back(void **state)
 static void test_every_part_of_the_key_counts(void **state)
 {
 	static const struct fsb_verdict_key others[] = {
-		{ "s2", "t1", "/ws/a", "/ws/a" },		/* another session */
-		{ "s1", "t2", "/ws/a", "/ws/a" },		/* another tool call */
-		{ "s1", "", "/ws/a", "/ws/a" },			/* no tool call */
-		{ "s1", "t1", "/ws/link", "/ws/a" },		/* another name sent */
-		{ "s1", "t1", "/ws/a", "/elsewhere/a" },	/* resolved elsewhere */
-		{ "s1t", "1", "/ws/a", "/ws/a" },		/* the same bytes, split otherwise */
+		{ "s2", "t1", "/ws/a", "/ws/a", FSB_OP_READ },		/* another session */
+		{ "s1", "t2", "/ws/a", "/ws/a", FSB_OP_READ },		/* another tool call */
+		{ "s1", "", "/ws/a", "/ws/a", FSB_OP_READ },			/* no tool call */
+		{ "s1", "t1", "/ws/link", "/ws/a", FSB_OP_READ },		/* another name sent */
+		{ "s1", "t1", "/ws/a", "/elsewhere/a", FSB_OP_READ },	/* resolved elsewhere */
+		{ "s1t", "1", "/ws/a", "/ws/a", FSB_OP_READ },		/* the same bytes, split otherwise */
+		{ "s1", "t1", "/ws/a", "/ws/a", FSB_OP_WRITE },	/* another op */
+		{ "s1", "t1", "/ws/a", "/ws/a", FSB_VERDICT_EXISTS },	/* it exists now */
+		{ "s1", "t1", "/ws/a", "/ws/a", FSB_VERDICT_EXISTS | FSB_VERDICT_LINKED },
 	};
 	struct fsb_verdict in = verdict(FSB_ALLOW, "fsProfile.read /**"), out;
 	struct fsb_verdict_cache c;
@@ -71,6 +74,31 @@ static void test_every_part_of_the_key_counts(void **state)
 		if (fsb_verdict_cache_get(&c, &others[i], &out, &err))
 			fail_msg("key %zu found the entry of another key", i);
 	assert_true(fsb_verdict_cache_get(&c, &key_a, &out, &err));
+	fsb_verdict_cache_free(&c);
+}
+
+/* A change's verdict comes back with its backup flag, as the pack gave it. */
+static void test_a_change_keeps_its_backup_flag(void **state)
+{
+	static const struct fsb_verdict_key write_a = { "s1", "t1", "/ws/a", "/ws/a",
+							FSB_OP_WRITE | FSB_VERDICT_EXISTS };
+	static const struct fsb_verdict_key write_b = { "s1", "t1", "/ws/b", "/ws/b",
+							FSB_OP_WRITE | FSB_VERDICT_EXISTS };
+	struct fsb_verdict in = verdict(FSB_ALLOW, "fsProfile.modify ${workspace}/**"), out;
+	struct fsb_verdict_cache c;
+	int err;
+
+	(void)state;
+	assert_int_equal(fsb_verdict_cache_init(&c, 64, 1 << 20), 0);
+	in.backup = true;
+	fsb_verdict_cache_put(&c, &write_a, &in, 0);
+	in.backup = false;
+	fsb_verdict_cache_put(&c, &write_b, &in, 0);
+	assert_true(fsb_verdict_cache_get(&c, &write_a, &out, &err));
+	assert_true(out.backup);
+	assert_int_equal(out.origin, FSB_BY_RULES);
+	assert_true(fsb_verdict_cache_get(&c, &write_b, &out, &err));
+	assert_false(out.backup);
 	fsb_verdict_cache_free(&c);
 }
 
@@ -108,7 +136,7 @@ static void test_bound_drops_the_least_recently_used(void **state)
 	assert_int_equal(fsb_verdict_cache_init(&c, 4, 1 << 20), 0);
 	for (int i = 0; i < 5; i++) {
 		snprintf(paths[i], sizeof(paths[i]), "/ws/f%d", i);
-		k[i] = (struct fsb_verdict_key){ "s1", "t1", paths[i], paths[i] };
+		k[i] = (struct fsb_verdict_key){ "s1", "t1", paths[i], paths[i], FSB_OP_READ };
 	}
 	for (int i = 0; i < 4; i++)
 		fsb_verdict_cache_put(&c, &k[i], &in, 0);
@@ -125,7 +153,7 @@ static void test_bound_drops_the_least_recently_used(void **state)
 	/* Many more: the bound holds. */
 	for (int i = 0; i < 1000; i++) {
 		char p[32];
-		struct fsb_verdict_key kk = { "s1", "t1", p, p };
+		struct fsb_verdict_key kk = { "s1", "t1", p, p, FSB_OP_READ };
 
 		snprintf(p, sizeof(p), "/ws/many/%d", i);
 		fsb_verdict_cache_put(&c, &kk, &in, 0);
@@ -145,7 +173,7 @@ static void test_byte_bound_holds_whatever_the_paths(void **state)
 	(void)state;
 	assert_int_equal(fsb_verdict_cache_init(&c, 1000, 10000), 0);
 	for (int i = 0; i < 8; i++) {
-		struct fsb_verdict_key k = { "s1", "t1", paths[i], paths[i] };
+		struct fsb_verdict_key k = { "s1", "t1", paths[i], paths[i], FSB_OP_READ };
 
 		memset(paths[i], 'a' + i, sizeof(paths[i]) - 1);
 		paths[i][0] = '/';
@@ -176,6 +204,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_put_then_get_gives_the_verdict_back),
 		cmocka_unit_test(test_every_part_of_the_key_counts),
+		cmocka_unit_test(test_a_change_keeps_its_backup_flag),
 		cmocka_unit_test(test_invalidate_makes_every_older_entry_a_miss),
 		cmocka_unit_test(test_bound_drops_the_least_recently_used),
 		cmocka_unit_test(test_byte_bound_holds_whatever_the_paths),
