@@ -122,7 +122,7 @@ uint64_t fsb_clamp_quota_mb(double mb);
 const struct fsb_backup_settings *fsb_policy_backup(const struct fsb_policy *p);
 
 /** Whether the pack has decide hooks (a verdict may then depend on more
- * than the request's paths: the read-decision cache stays off). */
+ * than the request's paths: the verdict cache stays off). */
 bool fsb_policy_has_hooks(const struct fsb_policy *p);
 
 /** The pack's `delete.mode`: true for "trash" (the default), false for "unlink". */
