@@ -1,6 +1,6 @@
 /*
  * fuzz_journal.c — fuzz harness of the backup store reader
- * (core/backup_read.c): the input is written into a temporary store as
+ * (core/store/backup_read.c): the input is written into a temporary store as
  * cycle 1's journal.jsonl and, after the first form feed (\f), its
  * cycle.json (no form feed: an open cycle, without cycle.json). The cycle
  * is loaded as `fsbroker backup` and restore load it, malformed lines

@@ -1,6 +1,6 @@
 /*
  * backup_read.c — read a session's backup store (see backup_read.h and
- * docs/backup-store.md). The store is written by core/backup.c; this file
+ * docs/backup-store.md). The store is written by core/store/backup.c; this file
  * only reads it, for `fsbroker backup list|show|restore`.
  */
 #include <dirent.h>
