@@ -575,33 +575,6 @@ static cJSON *timespec_json(const struct timespec *ts)
 	return a;
 }
 
-static cJSON *prior_json(const struct fsb_prior *p)
-{
-	cJSON *o = cJSON_CreateObject();
-
-	cJSON_AddBoolToObject(o, "exists", p->exists);
-	if (!p->exists)
-		return o;
-	cJSON_AddStringToObject(o, "type", p->type);
-	if (p->has_mode)
-		cJSON_AddNumberToObject(o, "mode", p->mode);
-	if (p->has_owner) {
-		cJSON_AddNumberToObject(o, "uid", p->uid);
-		cJSON_AddNumberToObject(o, "gid", p->gid);
-	}
-	if (p->has_size)
-		cJSON_AddNumberToObject(o, "size", (double)p->size);
-	if (p->has_mtime)
-		cJSON_AddItemToObject(o, "mtime", timespec_json(&p->mtime));
-	if (p->object[0] != '\0')
-		cJSON_AddStringToObject(o, "object", p->object);
-	if (p->skipped[0] != '\0')
-		cJSON_AddStringToObject(o, "skipped", p->skipped);
-	if (p->target != NULL)
-		fsb_json_add_path(o, "target", p->target, false);
-	return o;
-}
-
 static cJSON *end_json(const struct fsb_end_state *e)
 {
 	cJSON *o;
@@ -662,7 +635,7 @@ static int cmd_show(const struct cli *c)
 			cJSON_AddNumberToObject(e, "records", (double)p->nall);
 			describe_before(p, before, sizeof(before));
 			cJSON_AddStringToObject(e, "before", before);
-			cJSON_AddItemToObject(e, "prior", prior_json(&p->rec->prior));
+			cJSON_AddItemToObject(e, "prior", fsb_journal_prior_encode(&p->rec->prior));
 			cJSON_AddItemToObject(e, "end", end_json(p->end));
 			cJSON_AddItemToArray(arr, e);
 		}
