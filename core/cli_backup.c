@@ -525,6 +525,13 @@ static void describe_before(const struct fsb_pick *p, char *buf, size_t len)
 
 	if (!pr->exists) {
 		snprintf(buf, len, "%s", gone ? "created, gone by the end" : "created");
+	} else if (p->rec->moved_to != NULL) {
+		/* Its name went, the file lives on under moved_to: no delete. */
+		if (strcmp(pr->type, "file") == 0)
+			snprintf(buf, len, "renamed (%llu bytes)", (unsigned long long)pr->size);
+		else
+			snprintf(buf, len, "renamed %s",
+				 strcmp(pr->type, "dir") == 0 ? "directory" : pr->type);
 	} else if (strcmp(pr->type, "file") == 0) {
 		if (pr->skipped[0] != '\0')
 			snprintf(buf, len, "%s%s %s (%llu bytes)", gone ? "deleted, " : "",
@@ -594,7 +601,8 @@ static cJSON *end_json(const struct fsb_end_state *e)
 static int cmd_show(const struct cli *c)
 {
 	struct fsb_cycle cy;
-	struct fsb_picks picks;
+	struct fsb_picks picks = { 0 };
+	struct fsb_moves moves = { 0 };
 	unsigned num;
 	int rc;
 	size_t opw = 2, tcw = 9;
@@ -606,8 +614,9 @@ static int cmd_show(const struct cli *c)
 	rc = load(c, num, &cy);
 	if (rc < 0)
 		return rc == -ENOENT ? 2 : 1;
-	if (fsb_cycle_pick(&cy, NULL, &picks) < 0) {
+	if (fsb_cycle_pick(&cy, NULL, &picks) < 0 || fsb_cycle_moves(&cy, &moves) < 0) {
 		fprintf(stderr, "fsbroker backup: out of memory\n");
+		fsb_picks_free(&picks);
 		fsb_cycle_free(&cy);
 		return 1;
 	}
@@ -619,6 +628,7 @@ static int cmd_show(const struct cli *c)
 		arr = cJSON_AddArrayToObject(o, "paths");
 		for (size_t i = 0; i < picks.n; i++) {
 			const struct fsb_pick *p = &picks.v[i];
+			const struct fsb_journal_rec *from;
 			cJSON *e = cJSON_CreateObject(), *oa;
 
 			fsb_json_add_path(e, "path", p->rec->resolved, false);
@@ -629,7 +639,14 @@ static int cmd_show(const struct cli *c)
 			cJSON_AddStringToObject(e, "toolCallId", p->rec->tool_call);
 			cJSON_AddNumberToObject(e, "records", (double)p->nall);
 			describe_before(p, before, sizeof(before));
+			from = fsb_moves_into(&moves, p);
+			if (from != NULL)
+				snprintf(before, sizeof(before), "renamed into");
 			cJSON_AddStringToObject(e, "before", before);
+			if (p->rec->moved_to != NULL)
+				fsb_json_add_path(e, "movedTo", p->rec->moved_to, false);
+			if (from != NULL)
+				fsb_json_add_path(e, "movedFrom", from->resolved, false);
 			cJSON_AddItemToObject(e, "prior", fsb_journal_prior_encode(&p->rec->prior));
 			cJSON_AddItemToObject(e, "end", end_json(p->end));
 			cJSON_AddItemToArray(arr, e);
@@ -665,14 +682,22 @@ static int cmd_show(const struct cli *c)
 	for (size_t i = 0; i < picks.n; i++) {
 		const struct fsb_pick *p = &picks.v[i];
 
+		/* The new name of a rename is on its source's line. */
+		if (fsb_moves_into(&moves, p) != NULL)
+			continue;
 		ops_of(p, ops, sizeof(ops));
 		describe_before(p, before, sizeof(before));
 		printf("%-*s  %-*s  %-32s  ", (int)opw, ops, (int)tcw,
 		       p->rec->tool_call[0] != '\0' ? p->rec->tool_call : "-", before);
 		put_safe(stdout, p->rec->resolved);
+		if (p->rec->moved_to != NULL) {
+			fputs(" -> ", stdout);
+			put_safe(stdout, p->rec->moved_to);
+		}
 		putchar('\n');
 	}
 out:
+	fsb_moves_free(&moves);
 	fsb_picks_free(&picks);
 	fsb_cycle_free(&cy);
 	return 0;
@@ -792,10 +817,10 @@ out:
 
 /* ---- diff ---------------------------------------------------------------- */
 
-enum dstat { D_UNCHANGED, D_CHANGED, D_CREATED, D_REMOVED, D_NOBACKUP, D_ERROR };
+enum dstat { D_UNCHANGED, D_CHANGED, D_CREATED, D_REMOVED, D_NOBACKUP, D_RENAMED, D_ERROR };
 
 static const char *const dstat_name[] = {
-	"unchanged", "changed", "created", "removed", "no-backup", "error",
+	"unchanged", "changed", "created", "removed", "no-backup", "renamed", "error",
 };
 
 /* `s` as put_safe shows it, in a malloc'd string (NULL without memory). */
@@ -928,6 +953,17 @@ static enum dstat diff_one(const struct cli *c, unsigned num, const struct fsb_p
 		return D_ERROR;
 	}
 
+	/* A rename's source: what was here lives on under its new name. */
+	if (pr->exists && pk->rec->moved_to != NULL) {
+		if (!c->json) {
+			fputs("renamed ", stdout);
+			put_safe(stdout, path);
+			fputs(" -> ", stdout);
+			put_safe(stdout, pk->rec->moved_to);
+			putchar('\n');
+		}
+		return D_RENAMED;
+	}
 	if (!pr->exists) {
 		if (!now)
 			return D_UNCHANGED;	/* created, and gone again */
@@ -1038,10 +1074,20 @@ out:
 	return res;
 }
 
+/* Whether the PATH arguments (none: every path) name record `r`. */
+static bool wanted(const struct cli *c, char **args, const struct fsb_journal_rec *r)
+{
+	for (int a = 0; a < c->npaths; a++)
+		if (fsb_restore_path_matches(args[a], r))
+			return true;
+	return c->npaths == 0;
+}
+
 static int cmd_diff(const struct cli *c)
 {
 	struct fsb_cycle cy;
 	struct fsb_picks picks = { 0 };
+	struct fsb_moves moves = { 0 };
 	char **args = NULL;
 	bool *arg_used = NULL;
 	cJSON *arr = NULL;
@@ -1053,7 +1099,7 @@ static int cmd_diff(const struct cli *c)
 		return 2;
 	if (load(c, num, &cy) < 0)
 		return 2;
-	if (fsb_cycle_pick(&cy, NULL, &picks) < 0)
+	if (fsb_cycle_pick(&cy, NULL, &picks) < 0 || fsb_cycle_moves(&cy, &moves) < 0)
 		goto nomem;
 	if (fsb_restore_canonical_paths(c->paths, c->npaths, &args, &arg_used) < 0)
 		goto nomem;
@@ -1061,6 +1107,8 @@ static int cmd_diff(const struct cli *c)
 		arr = cJSON_CreateArray();
 	for (size_t i = 0; i < picks.n; i++) {
 		const struct fsb_pick *pk = &picks.v[i];
+		const struct fsb_journal_rec *from;
+		struct fsb_pick src;
 		char detail[PATH_MAX + 128];
 		bool want = c->npaths == 0;
 		enum dstat d;
@@ -1075,6 +1123,15 @@ static int cmd_diff(const struct cli *c)
 		}
 		if (!want)
 			continue;
+		/* The new name of a rename is said with its source, once: by
+		 * the source's own entry when that is asked for too. */
+		from = fsb_moves_into(&moves, pk);
+		if (from != NULL) {
+			if (wanted(c, args, from))
+				continue;
+			src = (struct fsb_pick){ .rec = from, .all = &from, .nall = 1 };
+			pk = &src;
+		}
 		d = diff_one(c, cy.number, pk, detail, sizeof(detail));
 		if (d == D_ERROR) {
 			fflush(stdout);
@@ -1090,6 +1147,8 @@ static int cmd_diff(const struct cli *c)
 
 			fsb_json_add_path(o, "path", pk->rec->resolved, false);
 			cJSON_AddStringToObject(o, "status", dstat_name[d]);
+			if (d == D_RENAMED)
+				fsb_json_add_path(o, "movedTo", pk->rec->moved_to, false);
 			if (detail[0] != '\0')
 				cJSON_AddStringToObject(o, "detail", detail);
 			cJSON_AddItemToArray(arr, o);
@@ -1117,6 +1176,7 @@ out:
 		free(args[a]);
 	free(args);
 	free(arg_used);
+	fsb_moves_free(&moves);
 	fsb_picks_free(&picks);
 	fsb_cycle_free(&cy);
 	return status;

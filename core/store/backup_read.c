@@ -763,6 +763,50 @@ void fsb_picks_free(struct fsb_picks *p)
 
 /* ---- objects ---------------------------------------------------------- */
 
+static int cmp_moved_to(const void *a, const void *b)
+{
+	return strcmp((*(const struct fsb_journal_rec *const *)a)->moved_to,
+		      (*(const struct fsb_journal_rec *const *)b)->moved_to);
+}
+
+int fsb_cycle_moves(const struct fsb_cycle *c, struct fsb_moves *out)
+{
+	memset(out, 0, sizeof(*out));
+	for (size_t i = 0; i < c->nrecs; i++)
+		out->n += c->recs[i].moved_to != NULL && c->recs[i].prior.exists;
+	if (out->n == 0)
+		return 0;
+	out->v = calloc(out->n, sizeof(*out->v));
+	if (out->v == NULL) {
+		out->n = 0;
+		return -ENOMEM;
+	}
+	out->n = 0;
+	for (size_t i = 0; i < c->nrecs; i++)
+		if (c->recs[i].moved_to != NULL && c->recs[i].prior.exists)
+			out->v[out->n++] = &c->recs[i];
+	qsort(out->v, out->n, sizeof(*out->v), cmp_moved_to);
+	return 0;
+}
+
+const struct fsb_journal_rec *fsb_moves_into(const struct fsb_moves *m, const struct fsb_pick *p)
+{
+	const struct fsb_journal_rec key = { .moved_to = p->rec->resolved }, *kp = &key;
+	const struct fsb_journal_rec *const *hit;
+
+	if (m->n == 0 || p->nall != 1 || p->rec->prior.exists ||
+	    strcmp(p->rec->op, "rename-to") != 0)
+		return NULL;
+	hit = bsearch(&kp, m->v, m->n, sizeof(*m->v), cmp_moved_to);
+	return hit != NULL ? *hit : NULL;
+}
+
+void fsb_moves_free(struct fsb_moves *m)
+{
+	free(m->v);
+	memset(m, 0, sizeof(*m));
+}
+
 int fsb_backup_object_open(const char *store_dir, const char *hex)
 {
 	char path[PATH_MAX];

@@ -124,6 +124,24 @@ int fsb_cycle_pick(const struct fsb_cycle *c, const char *tool_call, struct fsb_
 
 void fsb_picks_free(struct fsb_picks *p);
 
+/** The records of a cycle that moved a path (`moved_to` set), by moved_to. */
+struct fsb_moves {
+	const struct fsb_journal_rec **v;
+	size_t n;
+};
+
+/** Index the renames of `c` (fsb_moves_into). 0 or -ENOMEM. */
+int fsb_cycle_moves(const struct fsb_cycle *c, struct fsb_moves *out);
+
+/**
+ * The rename-from record that made the name of `p`, when that is all the
+ * cycle did there (its one record a rename-to of an absent path): the path
+ * is the other end of a rename, not a create. NULL otherwise.
+ */
+const struct fsb_journal_rec *fsb_moves_into(const struct fsb_moves *m, const struct fsb_pick *p);
+
+void fsb_moves_free(struct fsb_moves *m);
+
 /**
  * Open object `hex` of the store read-only, never through a symlink and
  * never blocking. Returns the fd, -EINVAL for a malformed name, -ENXIO when
