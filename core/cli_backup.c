@@ -568,34 +568,9 @@ static void ops_of(const struct fsb_pick *p, char *buf, size_t len)
 	}
 }
 
-static cJSON *timespec_json(const struct timespec *ts)
-{
-	cJSON *a = cJSON_CreateArray();
-
-	cJSON_AddItemToArray(a, cJSON_CreateNumber((double)ts->tv_sec));
-	cJSON_AddItemToArray(a, cJSON_CreateNumber((double)ts->tv_nsec));
-	return a;
-}
-
 static cJSON *end_json(const struct fsb_end_state *e)
 {
-	cJSON *o;
-
-	if (e == NULL)
-		return cJSON_CreateNull();
-	o = cJSON_CreateObject();
-	cJSON_AddBoolToObject(o, "exists", e->exists);
-	if (e->type[0] != '\0')
-		cJSON_AddStringToObject(o, "type", e->type);
-	if (e->has_size)
-		cJSON_AddNumberToObject(o, "size", (double)e->size);
-	if (e->has_mtime)
-		cJSON_AddItemToObject(o, "mtime", timespec_json(&e->mtime));
-	if (e->has_dev)
-		cJSON_AddNumberToObject(o, "dev", (double)e->dev);
-	if (e->has_ino)
-		cJSON_AddNumberToObject(o, "ino", (double)e->ino);
-	return o;
+	return e == NULL ? cJSON_CreateNull() : fsb_journal_end_encode(e);
 }
 
 static int cmd_show(const struct cli *c)

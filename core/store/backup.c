@@ -815,31 +815,24 @@ static int mkdir_p(const char *path)
  */
 static cJSON *end_state(const char *path, bool *unknown)
 {
+	struct fsb_end_state e;
 	struct stat st;
-	bool exists = lstat(path, &st) == 0, ok;
-	cJSON *o;
+	bool exists = lstat(path, &st) == 0;
 
 	*unknown = !exists && errno != ENOENT && errno != ENOTDIR;
 	if (*unknown)
 		return NULL;
-	o = cJSON_CreateObject();
-	if (o == NULL)
-		return NULL;
-	if (!exists) {
-		ok = cJSON_AddFalseToObject(o, "exists") != NULL;
-	} else {
-		ok = cJSON_AddTrueToObject(o, "exists") != NULL &&
-		     cJSON_AddStringToObject(o, "type", fsb_file_type_name(st.st_mode)) != NULL &&
-		     fsb_journal_add_u64(o, "size", (uint64_t)st.st_size) &&
-		     fsb_journal_add_time(o, "mtime", &st.st_mtim) &&
-		     fsb_journal_add_u64(o, "dev", st.st_dev) &&
-		     fsb_journal_add_u64(o, "ino", st.st_ino);
+	memset(&e, 0, sizeof(e));
+	e.exists = exists;
+	if (exists) {
+		snprintf(e.type, sizeof(e.type), "%s", fsb_file_type_name(st.st_mode));
+		e.has_size = e.has_mtime = e.has_dev = e.has_ino = true;
+		e.size = (uint64_t)st.st_size;
+		e.mtime = st.st_mtim;
+		e.dev = st.st_dev;
+		e.ino = st.st_ino;
 	}
-	if (!ok) {
-		cJSON_Delete(o);
-		return NULL;
-	}
-	return o;
+	return fsb_journal_end_encode(&e);
 }
 
 /*

@@ -292,46 +292,6 @@ static int cmp_end(const void *a, const void *b)
 		      ((const struct fsb_end_state *)b)->path);
 }
 
-static int bad(struct fsb_journal_why *w, const char *fmt, const char *field)
-{
-	snprintf(w->text, sizeof(w->text), fmt, field);
-	return -EINVAL;
-}
-
-/* An entry of cycle.json `paths`, in the field forms of journal.h. */
-static int parse_end(const char *key, const cJSON *v, struct fsb_end_state *e,
-		     struct fsb_journal_why *w)
-{
-	const cJSON *it;
-	int err;
-
-	memset(e, 0, sizeof(*e));
-	if (!cJSON_IsObject(v))
-		return bad(w, "%s is not an object", "the entry");
-	it = cJSON_GetObjectItemCaseSensitive(v, "exists");
-	if (!cJSON_IsBool(it))
-		return bad(w, "%s is missing or not true/false", "exists");
-	e->exists = cJSON_IsTrue(it);
-	it = cJSON_GetObjectItemCaseSensitive(v, "type");
-	if (it != NULL) {
-		if (!cJSON_IsString(it) || !fsb_journal_type_ok(it->valuestring))
-			return bad(w, "%s is not a known file type", "type");
-		strcpy(e->type, it->valuestring);
-	}
-	if ((err = fsb_journal_get_u64(v, "size", "size", &e->size, &e->has_size, w)) < 0 ||
-	    (err = fsb_journal_get_u64(v, "ino", "ino", &e->ino, &e->has_ino, w)) < 0 ||
-	    (err = fsb_journal_get_u64(v, "dev", "dev", &e->dev, &e->has_dev, w)) < 0 ||
-	    (err = fsb_journal_get_time(v, "mtime", "mtime", &e->mtime, &e->has_mtime, w)) < 0)
-		return err;
-	/* A key holds the path; an entry may carry it as bytes instead when
-	 * the path is not UTF-8, as journal lines do. */
-	if ((err = fsb_journal_get_bytes(v, "path", "path", &e->path, w)) < 0)
-		return err;
-	if (e->path == NULL)
-		e->path = strdup(key);
-	return e->path == NULL ? -ENOMEM : 0;
-}
-
 static int load_cycle_json(const char *file, struct fsb_cycle *c, FILE *report, char *errbuf,
 			   size_t errlen)
 {
@@ -410,7 +370,7 @@ static int load_cycle_json(const char *file, struct fsb_cycle *c, FILE *report, 
 		if (alloc == 0)
 			break;
 		w.text[0] = '\0';
-		err = parse_end(ent->string, ent, &c->ends[c->nends], &w);
+		err = fsb_journal_end_decode(ent->string, ent, &c->ends[c->nends], &w);
 		if (err == -ENOMEM)
 			goto out;
 		if (err < 0) {

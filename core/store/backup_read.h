@@ -19,19 +19,6 @@
 #include "journal.h"
 #include "xattr.h"
 
-/** The end state of a path as cycle.json `paths` records it. */
-struct fsb_end_state {
-	char *path;
-	bool exists;
-	char type[12];
-	bool has_size, has_mtime, has_ino;
-	/* Written since restore checks what it removes; a cycle sealed before
-	 * has none (and its type and ino may be another object's). */
-	bool has_dev;
-	uint64_t size, ino, dev;
-	struct timespec mtime;
-};
-
 enum fsb_cycle_state { FSB_CYCLE_OPEN, FSB_CYCLE_SEALED, FSB_CYCLE_RECOVERED };
 
 /** One cycle, loaded. Strings are owned; never NULL ("" when unknown). */

@@ -611,3 +611,63 @@ int fsb_journal_decode(const char *line, size_t len, struct fsb_journal_rec *out
 	cJSON_Delete(o);
 	return err;
 }
+
+/* ---- end states (cycle.json `paths`) ------------------------------------ */
+
+cJSON *fsb_journal_end_encode(const struct fsb_end_state *e)
+{
+	cJSON *o = cJSON_CreateObject();
+	bool ok;
+
+	if (o == NULL)
+		return NULL;
+	ok = cJSON_AddBoolToObject(o, "exists", e->exists) != NULL;
+	if (ok && e->type[0] != '\0')
+		ok = cJSON_AddStringToObject(o, "type", e->type) != NULL;
+	if (ok && e->has_size)
+		ok = fsb_journal_add_u64(o, "size", e->size);
+	if (ok && e->has_mtime)
+		ok = fsb_journal_add_time(o, "mtime", &e->mtime);
+	if (ok && e->has_dev)
+		ok = fsb_journal_add_u64(o, "dev", e->dev);
+	if (ok && e->has_ino)
+		ok = fsb_journal_add_u64(o, "ino", e->ino);
+	if (!ok) {
+		cJSON_Delete(o);
+		return NULL;
+	}
+	return o;
+}
+
+int fsb_journal_end_decode(const char *key, const cJSON *v, struct fsb_end_state *e,
+			   struct fsb_journal_why *w)
+{
+	const cJSON *it;
+	int err;
+
+	memset(e, 0, sizeof(*e));
+	if (!cJSON_IsObject(v))
+		return bad(w, "%s is not an object", "the entry");
+	it = cJSON_GetObjectItemCaseSensitive(v, "exists");
+	if (!cJSON_IsBool(it))
+		return bad(w, "%s is missing or not true/false", "exists");
+	e->exists = cJSON_IsTrue(it);
+	it = cJSON_GetObjectItemCaseSensitive(v, "type");
+	if (it != NULL) {
+		if (!cJSON_IsString(it) || !fsb_journal_type_ok(it->valuestring))
+			return bad(w, "%s is not a known file type", "type");
+		strcpy(e->type, it->valuestring);
+	}
+	if ((err = fsb_journal_get_u64(v, "size", "size", &e->size, &e->has_size, w)) < 0 ||
+	    (err = fsb_journal_get_u64(v, "ino", "ino", &e->ino, &e->has_ino, w)) < 0 ||
+	    (err = fsb_journal_get_u64(v, "dev", "dev", &e->dev, &e->has_dev, w)) < 0 ||
+	    (err = fsb_journal_get_time(v, "mtime", "mtime", &e->mtime, &e->has_mtime, w)) < 0)
+		return err;
+	/* A key holds the path; an entry may carry it as bytes instead when
+	 * the path is not UTF-8, as journal lines do. */
+	if ((err = fsb_journal_get_bytes(v, "path", "path", &e->path, w)) < 0)
+		return err;
+	if (e->path == NULL)
+		e->path = strdup(key);
+	return e->path == NULL ? -ENOMEM : 0;
+}

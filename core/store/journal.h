@@ -4,7 +4,9 @@
  * lines with it) and its one decoder (backup_read.c loads cycles with it,
  * `fsbroker backup show --json` prints a prior state with it), and the
  * JSON field forms the store's files share (numbers beyond 2^53, times,
- * byte strings that are not UTF-8).
+ * byte strings that are not UTF-8), and a path's end state as cycle.json
+ * holds it (written by backup.c at a seal, read by backup_read.c, printed
+ * by `backup show --json`).
  */
 #ifndef FSB_JOURNAL_H
 #define FSB_JOURNAL_H
@@ -81,6 +83,19 @@ struct fsb_journal_rec {
 	uint64_t made_dev, made_ino;
 };
 
+/** The end state of a path as cycle.json `paths` records it. */
+struct fsb_end_state {
+	char *path;		/* owned when decoded; not encoded (the key) */
+	bool exists;
+	char type[12];
+	bool has_size, has_mtime, has_ino;
+	/* Written since restore checks what it removes; a cycle sealed before
+	 * has none (and its type and ino may be another object's). */
+	bool has_dev;
+	uint64_t size, ino, dev;
+	struct timespec mtime;
+};
+
 /** What a malformed line or field lacks, as a sentence fragment. */
 struct fsb_journal_why {
 	char text[200];
@@ -110,6 +125,19 @@ int fsb_journal_decode(const char *line, size_t len, struct fsb_journal_rec *out
 
 /** Free what a decoded record owns, and clear it. */
 void fsb_journal_rec_free(struct fsb_journal_rec *r);
+
+/** The object of end state `e` (its path is the key it goes under); NULL
+ * when out of memory. */
+cJSON *fsb_journal_end_encode(const struct fsb_end_state *e);
+
+/**
+ * Decode the cycle.json `paths` entry `v` under `key` into `e`, its path
+ * from `pathBytes` when the entry has one (a path that is not UTF-8, keyed
+ * by its percent-encoding), else `key`. 0, -EINVAL with `why`, or -ENOMEM;
+ * on error e->path may be set, for the caller to free.
+ */
+int fsb_journal_end_decode(const char *key, const cJSON *v, struct fsb_end_state *e,
+			   struct fsb_journal_why *why);
 
 /** True when `hex` is 64 lowercase hex digits, the only valid object name. */
 bool fsb_backup_object_name_ok(const char *hex);

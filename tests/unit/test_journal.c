@@ -3,7 +3,8 @@
  * record the core writes encodes to one line that decodes to the same
  * struct; a line cut short or with a field of the wrong form is refused
  * whole, never half-read; bytes that are not UTF-8 (paths, link targets,
- * xattr names) come back as they were; lines of older cores still read.
+ * xattr names) come back as they were; lines of older cores still read;
+ * cycle.json's end state of a path round-trips too.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -432,6 +433,52 @@ static void a_line_of_an_older_core_still_reads(void **state)
 	fsb_journal_rec_free(&back);
 }
 
+/* cycle.json's end state of a path: what a restore compares the path with. */
+static void an_end_state_round_trips(void **state)
+{
+	struct fsb_end_state e = {
+		.exists = true, .type = "file", .has_size = true, .has_mtime = true,
+		.has_ino = true, .has_dev = true, .size = 12, .ino = 77, .dev = 2049,
+		.mtime = { 1700000000, 5 },
+	}, back, gone = { .exists = false };
+	struct fsb_journal_why why;
+	cJSON *o = fsb_journal_end_encode(&e);
+
+	(void)state;
+	assert_non_null(o);
+	assert_int_equal(fsb_journal_end_decode("/w/x", o, &back, &why), 0);
+	assert_string_equal(back.path, "/w/x");
+	assert_true(back.exists);
+	assert_string_equal(back.type, "file");
+	assert_true(back.has_size && back.has_mtime && back.has_ino && back.has_dev);
+	assert_int_equal(back.size, 12);
+	assert_int_equal(back.ino, 77);
+	assert_int_equal(back.dev, 2049);
+	assert_int_equal(back.mtime.tv_sec, 1700000000);
+	assert_int_equal(back.mtime.tv_nsec, 5);
+	free(back.path);
+	cJSON_Delete(o);
+
+	/* A path that is not UTF-8 is keyed by its percent-encoding: the
+	 * entry's pathBytes gives the bytes back. */
+	o = fsb_journal_end_encode(&gone);
+	assert_non_null(o);
+	fsb_json_add_path(o, "path", "/w/caf\xe9", true);
+	assert_int_equal(fsb_journal_end_decode("/w/caf%E9", o, &back, &why), 0);
+	assert_string_equal(back.path, "/w/caf\xe9");
+	assert_false(back.exists);
+	assert_false(back.has_ino);
+	free(back.path);
+	cJSON_Delete(o);
+
+	/* An entry of the wrong form is refused. */
+	o = cJSON_Parse("{\"exists\":true,\"type\":\"door\"}");
+	assert_int_equal(fsb_journal_end_decode("/w/x", o, &back, &why), -EINVAL);
+	assert_non_null(strstr(why.text, "type"));
+	free(back.path);
+	cJSON_Delete(o);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -451,6 +498,7 @@ int main(void)
 		cmocka_unit_test(malformed_fields_are_refused_with_a_reason),
 		cmocka_unit_test(a_line_that_is_not_utf8_is_refused),
 		cmocka_unit_test(a_line_of_an_older_core_still_reads),
+		cmocka_unit_test(an_end_state_round_trips),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
