@@ -127,6 +127,7 @@ int fsb_cycle_moves(const struct fsb_cycle *c, struct fsb_moves *out);
  */
 const struct fsb_journal_rec *fsb_moves_into(const struct fsb_moves *m, const struct fsb_pick *p);
 
+/** Free the index (not the records it points at). */
 void fsb_moves_free(struct fsb_moves *m);
 
 /**

@@ -98,6 +98,7 @@ int fsb_restore_plan(const struct fsb_restore_opts *o, const struct fsb_cycle *c
 int fsb_restore_perform(const struct fsb_restore_opts *o, const struct fsb_cycle *cy,
 			struct fsb_restore *r);
 
+/** Close the moved files still held and free the plan; `r` may be zeroed. */
 void fsb_restore_free(struct fsb_restore *r);
 
 /**
