@@ -930,6 +930,13 @@ static enum dstat diff_one(const struct cli *c, unsigned num, const struct fsb_p
 
 	/* A rename's source: what was here lives on under its new name. */
 	if (pr->exists && pk->rec->moved_to != NULL) {
+		/* Back here again (restored, or renamed back): as before. */
+		if (now && same_type(pr->type, st.st_mode) &&
+		    (!S_ISREG(st.st_mode) ||
+		     ((uint64_t)st.st_size == pr->size && pr->has_mtime &&
+		      st.st_mtim.tv_sec == pr->mtime.tv_sec &&
+		      st.st_mtim.tv_nsec == pr->mtime.tv_nsec)))
+			return D_UNCHANGED;
 		if (!c->json) {
 			fputs("renamed ", stdout);
 			put_safe(stdout, path);

@@ -1394,6 +1394,15 @@ static void test_show_and_diff_say_a_rename_is_a_rename(void **state)
 	assert_true(cJSON_IsString(m));
 	assert_string_equal(m->valuestring, to);
 	cJSON_Delete(o);
+
+	/* Once restored, the rename is undone: nothing differs. */
+	BACKUP(&r, "restore", "--last");
+	assert_int_equal(r.status, 0);
+	assert_content(from, "moved, not copied\n");
+	assert_int_equal(access(to, F_OK), -1);
+	BACKUP(&r, "diff", "--last");
+	assert_int_equal(r.status, 0);
+	assert_string_equal(r.out, "");
 }
 
 static void test_diff_refuses_corrupted_object(void **state)
