@@ -5,7 +5,8 @@
  * change, a symlink, a directory, xattrs) is recorded before the change,
  * the change is made, the cycle sealed, and a restore must give back the
  * path's content, type, mode, times, target and its parent's mtime; a
- * dry run says what it would do and touches nothing.
+ * dry run says what it would do and touches nothing; PATH arguments and
+ * tool calls choose what is restored, and an open cycle needs --force.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -436,6 +437,61 @@ static void a_path_changed_since_is_skipped(void **state)
 	assert_content(a, "someone else, later");
 }
 
+/* PATH arguments choose what is restored; one the cycle did not touch is
+ * said, and a tool call that touched nothing, or a cycle still open
+ * without --force, is refused before anything is planned. */
+static void paths_and_tool_calls_choose_what_is_restored(void **state)
+{
+	struct fx *f = *state;
+	char a[PATH_MAX], b[PATH_MAX], other[PATH_MAX], err[256];
+	char *args[2];
+	struct fsb_restore_opts o = { .state = f->state, .session = SESSION };
+	struct fsb_restore r;
+	struct fsb_cycle cy;
+
+	in_work(f, "a.txt", a);
+	in_work(f, "b.txt", b);
+	in_work(f, "other.txt", other);
+	put_file(a, "a old", 0644);
+	put_file(b, "b old", 0644);
+	record(f, "write", a, false, false, NULL);
+	record(f, "write", b, false, false, NULL);
+	put_file(a, "a new", 0644);
+	put_file(b, "b new", 0644);
+
+	/* Open: only with --force. */
+	o.store = fsb_store_dir(f->s);
+	assert_int_equal(fsb_cycle_load(o.store, 1, &cy, NULL, err, sizeof(err)), 0);
+	assert_int_equal(cy.state, FSB_CYCLE_OPEN);
+	assert_int_equal(fsb_restore_plan(&o, &cy, &r), -EBUSY);
+	fsb_restore_free(&r);
+	fsb_cycle_free(&cy);
+
+	seal(f);
+	assert_int_equal(fsb_cycle_load(o.store, f->cycle, &cy, NULL, err, sizeof(err)), 0);
+	o.tool_call = "no-such-call";
+	assert_int_equal(fsb_restore_plan(&o, &cy, &r), -ENOENT);
+	fsb_restore_free(&r);
+	o.tool_call = NULL;
+
+	args[0] = b;
+	args[1] = other;
+	o.paths = args;
+	o.npaths = 2;
+	assert_int_equal(fsb_restore_plan(&o, &cy, &r), 0);
+	assert_int_equal(r.n, 1);
+	assert_int_equal(r.extra, 1);
+	assert_string_equal(r.items[0].path, b);
+	assert_string_equal(r.items[1].path, other);
+	assert_int_equal(r.items[1].res, FSB_RES_SKIPPED);
+	assert_int_equal(fsb_restore_perform(&o, &cy, &r), 0);
+	assert_int_equal(r.items[0].res, FSB_RES_OK);
+	fsb_restore_free(&r);
+	fsb_cycle_free(&cy);
+	assert_content(b, "b old");
+	assert_content(a, "a new");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -451,6 +507,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(xattrs_come_back, setup, teardown),
 		cmocka_unit_test_setup_teardown(a_dry_run_touches_nothing, setup, teardown),
 		cmocka_unit_test_setup_teardown(a_path_changed_since_is_skipped, setup, teardown),
+		cmocka_unit_test_setup_teardown(paths_and_tool_calls_choose_what_is_restored, setup,
+						teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
