@@ -28,9 +28,13 @@
 
 /* ---- walking without symlinks ---------------------------------------------- */
 
-/* "/" for the restore under way, from fsb_restore_plan to fsb_restore_free:
- * one restore at a time in a process (the CLI runs one). */
-static int root_fd = -1;
+/* One restore under way: what it was asked, and a descriptor of "/" that
+ * every walk starts from (opened by fsb_restore_plan, closed by
+ * fsb_restore_free). */
+struct ctx {
+	const struct fsb_restore_opts *o;
+	int root;
+};
 
 /*
  * Open the directory that holds `path` (a normalised absolute path) for the
@@ -41,9 +45,9 @@ static int root_fd = -1;
  * below then names only the last component, without following it.
  * Returns the fd or -errno; *name points at the last component.
  */
-static int open_parent(const char *path, const char **name)
+static int open_parent(const struct ctx *c, const char *path, const char **name)
 {
-	return fsb_at_open_parent(root_fd, path, name);
+	return fsb_at_open_parent(c->root, path, name);
 }
 
 static const char *walk_error(int err)
@@ -191,7 +195,7 @@ static void choose_action(struct fsb_restore_item *it)
  * device, which no restore makes again (a socket there is some program's
  * live endpoint); otherwise `it` is settled as left.
  */
-static bool is_the_object(const struct fsb_restore_opts *c, struct fsb_restore_item *it,
+static bool is_the_object(const struct ctx *c, struct fsb_restore_item *it,
 			  const struct stat *st,
 			  const char *type, uint64_t dev, uint64_t ino)
 {
@@ -209,7 +213,7 @@ static bool is_the_object(const struct fsb_restore_opts *c, struct fsb_restore_i
 	else
 		snprintf(why, sizeof(why), "this %s is not the one the cycle created (its device "
 			 "or inode differs)", now);
-	if (c->force && (S_ISREG(st->st_mode) || S_ISLNK(st->st_mode) || S_ISFIFO(st->st_mode) ||
+	if (c->o->force && (S_ISREG(st->st_mode) || S_ISLNK(st->st_mode) || S_ISFIFO(st->st_mode) ||
 			 S_ISDIR(st->st_mode))) {
 		append(it, "; forced, though ");
 		append(it, why);
@@ -237,7 +241,7 @@ static bool is_the_object(const struct fsb_restore_opts *c, struct fsb_restore_i
  * and owned by the restoring user.
  * True when the removal may go ahead; otherwise `it` is settled as left.
  */
-static bool removable(const struct fsb_restore_opts *c, const struct fsb_cycle *cy,
+static bool removable(const struct ctx *c, const struct fsb_cycle *cy,
 		      struct fsb_restore_item *it)
 {
 	const struct fsb_end_state *e = it->pick->end;
@@ -269,7 +273,7 @@ static bool removable(const struct fsb_restore_opts *c, const struct fsb_cycle *
  * name still exists (a restore removes it before it recreates the old one),
  * and check it is the very file: same dev/ino, same size.
  */
-static void open_moved(const struct fsb_restore_opts *c, struct fsb_restore_item *it)
+static void open_moved(const struct ctx *c, struct fsb_restore_item *it)
 {
 	const struct fsb_journal_rec *r = it->pick->rec;
 	const char *name;
@@ -277,7 +281,7 @@ static void open_moved(const struct fsb_restore_opts *c, struct fsb_restore_item
 	int pfd, fd;
 	bool same;
 
-	pfd = open_parent(r->moved_now, &name);
+	pfd = open_parent(c, r->moved_now, &name);
 	fd = pfd < 0 ? pfd : openat(pfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY |
 				    O_CLOEXEC);
 	if (pfd >= 0)
@@ -287,10 +291,10 @@ static void open_moved(const struct fsb_restore_opts *c, struct fsb_restore_item
 		same = (uint64_t)st.st_dev == r->prior.dev && (uint64_t)st.st_ino == r->prior.ino;
 		/* Another inode there now: a later restore put the file back
 		 * as a copy (or someone replaced it). Only --force takes it. */
-		if (!same && c->force)
+		if (!same && c->o->force)
 			append(it, "; forced, though the file it was moved to is not the inode "
 			       "the cycle moved");
-		if (same || c->force) {
+		if (same || c->o->force) {
 			it->src_fd = fd;
 			return;
 		}
@@ -302,7 +306,7 @@ static void open_moved(const struct fsb_restore_opts *c, struct fsb_restore_item
 	       "file it moved is not at %s now (or its size changed)", r->moved_now);
 }
 
-static void plan_item(const struct fsb_restore_opts *c, const struct fsb_cycle *cy,
+static void plan_item(const struct ctx *c, const struct fsb_cycle *cy,
 		      struct fsb_restore_item *it)
 {
 	const struct fsb_prior *p = &it->pick->rec->prior;
@@ -311,7 +315,7 @@ static void plan_item(const struct fsb_restore_opts *c, const struct fsb_cycle *
 
 	if (it->res != FSB_RES_PENDING)
 		return;
-	pfd = open_parent(it->path, &name);
+	pfd = open_parent(c, it->path, &name);
 	/* A parent that is gone, or is a file or a symlink now, may be a
 	 * directory this restore makes again first (checked by the caller). */
 	if (pfd == -ENOENT || pfd == -ENOTDIR || (pfd == -ELOOP && it->act != FSB_ACT_REMOVE)) {
@@ -341,7 +345,7 @@ static void plan_item(const struct fsb_restore_opts *c, const struct fsb_cycle *
 	if (cy->state == FSB_CYCLE_RECOVERED) {
 		/* Sealed at a restart: what the paths were when the crash came
 		 * is not known, so any of them may hold a change made after it. */
-		if (!c->force) {
+		if (!c->o->force) {
 			settle(it, FSB_RES_SKIPPED, "skipped", false,
 			       "no end state was recorded (the cycle was recovered after a "
 			       "crash): use --force");
@@ -350,7 +354,7 @@ static void plan_item(const struct fsb_restore_opts *c, const struct fsb_cycle *
 		snprintf(it->note, sizeof(it->note), "; forced, though no end state was recorded: "
 			 "the cycle was recovered after a crash");
 	} else if (cy->state != FSB_CYCLE_OPEN) {
-		if (it->pick->end == NULL && !c->force) {
+		if (it->pick->end == NULL && !c->o->force) {
 			settle(it, FSB_RES_SKIPPED, "skipped", false,
 			       "the cycle recorded no end state for it, so a change made after "
 			       "the cycle cannot be ruled out (use --force)");
@@ -358,7 +362,7 @@ static void plan_item(const struct fsb_restore_opts *c, const struct fsb_cycle *
 		}
 		diff = it->pick->end == NULL ? "no end state was recorded"
 		       : end_differs(it->pick->end, it->exists, &it->now);
-		if (diff != NULL && !c->force) {
+		if (diff != NULL && !c->o->force) {
 			settle(it, FSB_RES_SKIPPED, "skipped", false,
 			       "changed since the cycle ended (%s; use --force)", diff);
 			return;
@@ -390,7 +394,7 @@ static void plan_item(const struct fsb_restore_opts *c, const struct fsb_cycle *
 	if (it->act == FSB_ACT_FILE) {
 		/* A corrupted object is found before anything is changed, and a
 		 * dry run reports it too; the copy checks the hash once more. */
-		fd = fsb_backup_object_open(c->store, p->object);
+		fd = fsb_backup_object_open(c->o->store, p->object);
 		rc = fd < 0 ? fd : fsb_backup_object_check(fd, p);
 		if (fd >= 0)
 			close(fd);
@@ -405,7 +409,7 @@ static void plan_item(const struct fsb_restore_opts *c, const struct fsb_cycle *
 		else if (rc == -ENOENT)
 			settle(it, FSB_RES_SKIPPED, "skipped", false,
 			       "its backup object %s is missing from %s/objects", p->object,
-			       c->store);
+			       c->o->store);
 		else if (rc == -ENXIO)
 			settle(it, FSB_RES_SKIPPED, "skipped", false,
 			       "its backup object %s is not a regular file; nothing was written",
@@ -515,7 +519,7 @@ static bool put_xattrs(struct fsb_restore_item *it, int fd, const char *path)
 	return o.set + o.removed > 0;
 }
 
-static void do_file(const struct fsb_restore_opts *c, struct fsb_restore_item *it, int pfd,
+static void do_file(const struct ctx *c, struct fsb_restore_item *it, int pfd,
 		    const char *name)
 {
 	const struct fsb_prior *p = &it->pick->rec->prior;
@@ -544,7 +548,7 @@ static void do_file(const struct fsb_restore_opts *c, struct fsb_restore_item *i
 	if (it->act == FSB_ACT_MOVED) {
 		rc = fsb_backup_moved_restore(it->src_fd, p, fd);
 	} else {
-		obj = fsb_backup_object_open(c->store, p->object);
+		obj = fsb_backup_object_open(c->o->store, p->object);
 		rc = obj < 0 ? obj : fsb_backup_object_restore(obj, p, fd);
 		if (obj >= 0)
 			close(obj);
@@ -783,10 +787,10 @@ static void finish_dir(struct fsb_restore_item *it, int pfd, const char *name)
 	       it->owner_set ? ", owner" : "", xattrs ? ", xattrs" : "", it->note);
 }
 
-static void execute(const struct fsb_restore_opts *c, struct fsb_restore_item *it, bool finish)
+static void execute(const struct ctx *c, struct fsb_restore_item *it, bool finish)
 {
 	const char *name;
-	int pfd = open_parent(it->path, &name);
+	int pfd = open_parent(c, it->path, &name);
 
 	if (pfd < 0) {
 		settle(it, FSB_RES_FAILED, "failed", false, "%s", walk_error(pfd));
@@ -821,7 +825,7 @@ struct stamped {
 };
 
 /* Note the parent of `it` (before it is acted on), once. */
-static void note_parent(const struct fsb_restore_item *items, size_t n,
+static void note_parent(const struct ctx *c, const struct fsb_restore_item *items, size_t n,
 			const struct fsb_restore_item *it,
 			struct stamped *v, size_t *nv)
 {
@@ -834,7 +838,7 @@ static void note_parent(const struct fsb_restore_item *items, size_t n,
 		if (items[i].act == FSB_ACT_DIR && strlen(items[i].path) == plen &&
 		    strncmp(items[i].path, it->path, plen) == 0)
 			return;	/* restored as an item: finish_dir sets its times */
-	if ((pfd = open_parent(it->path, &name)) < 0)
+	if ((pfd = open_parent(c, it->path, &name)) < 0)
 		return;
 	if (fstat(pfd, &st) == 0) {
 		bool seen = false;
@@ -853,12 +857,12 @@ static void note_parent(const struct fsb_restore_item *items, size_t n,
 
 /* Put back the times of the directories note_parent saw, when each is
  * still the directory it was. */
-static void unstamp_parents(const struct stamped *v, size_t nv)
+static void unstamp_parents(const struct ctx *c, const struct stamped *v, size_t nv)
 {
 	for (size_t i = nv; i-- > 0;) {
 		const char *name;
 		struct stat st;
-		int pfd = open_parent(v[i].child, &name);
+		int pfd = open_parent(c, v[i].child, &name);
 
 		if (pfd < 0)
 			continue;
@@ -875,7 +879,7 @@ static void unstamp_parents(const struct stamped *v, size_t nv)
  * moved, or deleted, or wrote). Only names this restore put back are
  * joined; one it did not touch keeps its own inode.
  */
-static void relink_groups(struct fsb_restore_item *items, size_t n)
+static void relink_groups(const struct ctx *c, struct fsb_restore_item *items, size_t n)
 {
 	for (size_t i = 0; i < n; i++) {
 		const struct fsb_prior *p = items[i].pick ? &items[i].pick->rec->prior : NULL;
@@ -894,8 +898,8 @@ static void relink_groups(struct fsb_restore_item *items, size_t n)
 			    q->ino != p->ino ||
 			    (items[j].act != FSB_ACT_FILE && items[j].act != FSB_ACT_MOVED))
 				continue;
-			pfd = open_parent(items[i].path, &name);
-			fpfd = pfd < 0 ? -1 : open_parent(items[j].path, &first);
+			pfd = open_parent(c, items[i].path, &name);
+			fpfd = pfd < 0 ? -1 : open_parent(c, items[j].path, &first);
 			temp_name(tmp, sizeof(tmp));
 			/* Not linked (another file system): it stays a copy. */
 			if (fpfd >= 0 && linkat(fpfd, first, pfd, tmp, 0) == 0 &&
@@ -988,7 +992,7 @@ bool fsb_restore_path_matches(const char *arg, const struct fsb_journal_rec *r)
  * back. Returns 0 with *out set (NULL when nothing is going to change), or
  * the copy's -errno with r->undo_err saying why.
  */
-static int keep_undo(const struct fsb_restore_opts *c, struct fsb_restore *r,
+static int keep_undo(const struct ctx *c, struct fsb_restore *r,
 		     struct fsb_undo **out)
 {
 	struct fsb_undo *u = NULL;
@@ -1000,11 +1004,11 @@ static int keep_undo(const struct fsb_restore_opts *c, struct fsb_restore *r,
 		any = r->items[i].res == FSB_RES_PENDING;
 	if (!any)
 		return 0;
-	rc = fsb_undo_open(c->state, c->session, &u, r->undo_err, sizeof(r->undo_err));
+	rc = fsb_undo_open(c->o->state, c->o->session, &u, r->undo_err, sizeof(r->undo_err));
 	for (size_t i = 0; rc == 0 && i < r->n; i++)
 		if (r->items[i].res == FSB_RES_PENDING)
-			rc = fsb_undo_record(u, root_fd, r->items[i].path,
-					     c->undo ? "undo" : "restore", r->undo_err,
+			rc = fsb_undo_record(u, c->root, r->items[i].path,
+					     c->o->undo ? "undo" : "restore", r->undo_err,
 					     sizeof(r->undo_err));
 	/* Durable before the first change, as the core's journal is. */
 	if (rc == 0)
@@ -1020,16 +1024,16 @@ static int keep_undo(const struct fsb_restore_opts *c, struct fsb_restore *r,
 
 /* Seal the copy keep_undo made, now that the paths are as the restore left
  * them: those are its end states, which an undo checks. */
-static void seal_undo(const struct fsb_restore_opts *c, unsigned cycle, struct fsb_undo *u,
+static void seal_undo(const struct ctx *c, unsigned cycle, struct fsb_undo *u,
 		      struct fsb_restore *r)
 {
 	char msg[512];
 	int n;
 
-	if (c->undo)
+	if (c->o->undo)
 		snprintf(msg, sizeof(msg), "undo of cycle %u", cycle);
-	else if (c->tool_call != NULL)
-		snprintf(msg, sizeof(msg), "restore --tool-call %s of cycle %u", c->tool_call,
+	else if (c->o->tool_call != NULL)
+		snprintf(msg, sizeof(msg), "restore --tool-call %s of cycle %u", c->o->tool_call,
 			 cycle);
 	else
 		snprintf(msg, sizeof(msg), "restore of cycle %u", cycle);
@@ -1039,22 +1043,24 @@ static void seal_undo(const struct fsb_restore_opts *c, unsigned cycle, struct f
 
 /* ---- the two steps ------------------------------------------------------ */
 
-int fsb_restore_plan(const struct fsb_restore_opts *c, const struct fsb_cycle *cy,
+int fsb_restore_plan(const struct fsb_restore_opts *o, const struct fsb_cycle *cy,
 		     struct fsb_restore *r)
 {
+	struct ctx c0 = { .o = o, .root = -1 }, *c = &c0;
 	struct fsb_restore_item *items;
 	struct rlimit nofile;
 	size_t n = 0, extra = 0;
 	int err;
 
 	memset(r, 0, sizeof(*r));
-	if (cy->state == FSB_CYCLE_OPEN && !c->force)
+	if (cy->state == FSB_CYCLE_OPEN && !o->force)
 		return -EBUSY;
 	/* The walks start at a descriptor of "/": no path string is trusted
 	 * between the plan's look at a path and the change. */
-	root_fd = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
-	if (root_fd < 0)
+	c0.root = r->root_fd = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (r->root_fd < 0)
 		return -errno;
+	r->root_open = true;
 	/* Each file the cycle moved is held open from planning to its copy
 	 * (see open_moved): as many descriptors as the system lets us. */
 	if (getrlimit(RLIMIT_NOFILE, &nofile) == 0 && nofile.rlim_cur < nofile.rlim_max) {
@@ -1062,23 +1068,23 @@ int fsb_restore_plan(const struct fsb_restore_opts *c, const struct fsb_cycle *c
 		setrlimit(RLIMIT_NOFILE, &nofile);
 	}
 	err = -ENOMEM;
-	if (fsb_cycle_pick(cy, c->tool_call, &r->picks) < 0)
+	if (fsb_cycle_pick(cy, o->tool_call, &r->picks) < 0)
 		goto fail;
-	if (c->tool_call != NULL && r->picks.n == 0) {
+	if (o->tool_call != NULL && r->picks.n == 0) {
 		err = -ENOENT;
 		goto fail;
 	}
-	r->nargs = c->npaths;
-	if (fsb_restore_canonical_paths(c->paths, c->npaths, &r->args, &r->arg_used) < 0)
+	r->nargs = o->npaths;
+	if (fsb_restore_canonical_paths(o->paths, o->npaths, &r->args, &r->arg_used) < 0)
 		goto fail;
-	items = r->items = calloc(r->picks.n + (size_t)c->npaths + 1, sizeof(*items));
+	items = r->items = calloc(r->picks.n + (size_t)o->npaths + 1, sizeof(*items));
 	if (items == NULL)
 		goto fail;
 	for (size_t i = 0; i < r->picks.n; i++) {
 		const struct fsb_pick *pk = &r->picks.v[i];
-		bool want = c->npaths == 0;
+		bool want = o->npaths == 0;
 
-		for (int a = 0; a < c->npaths; a++) {
+		for (int a = 0; a < o->npaths; a++) {
 			for (size_t k = 0; k < pk->nall; k++) {
 				if (fsb_restore_path_matches(r->args[a], pk->all[k])) {
 					want = r->arg_used[a] = true;
@@ -1096,14 +1102,14 @@ int fsb_restore_plan(const struct fsb_restore_opts *c, const struct fsb_cycle *c
 		choose_action(&items[n]);
 		n++;
 	}
-	for (int a = 0; a < c->npaths; a++) {
+	for (int a = 0; a < o->npaths; a++) {
 		if (r->arg_used[a])
 			continue;
 		items[n + extra].path = r->args[a];
 		items[n + extra].act = FSB_ACT_OTHER;
 		items[n + extra].src_fd = -1;
 		settle(&items[n + extra], FSB_RES_SKIPPED, "skipped", false, "%s did not touch it",
-		       c->tool_call != NULL ? "that tool call" : "the cycle");
+		       o->tool_call != NULL ? "that tool call" : "the cycle");
 		extra++;
 	}
 	r->n = n;
@@ -1142,24 +1148,25 @@ fail:
 	return err;
 }
 
-int fsb_restore_perform(const struct fsb_restore_opts *c, const struct fsb_cycle *cy,
+int fsb_restore_perform(const struct fsb_restore_opts *o, const struct fsb_cycle *cy,
 			struct fsb_restore *r)
 {
+	const struct ctx c0 = { .o = o, .root = r->root_fd }, *c = &c0;
 	struct fsb_restore_item *items = r->items;
 	struct fsb_undo *undo = NULL;
 	struct stamped *stamped = NULL;
 	size_t nstamped = 0, n = r->n;
 
-	if (!c->dry_run && !c->no_undo && (r->undo_rc = keep_undo(c, r, &undo)) < 0)
+	if (!o->dry_run && !o->no_undo && (r->undo_rc = keep_undo(c, r, &undo)) < 0)
 		return -ECANCELED;
-	if (!c->dry_run)
+	if (!o->dry_run)
 		stamped = calloc(n + 1, sizeof(*stamped));
 	for (size_t i = 0; i < n; i++) {
 		struct fsb_restore_item *it = &items[i];
 
 		if (it->res != FSB_RES_PENDING)
 			continue;
-		if (c->dry_run) {
+		if (o->dry_run) {
 			const char *what = it->act == FSB_ACT_REMOVE
 				? (S_ISDIR(it->now.st_mode) ? "a directory created by the cycle; "
 				   "only once it is empty" : "created by the cycle")
@@ -1175,17 +1182,17 @@ int fsb_restore_perform(const struct fsb_restore_opts *c, const struct fsb_cycle
 			continue;
 		}
 		if (stamped != NULL)
-			note_parent(items, n, it, stamped, &nstamped);
+			note_parent(c, items, n, it, stamped, &nstamped);
 		execute(c, it, false);
 	}
 	/* Directories get their mode and times once what is inside is back;
 	 * the others the restore changed names in, the times they had. */
-	if (!c->dry_run)
-		relink_groups(items, n);
+	if (!o->dry_run)
+		relink_groups(c, items, n);
 	for (size_t i = n; i-- > 0;)
-		if (!c->dry_run && items[i].act == FSB_ACT_DIR && items[i].res == FSB_RES_PENDING)
+		if (!o->dry_run && items[i].act == FSB_ACT_DIR && items[i].res == FSB_RES_PENDING)
 			execute(c, &items[i], true);
-	unstamp_parents(stamped, nstamped);
+	unstamp_parents(c, stamped, nstamped);
 	free(stamped);
 	if (undo != NULL)
 		seal_undo(c, cy->number, undo, r);
@@ -1203,8 +1210,7 @@ void fsb_restore_free(struct fsb_restore *r)
 	free(r->arg_used);
 	free(r->items);
 	fsb_picks_free(&r->picks);
-	if (root_fd >= 0)
-		close(root_fd);
-	root_fd = -1;
+	if (r->root_open)
+		close(r->root_fd);
 	memset(r, 0, sizeof(*r));
 }

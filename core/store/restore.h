@@ -68,6 +68,8 @@ struct fsb_restore {
 	int undo_cycle;
 	int undo_rc;			/* the copy's -errno when perform refused */
 	char undo_err[PATH_MAX * 2 + 256];
+	int root_fd;			/* "/", every walk's start (root_open) */
+	bool root_open;
 	struct fsb_picks picks;
 	char **args;
 	bool *arg_used;
