@@ -6,6 +6,7 @@
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -278,7 +279,7 @@ cJSON *fsb_journal_encode(const struct fsb_journal_rec *r)
 	if (o == NULL)
 		return NULL;
 	ok = fsb_journal_add_u64(o, "seq", r->seq) &&
-	     cJSON_AddStringToObject(o, "time", r->time ? r->time : "") != NULL &&
+	     fsb_journal_add_bytes(o, "time", r->time ? r->time : "") &&
 	     fsb_journal_add_bytes(o, "toolCallId", r->tool_call ? r->tool_call : "") &&
 	     fsb_journal_add_bytes(o, "traceId", r->trace ? r->trace : "") &&
 	     fsb_journal_add_bytes(o, "op", r->op) &&
@@ -366,7 +367,8 @@ static int get_xattrs(const cJSON *o, struct fsb_prior *p, struct fsb_journal_wh
 	it = cJSON_GetObjectItemCaseSensitive(o, "xattrsTruncated");
 	if (it != NULL && !cJSON_IsBool(it))
 		return bad(w, "%s is not true/false", "prior.xattrsTruncated");
-	p->xattrs_truncated = cJSON_IsTrue(it);
+	/* Without the xattrs themselves, "some were left out" says nothing. */
+	p->xattrs_truncated = p->has_xattrs && cJSON_IsTrue(it);
 	if (alloc == 0)
 		return 0;
 	p->xattrs = calloc(alloc, sizeof(*p->xattrs));
@@ -541,6 +543,11 @@ static int parse_record(const cJSON *o, struct fsb_journal_rec *r, struct fsb_jo
 	    (err = fsb_journal_get_str(o, "op", &r->op, w)) < 0 ||
 	    (err = fsb_journal_get_u64(o, "flags", "flags", &v, NULL, w)) < 0)
 		goto fail;
+	/* Open flags or RENAME_* flags: an int. */
+	if (v > INT_MAX) {
+		err = bad(w, "%s is out of range", "flags");
+		goto fail;
+	}
 	r->flags = (long)v;
 	if (r->op[0] == '\0') {
 		err = bad(w, "%s is missing", "op");

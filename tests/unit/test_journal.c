@@ -383,6 +383,8 @@ static void malformed_fields_are_refused_with_a_reason(void **state)
 		  "seq" },
 		{ "{\"op\":\"write\",\"resolved\":\"/a\\u0000b\",\"prior\":{\"exists\":false}}",
 		  "" },
+		{ "{\"op\":\"write\",\"resolved\":\"/a\",\"flags\":4294967296,"
+		  "\"prior\":{\"exists\":false}}", "flags" },
 		{ "[1,2]", "JSON object" },
 		{ "{\"op\":\"write\"} {}", "JSON object" },
 		{ "", "empty" },
