@@ -56,7 +56,9 @@ INIT_LIBS  := $(shell pkg-config --libs libcjson 2>/dev/null)
 WARN     := -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
             -Werror=implicit-function-declaration -Wno-format-truncation
 CFLAGS   ?= -O2 -g
-CFLAGS   += -std=gnu11 -D_GNU_SOURCE $(WARN) $(PKG_CFLAGS) -Icore
+# core/store/ is the backup store's family (DESIGN §1): its headers are
+# included by name from core/ as from the store itself.
+CFLAGS   += -std=gnu11 -D_GNU_SOURCE $(WARN) $(PKG_CFLAGS) -Icore -Icore/store
 LDLIBS   += $(PKG_LIBS) $(LPEG_LIB)
 # Binaries under build/san-* or build/bench do not sit next to lua/: name it.
 export FSBROKER_LUA_DIR := $(CURDIR)/lua
@@ -83,7 +85,8 @@ Q        := @
 endif
 
 # main.c and init_main.c are the two programs; the rest is the library.
-CORE_SRC := $(filter-out core/main.c core/init_main.c,$(wildcard core/*.c))
+CORE_SRC := $(filter-out core/main.c core/init_main.c,$(wildcard core/*.c core/store/*.c))
+CORE_HDR := $(wildcard core/*.h core/store/*.h)
 CORE_OBJ := $(CORE_SRC:core/%.c=$(BUILD)/core/%.o)
 UNIT_SRC := $(wildcard tests/unit/test_*.c)
 UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
@@ -105,7 +108,7 @@ BENCH_BIN := $(BENCH_SRC:bench/%.c=$(BUILD)/bench/%)
 
 all: $(BUILD)/fsbroker $(BUILD)/fsbroker-init
 
-$(BUILD)/core/%.o: core/%.c $(wildcard core/*.h)
+$(BUILD)/core/%.o: core/%.c $(CORE_HDR)
 	@mkdir -p $(@D)
 	@echo "  CC      $<"
 	$(Q)$(CC) $(CFLAGS) -c -o $@ $<
@@ -235,7 +238,7 @@ $(BUILD)/fsbroker-init: $(BUILD)/core/init_main.o $(BUILD)/libfsbcore.a
 	@echo "  LD      $@"
 	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(INIT_LIBS)
 
-$(BUILD)/core/main.o: core/main.c $(wildcard core/*.h) VERSION
+$(BUILD)/core/main.o: core/main.c $(CORE_HDR) VERSION
 	@mkdir -p $(@D)
 	@echo "  CC      $<"
 	$(Q)$(CC) $(CFLAGS) -DFSB_VERSION='"$(VERSION)"' -c -o $@ $<
@@ -398,7 +401,7 @@ FUZZ_BUILD   := build/fuzz
 FUZZ_REPLAY  := $(FUZZ_TARGETS:%=$(BUILD)/tests/fuzz_%)
 FUZZ_BIN     := $(FUZZ_TARGETS:%=$(FUZZ_BUILD)/fuzz_%)
 FUZZ_CFLAGS  := -O1 -g -std=gnu11 -D_GNU_SOURCE $(filter-out -Wno-format-truncation,$(WARN)) \
-                $(PKG_CFLAGS) -Icore -Iclients/lib -Itests/fuzz -fno-omit-frame-pointer \
+                $(PKG_CFLAGS) -Icore -Icore/store -Iclients/lib -Itests/fuzz -fno-omit-frame-pointer \
                 -fsanitize=address,undefined -fno-sanitize-recover=all \
                 $(if $(filter 1,$(WERROR)),-Werror)
 FUZZ_CORE_OBJ := $(CORE_SRC:core/%.c=$(FUZZ_BUILD)/core/%.o)
@@ -410,7 +413,7 @@ $(BUILD)/tests/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/replay.c tests/fuzz/fuzz.h
 	$(Q)$(CC) $(CFLAGS) -Itests/fuzz -DLUADIR='"$(CURDIR)/lua"' $(LDFLAGS) -o $@ $< \
 	    tests/fuzz/replay.c $(BUILD)/libfsbcore.a $(LDLIBS)
 
-$(FUZZ_BUILD)/core/%.o: core/%.c $(wildcard core/*.h)
+$(FUZZ_BUILD)/core/%.o: core/%.c $(CORE_HDR)
 	@mkdir -p $(@D)
 	@echo "  FUZZCC  $<"
 	$(Q)$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link -c -o $@ $<
@@ -484,7 +487,7 @@ deb: all man
 	$(Q)sh tools/deb.sh $(BUILD) $(VERSION)
 
 lint:
-	cppcheck --quiet --enable=warning,portability --error-exitcode=1 -Icore core
+	cppcheck --quiet --enable=warning,portability --error-exitcode=1 -Icore -Icore/store core
 
 clean:
 	rm -rf build

@@ -1,23 +1,19 @@
 /*
  * cli_backup.c — `fsbroker backup list|show|restore|undo|diff|prune` (DESIGN
- * §6.3, docs/restore.md): read a session's backup store, put the paths a
- * cycle or a tool call touched back to their state at its start (keeping
- * what the restore changes in restore_backup, so that `undo` can put it
- * back), show what a cycle changed, and remove old sealed cycles with their
- * objects.
+ * §6.3, docs/restore.md): the options of each verb, and what it prints.
+ * The work happens in the store's library: the cycles are read by
+ * core/store/backup_read.c, restored by core/store/restore.c (which keeps
+ * what a restore changes in restore_backup, so that `undo` can put it
+ * back), pruned by core/store/backup_prune.c.
  */
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
 #include <limits.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
-#include <sys/random.h>
-#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -25,14 +21,13 @@
 
 #include <cJSON.h>
 
-#include "at.h"
 #include "backup_prune.h"
 #include "backup_read.h"
 #include "cli.h"
 #include "config.h"
 #include "op.h"
 #include "proto_json.h"
-#include "resolve.h"
+#include "restore.h"
 #include "restore_undo.h"
 #include "session_name.h"
 
@@ -530,6 +525,13 @@ static void describe_before(const struct fsb_pick *p, char *buf, size_t len)
 
 	if (!pr->exists) {
 		snprintf(buf, len, "%s", gone ? "created, gone by the end" : "created");
+	} else if (p->rec->moved_to != NULL) {
+		/* Its name went, the file lives on under moved_to: no delete. */
+		if (strcmp(pr->type, "file") == 0)
+			snprintf(buf, len, "renamed (%llu bytes)", (unsigned long long)pr->size);
+		else
+			snprintf(buf, len, "renamed %s",
+				 strcmp(pr->type, "dir") == 0 ? "directory" : pr->type);
 	} else if (strcmp(pr->type, "file") == 0) {
 		if (pr->skipped[0] != '\0')
 			snprintf(buf, len, "%s%s %s (%llu bytes)", gone ? "deleted, " : "",
@@ -566,67 +568,16 @@ static void ops_of(const struct fsb_pick *p, char *buf, size_t len)
 	}
 }
 
-static cJSON *timespec_json(const struct timespec *ts)
-{
-	cJSON *a = cJSON_CreateArray();
-
-	cJSON_AddItemToArray(a, cJSON_CreateNumber((double)ts->tv_sec));
-	cJSON_AddItemToArray(a, cJSON_CreateNumber((double)ts->tv_nsec));
-	return a;
-}
-
-static cJSON *prior_json(const struct fsb_prior *p)
-{
-	cJSON *o = cJSON_CreateObject();
-
-	cJSON_AddBoolToObject(o, "exists", p->exists);
-	if (!p->exists)
-		return o;
-	cJSON_AddStringToObject(o, "type", p->type);
-	if (p->has_mode)
-		cJSON_AddNumberToObject(o, "mode", p->mode);
-	if (p->has_owner) {
-		cJSON_AddNumberToObject(o, "uid", p->uid);
-		cJSON_AddNumberToObject(o, "gid", p->gid);
-	}
-	if (p->has_size)
-		cJSON_AddNumberToObject(o, "size", (double)p->size);
-	if (p->has_mtime)
-		cJSON_AddItemToObject(o, "mtime", timespec_json(&p->mtime));
-	if (p->object[0] != '\0')
-		cJSON_AddStringToObject(o, "object", p->object);
-	if (p->skipped[0] != '\0')
-		cJSON_AddStringToObject(o, "skipped", p->skipped);
-	if (p->target != NULL)
-		fsb_json_add_path(o, "target", p->target, false);
-	return o;
-}
-
 static cJSON *end_json(const struct fsb_end_state *e)
 {
-	cJSON *o;
-
-	if (e == NULL)
-		return cJSON_CreateNull();
-	o = cJSON_CreateObject();
-	cJSON_AddBoolToObject(o, "exists", e->exists);
-	if (e->type[0] != '\0')
-		cJSON_AddStringToObject(o, "type", e->type);
-	if (e->has_size)
-		cJSON_AddNumberToObject(o, "size", (double)e->size);
-	if (e->has_mtime)
-		cJSON_AddItemToObject(o, "mtime", timespec_json(&e->mtime));
-	if (e->has_dev)
-		cJSON_AddNumberToObject(o, "dev", (double)e->dev);
-	if (e->has_ino)
-		cJSON_AddNumberToObject(o, "ino", (double)e->ino);
-	return o;
+	return e == NULL ? cJSON_CreateNull() : fsb_journal_end_encode(e);
 }
 
 static int cmd_show(const struct cli *c)
 {
 	struct fsb_cycle cy;
-	struct fsb_picks picks;
+	struct fsb_picks picks = { 0 };
+	struct fsb_moves moves = { 0 };
 	unsigned num;
 	int rc;
 	size_t opw = 2, tcw = 9;
@@ -638,8 +589,9 @@ static int cmd_show(const struct cli *c)
 	rc = load(c, num, &cy);
 	if (rc < 0)
 		return rc == -ENOENT ? 2 : 1;
-	if (fsb_cycle_pick(&cy, NULL, &picks) < 0) {
+	if (fsb_cycle_pick(&cy, NULL, &picks) < 0 || fsb_cycle_moves(&cy, &moves) < 0) {
 		fprintf(stderr, "fsbroker backup: out of memory\n");
+		fsb_picks_free(&picks);
 		fsb_cycle_free(&cy);
 		return 1;
 	}
@@ -651,6 +603,7 @@ static int cmd_show(const struct cli *c)
 		arr = cJSON_AddArrayToObject(o, "paths");
 		for (size_t i = 0; i < picks.n; i++) {
 			const struct fsb_pick *p = &picks.v[i];
+			const struct fsb_journal_rec *from;
 			cJSON *e = cJSON_CreateObject(), *oa;
 
 			fsb_json_add_path(e, "path", p->rec->resolved, false);
@@ -661,8 +614,15 @@ static int cmd_show(const struct cli *c)
 			cJSON_AddStringToObject(e, "toolCallId", p->rec->tool_call);
 			cJSON_AddNumberToObject(e, "records", (double)p->nall);
 			describe_before(p, before, sizeof(before));
+			from = fsb_moves_into(&moves, p);
+			if (from != NULL)
+				snprintf(before, sizeof(before), "renamed into");
 			cJSON_AddStringToObject(e, "before", before);
-			cJSON_AddItemToObject(e, "prior", prior_json(&p->rec->prior));
+			if (p->rec->moved_to != NULL)
+				fsb_json_add_path(e, "movedTo", p->rec->moved_to, false);
+			if (from != NULL)
+				fsb_json_add_path(e, "movedFrom", from->resolved, false);
+			cJSON_AddItemToObject(e, "prior", fsb_journal_prior_encode(&p->rec->prior));
 			cJSON_AddItemToObject(e, "end", end_json(p->end));
 			cJSON_AddItemToArray(arr, e);
 		}
@@ -697,988 +657,28 @@ static int cmd_show(const struct cli *c)
 	for (size_t i = 0; i < picks.n; i++) {
 		const struct fsb_pick *p = &picks.v[i];
 
+		/* The new name of a rename is on its source's line. */
+		if (fsb_moves_into(&moves, p) != NULL)
+			continue;
 		ops_of(p, ops, sizeof(ops));
 		describe_before(p, before, sizeof(before));
 		printf("%-*s  %-*s  %-32s  ", (int)opw, ops, (int)tcw,
 		       p->rec->tool_call[0] != '\0' ? p->rec->tool_call : "-", before);
 		put_safe(stdout, p->rec->resolved);
+		if (p->rec->moved_to != NULL) {
+			fputs(" -> ", stdout);
+			put_safe(stdout, p->rec->moved_to);
+		}
 		putchar('\n');
 	}
 out:
+	fsb_moves_free(&moves);
 	fsb_picks_free(&picks);
 	fsb_cycle_free(&cy);
 	return 0;
 }
 
-/* ---- restore: walking without symlinks ----------------------------------- */
-
-static int root_fd = -1;
-
-/*
- * Open the directory that holds `path` (a normalised absolute path) for the
- * *at() calls that change it. The walk from "/" uses openat2 with
- * RESOLVE_NO_SYMLINKS: a directory on the way that is a symlink now (say,
- * replaced after the cycle by a link to elsewhere) fails the walk with
- * ELOOP instead of leading restore into whatever it points at. Every call
- * below then names only the last component, without following it.
- * Returns the fd or -errno; *name points at the last component.
- */
-static int open_parent(const char *path, const char **name)
-{
-	return fsb_at_open_parent(root_fd, path, name);
-}
-
-static const char *walk_error(int err)
-{
-	switch (-err) {
-	case ELOOP:
-		return "a directory on the way to it is a symlink now; restore does not follow "
-		       "symlinks";
-	case ENOTDIR:
-		return "something on the way to it is not a directory now";
-	case ENOENT:
-		return "its parent directory does not exist";
-	case ENOSYS:
-		return "this kernel has no openat2 (Linux 5.6 or later), which restore needs to "
-		       "walk paths without following symlinks";
-	default:
-		return strerror(-err);
-	}
-}
-
-/* A fresh name in the parent for building the restored file before the rename. */
-static void temp_name(char *buf, size_t len)
-{
-	unsigned char r[6] = { 0 };
-
-	if (getrandom(r, sizeof(r), GRND_NONBLOCK) != (ssize_t)sizeof(r)) {
-		unsigned long v = (unsigned long)getpid() ^ (unsigned long)random();
-
-		memcpy(r, &v, sizeof(r) < sizeof(v) ? sizeof(r) : sizeof(v));
-	}
-	snprintf(buf, len, ".fsbroker-restore-%02x%02x%02x%02x%02x%02x", r[0], r[1], r[2], r[3],
-		 r[4], r[5]);
-}
-
-/* How the path now differs from the end state the cycle recorded, or NULL. */
-static const char *end_differs(const struct fsb_end_state *e, bool exists, const struct stat *st)
-{
-	if (e->exists && !exists)
-		return "it was removed since";
-	if (!e->exists && exists)
-		return "it was created since";
-	if (!exists)
-		return NULL;
-	if (e->type[0] != '\0' && strcmp(e->type, fsb_file_type_name(st->st_mode)) != 0)
-		return "its type differs";
-	/* cJSON reads numbers as doubles: an inode number beyond 2^53, which
-	 * the store writes as exact digits, comes back rounded, so compare it
-	 * rounded the same way. */
-	if (e->has_ino && (double)e->ino != (double)st->st_ino)
-		return "its inode differs";
-	if (e->has_size && e->size != (uint64_t)st->st_size)
-		return "its size differs";
-	if (e->has_mtime && (e->mtime.tv_sec != st->st_mtim.tv_sec ||
-			     e->mtime.tv_nsec != st->st_mtim.tv_nsec))
-		return "its modification time differs";
-	return NULL;
-}
-
-/* ---- restore: planning --------------------------------------------------- */
-
-/* ACT_META: a file whose cycle changed only its metadata, put back in place.
- * ACT_MOVED: a file the cycle moved, its bytes taken from where it went. */
-enum act { ACT_NONE, ACT_REMOVE, ACT_FILE, ACT_META, ACT_MOVED, ACT_DIR, ACT_SYMLINK, ACT_FIFO,
-	   ACT_OTHER };
-enum res { RES_PENDING, RES_OK, RES_SKIPPED, RES_FAILED };
-
-struct item {
-	const struct fsb_pick *pick;	/* NULL: a PATH argument the cycle did not touch */
-	const char *path;
-	int depth;
-	enum act act;
-	bool exists;			/* at planning */
-	int src_fd;			/* ACT_MOVED: the moved inode, opened at
-					 * planning (before its new name goes) */
-	struct stat now;		/* at planning, when `exists` */
-	bool parent_missing;
-	int parent_err;		/* why: -ENOENT, -ENOTDIR, or -ELOOP (a symlink now) */
-	enum res res;
-	char verb[24];			/* "restored", "skipped", ... */
-	char detail[400];
-	char note[200];			/* "; forced: ...", appended on success */
-	bool paren;			/* detail in parentheses, else after ": " */
-	bool owner_set;
-};
-
-static void settle(struct item *it, enum res res, const char *verb, bool paren, const char *fmt,
-		   ...) __attribute__((format(printf, 5, 6)));
-
-static void settle(struct item *it, enum res res, const char *verb, bool paren, const char *fmt,
-		   ...)
-{
-	va_list ap;
-
-	it->res = res;
-	it->paren = paren;
-	snprintf(it->verb, sizeof(it->verb), "%s", verb);
-	va_start(ap, fmt);
-	vsnprintf(it->detail, sizeof(it->detail), fmt, ap);
-	va_end(ap);
-}
-
-static void append(struct item *it, const char *s)
-{
-	size_t n = strlen(it->note);
-
-	snprintf(it->note + n, sizeof(it->note) - n, "%s", s);
-}
-
-static int depth_of(const char *p)
-{
-	int d = 0;
-
-	for (; *p != '\0'; p++)
-		d += *p == '/';
-	return d;
-}
-
-/* What kind of restore the prior state asks for; settles what cannot be done. */
-static void choose_action(struct item *it)
-{
-	const struct fsb_prior *p = &it->pick->rec->prior;
-
-	if (!p->exists) {
-		it->act = ACT_REMOVE;
-	} else if (strcmp(p->type, "file") == 0) {
-		it->act = ACT_FILE;
-		if (p->object[0] != '\0')
-			return;
-		if (p->metadata_only) {
-			it->act = ACT_META;
-			return;
-		}
-		if (p->moved && it->pick->rec->moved_now != NULL) {
-			it->act = ACT_MOVED;
-			return;
-		}
-		/* A cache the pack chose not to back up: nothing was promised,
-		 * so leaving it is no failure of the restore. */
-		if (strcmp(p->skipped, "skip-rule") == 0) {
-			settle(it, RES_OK, "left", false,
-			       "not backed up (the pack's backup.skip), left as it is");
-			return;
-		}
-		settle(it, RES_SKIPPED, "skipped", false,
-		       "not restorable: no backup was taken (%s)",
-		       strcmp(p->skipped, "too-large") == 0 ? "too large"
-		       : strcmp(p->skipped, "skip-rule") == 0 ? "skip rule"
-		       : p->skipped[0] != '\0' ? p->skipped : "the journal names no object");
-	} else if (strcmp(p->type, "dir") == 0) {
-		it->act = ACT_DIR;
-	} else if (strcmp(p->type, "symlink") == 0) {
-		it->act = ACT_SYMLINK;
-		if (p->target == NULL)
-			settle(it, RES_SKIPPED, "skipped", false,
-			       "not restorable: the journal holds no target for this symlink");
-	} else if (strcmp(p->type, "fifo") == 0) {
-		it->act = ACT_FIFO;
-	} else {
-		it->act = ACT_OTHER;
-		settle(it, RES_SKIPPED, "skipped", false,
-		       "not restorable: restore does not recreate a %s", p->type);
-	}
-}
-
-/*
- * Is `st` the object of type `type`, (dev, ino) that the cycle created?
- * When it is not, --force still removes what a later restore or edit may
- * have put there in its place (a regular file, a symlink — unlinked, never
- * followed — a fifo, an empty directory) and notes it; never a socket or a
- * device, which no restore makes again (a socket there is some program's
- * live endpoint); otherwise `it` is settled as left.
- */
-static bool is_the_object(const struct cli *c, struct item *it, const struct stat *st,
-			  const char *type, uint64_t dev, uint64_t ino)
-{
-	const char *now = fsb_file_type_name(st->st_mode);
-	bool same_type = strcmp(type, now) == 0;
-	char why[160];
-
-	/* cJSON reads numbers as doubles: compare the numbers rounded the same
-	 * way (see end_differs). */
-	if (same_type && (double)dev == (double)st->st_dev && (double)ino == (double)st->st_ino)
-		return true;
-	if (!same_type)
-		snprintf(why, sizeof(why), "the cycle created a %s here and a %s is there now",
-			 type, now);
-	else
-		snprintf(why, sizeof(why), "this %s is not the one the cycle created (its device "
-			 "or inode differs)", now);
-	if (c->force && (S_ISREG(st->st_mode) || S_ISLNK(st->st_mode) || S_ISFIFO(st->st_mode) ||
-			 S_ISDIR(st->st_mode))) {
-		append(it, "; forced, though ");
-		append(it, why);
-		return true;
-	}
-	settle(it, RES_SKIPPED, "left", false, "not removed: %s%s", why,
-	       S_ISSOCK(st->st_mode) || S_ISCHR(st->st_mode) || S_ISBLK(st->st_mode)
-		       ? "" : " (use --force to remove it anyway)");
-	return false;
-}
-
-/*
- * A path the cycle created is removed only when what is there now is
- * certainly the object the cycle made: never a host's file, socket, symlink
- * or tree that merely has its name. The cycle's end state names that object
- * (type, dev and ino, taken at the seal: what the cycle left, also when it
- * replaced its own file, as `sed -i` does); without one (an open cycle, or
- * one recovered after a crash) the object the create made, when its line
- * records it (`made`). With neither (a cycle sealed by an older fsbroker,
- * whose end state's type and ino may describe another object: the host's,
- * for a name in the sandbox's private /tmp; a create journaled before it
- * was made) nothing proves it, and not even --force removes more than what
- * holds nothing of value: an empty regular file with one link, or an empty
- * directory (rmdir refuses one with entries), of the kind the record made
- * and owned by the restoring user.
- * True when the removal may go ahead; otherwise `it` is settled as left.
- */
-static bool removable(const struct cli *c, const struct fsb_cycle *cy, struct item *it)
-{
-	const struct fsb_end_state *e = it->pick->end;
-	const struct fsb_journal_rec *r = it->pick->rec;
-	const struct stat *st = &it->now;
-	const char *type = fsb_file_type_name(st->st_mode);
-	bool dir_op = strcmp(r->op, "mkdir") == 0;
-
-	if (e != NULL && e->exists && e->has_dev && e->has_ino && e->type[0] != '\0')
-		return is_the_object(c, it, st, e->type, e->dev, e->ino);
-	if ((e == NULL || !e->has_dev) && r->has_made)
-		return is_the_object(c, it, st, r->made_type, r->made_dev, r->made_ino);
-	if (st->st_uid == geteuid() &&
-	    ((dir_op && S_ISDIR(st->st_mode)) ||
-	     (!dir_op && S_ISREG(st->st_mode) && st->st_size == 0 && st->st_nlink == 1)))
-		return true;
-	settle(it, RES_SKIPPED, "left", false,
-	       "not removed: the cycle recorded no device and inode of what it created here "
-	       "(%s), and a %s%s is not certainly its own",
-	       cy->state == FSB_CYCLE_OPEN ? "the cycle is still open"
-	       : cy->state == FSB_CYCLE_RECOVERED ? "it was recovered after a crash"
-	       : "it was sealed by an fsbroker that did not record them",
-	       S_ISREG(st->st_mode) && st->st_size > 0 ? "non-empty " : "", type);
-	return false;
-}
-
-/*
- * ACT_MOVED: open the inode the cycle moved, where it last went, while that
- * name still exists (a restore removes it before it recreates the old one),
- * and check it is the very file: same dev/ino, same size.
- */
-static void open_moved(const struct cli *c, struct item *it)
-{
-	const struct fsb_journal_rec *r = it->pick->rec;
-	const char *name;
-	struct stat st;
-	int pfd, fd;
-	bool same;
-
-	pfd = open_parent(r->moved_now, &name);
-	fd = pfd < 0 ? pfd : openat(pfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY |
-				    O_CLOEXEC);
-	if (pfd >= 0)
-		close(pfd);
-	if (fd >= 0 && fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&
-	    (uint64_t)st.st_size == r->prior.size) {
-		same = (uint64_t)st.st_dev == r->prior.dev && (uint64_t)st.st_ino == r->prior.ino;
-		/* Another inode there now: a later restore put the file back
-		 * as a copy (or someone replaced it). Only --force takes it. */
-		if (!same && c->force)
-			append(it, "; forced, though the file it was moved to is not the inode "
-			       "the cycle moved");
-		if (same || c->force) {
-			it->src_fd = fd;
-			return;
-		}
-	}
-	if (fd >= 0)
-		close(fd);
-	settle(it, RES_SKIPPED, "skipped", false,
-	       "not restorable: the cycle moved it and kept no copy of its content, and the "
-	       "file it moved is not at %s now (or its size changed)", r->moved_now);
-}
-
-static void plan_item(const struct cli *c, const struct fsb_cycle *cy, struct item *it)
-{
-	const struct fsb_prior *p = &it->pick->rec->prior;
-	const char *name, *diff;
-	int pfd, fd, rc;
-
-	if (it->res != RES_PENDING)
-		return;
-	pfd = open_parent(it->path, &name);
-	/* A parent that is gone, or is a file or a symlink now, may be a
-	 * directory this restore makes again first (checked by the caller). */
-	if (pfd == -ENOENT || pfd == -ENOTDIR || (pfd == -ELOOP && it->act != ACT_REMOVE)) {
-		it->parent_missing = true;
-		it->parent_err = pfd;
-	} else if (pfd < 0) {
-		settle(it, RES_SKIPPED, "skipped", false, "%s", walk_error(pfd));
-		return;
-	} else {
-		it->exists = fstatat(pfd, name, &it->now, AT_SYMLINK_NOFOLLOW) == 0;
-		rc = it->exists ? 0 : -errno;
-		close(pfd);
-		if (rc < 0 && rc != -ENOENT) {
-			settle(it, RES_SKIPPED, "skipped", false, "cannot examine it: %s",
-			       strerror(-rc));
-			return;
-		}
-	}
-	/* Nothing to remove: no later change can be lost by doing nothing
-	 * (a trash emptied since the cycle, say). */
-	if (it->act == ACT_REMOVE && !it->exists) {
-		settle(it, RES_OK, "unchanged", false, "already absent");
-		return;
-	}
-	/* The end state tells a path the cycle left as it was from one someone
-	 * changed since: that later change would be lost, so it needs --force. */
-	if (cy->state == FSB_CYCLE_RECOVERED) {
-		/* Sealed at a restart: what the paths were when the crash came
-		 * is not known, so any of them may hold a change made after it. */
-		if (!c->force) {
-			settle(it, RES_SKIPPED, "skipped", false,
-			       "no end state was recorded (the cycle was recovered after a "
-			       "crash): use --force");
-			return;
-		}
-		snprintf(it->note, sizeof(it->note), "; forced, though no end state was recorded: "
-			 "the cycle was recovered after a crash");
-	} else if (cy->state != FSB_CYCLE_OPEN) {
-		if (it->pick->end == NULL && !c->force) {
-			settle(it, RES_SKIPPED, "skipped", false,
-			       "the cycle recorded no end state for it, so a change made after "
-			       "the cycle cannot be ruled out (use --force)");
-			return;
-		}
-		diff = it->pick->end == NULL ? "no end state was recorded"
-		       : end_differs(it->pick->end, it->exists, &it->now);
-		if (diff != NULL && !c->force) {
-			settle(it, RES_SKIPPED, "skipped", false,
-			       "changed since the cycle ended (%s; use --force)", diff);
-			return;
-		}
-		if (diff != NULL)
-			snprintf(it->note, sizeof(it->note), "; forced, though it changed after the "
-				 "cycle: %s", diff);
-	}
-	if (it->act == ACT_REMOVE && !removable(c, cy, it))
-		return;
-	/*
-	 * Only the metadata was journaled: the cycle left the bytes as they
-	 * were, so the file the cycle ended with holds the content it began
-	 * with. A sealed cycle's end state said above whether the file there
-	 * is that one (else --force); an open cycle has none, so the inode
-	 * must be the one recorded.
-	 */
-	if (it->act == ACT_META &&
-	    (!it->exists || !S_ISREG(it->now.st_mode) ||
-	     (cy->state == FSB_CYCLE_OPEN && ((uint64_t)it->now.st_dev != p->dev ||
-					      (uint64_t)it->now.st_ino != p->ino)))) {
-		settle(it, RES_SKIPPED, "skipped", false,
-		       "not restorable: the cycle changed only its metadata and kept no copy of "
-		       "its content, and the file it changed is not there now");
-		return;
-	}
-	if (it->act == ACT_MOVED)
-		open_moved(c, it);
-	if (it->act == ACT_FILE) {
-		/* A corrupted object is found before anything is changed, and a
-		 * dry run reports it too; the copy checks the hash once more. */
-		fd = fsb_backup_object_open(c->store, p->object);
-		rc = fd < 0 ? fd : fsb_backup_object_check(fd, p);
-		if (fd >= 0)
-			close(fd);
-		if (rc == -ESTALE)
-			settle(it, RES_SKIPPED, "skipped", false,
-			       "the inode kept as its backup (%s) was changed after it was kept "
-			       "(its size or mtime differs); nothing was written", p->object);
-		else if (rc == -EBADMSG)
-			settle(it, RES_SKIPPED, "skipped", false,
-			       "its backup object %s is corrupted (its content does not match its "
-			       "SHA-256 name); nothing was written", p->object);
-		else if (rc == -ENOENT)
-			settle(it, RES_SKIPPED, "skipped", false,
-			       "its backup object %s is missing from %s/objects", p->object,
-			       c->store);
-		else if (rc == -ENXIO)
-			settle(it, RES_SKIPPED, "skipped", false,
-			       "its backup object %s is not a regular file; nothing was written",
-			       p->object);
-		else if (rc < 0)
-			settle(it, RES_SKIPPED, "skipped", false,
-			       "cannot read its backup object %s: %s", p->object, strerror(-rc));
-	}
-}
-
-/* ---- restore: doing it --------------------------------------------------- */
-
-/* Still the file that was planned for? Anything else appeared meanwhile. */
-static bool same_as_planned(const struct item *it, int pfd, const char *name, struct stat *st)
-{
-	bool exists = fstatat(pfd, name, st, AT_SYMLINK_NOFOLLOW) == 0;
-
-	if (!exists)
-		memset(st, 0, sizeof(*st));
-	if (exists != it->exists)
-		return false;
-	return !exists || (st->st_dev == it->now.st_dev && st->st_ino == it->now.st_ino &&
-			   (st->st_mode & S_IFMT) == (it->now.st_mode & S_IFMT));
-}
-
-static void do_remove(struct item *it, int pfd, const char *name)
-{
-	struct stat st;
-	bool dir;
-
-	if (!same_as_planned(it, pfd, name, &st)) {
-		settle(it, RES_FAILED, "failed", false, "it changed while restoring; not removed");
-		return;
-	}
-	dir = S_ISDIR(st.st_mode);
-	if (unlinkat(pfd, name, dir ? AT_REMOVEDIR : 0) < 0) {
-		if (errno == ENOTEMPTY || errno == EEXIST)
-			settle(it, RES_SKIPPED, "skipped", false,
-			       "a directory the cycle created, not empty now: not removed");
-		else
-			settle(it, RES_FAILED, "failed", false, "cannot remove it: %s",
-			       strerror(errno));
-		return;
-	}
-	settle(it, RES_OK, "removed", true, "%s%s",
-	       dir ? "a directory created by the cycle" : "created by the cycle", it->note);
-}
-
-/* Clear the way for a rename: an empty directory left where the prior
- * state had something else (the cycle removed a file and made a directory). */
-static int clear_dir(struct item *it, int pfd, const char *name, const struct stat *st)
-{
-	if (!S_ISDIR(st->st_mode))
-		return 0;
-	if (unlinkat(pfd, name, AT_REMOVEDIR) == 0)
-		return 0;
-	settle(it, RES_FAILED, "failed", false, "a directory is there now%s",
-	       errno == ENOTEMPTY || errno == EEXIST ? " and it is not empty: not replaced" : "");
-	return -1;
-}
-
-static void set_owner_fd(struct item *it, int fd, const struct fsb_prior *p)
-{
-	struct stat st;
-
-	if (!p->has_owner || fstat(fd, &st) < 0 || (st.st_uid == p->uid && st.st_gid == p->gid))
-		return;
-	/* Only where we may: an ordinary user cannot give a file away. */
-	if (fchown(fd, p->uid, p->gid) == 0)
-		it->owner_set = true;
-}
-
-static void times_of(const struct fsb_prior *p, struct timespec ts[2])
-{
-	ts[0] = p->atime;
-	ts[1] = p->mtime;
-	if (!p->has_atime)
-		ts[0].tv_nsec = UTIME_OMIT;
-	if (!p->has_mtime)
-		ts[1].tv_nsec = UTIME_OMIT;
-}
-
-/*
- * Give the restored object the prior state's xattrs: through `fd`, else
- * `path` without following it. Kept names it has beyond them are removed
- * (a new file's inherited default ACL, a name added to a directory kept in
- * place), unless the journal left some out. What could not be done goes
- * into the note. True when any was set or removed. A journal without
- * xattrs (an older core, a filesystem without them) changes none.
- */
-static bool put_xattrs(struct item *it, int fd, const char *path)
-{
-	const struct fsb_prior *p = &it->pick->rec->prior;
-	struct fsb_xattr_outcome o;
-	char buf[sizeof(o.failures) + 32];
-
-	if (!p->has_xattrs)
-		return false;
-	fsb_xattr_apply(fd, path, p->xattrs, p->nxattrs, !p->xattrs_truncated, &o);
-	if (o.failed > 0) {
-		snprintf(buf, sizeof(buf), "; xattrs not restored: %s", o.failures);
-		append(it, buf);
-	}
-	if (p->xattrs_truncated)
-		append(it, "; xattrs beyond what the journal kept (64 KiB) were left as they are");
-	return o.set + o.removed > 0;
-}
-
-static void do_file(const struct cli *c, struct item *it, int pfd, const char *name)
-{
-	const struct fsb_prior *p = &it->pick->rec->prior;
-	char tmp[64];
-	struct timespec ts[2];
-	struct stat st;
-	int fd = -1, obj = -1, rc, tries = 0;
-	const char *what;
-	bool xattrs;
-
-	if (!same_as_planned(it, pfd, name, &st)) {
-		settle(it, RES_FAILED, "failed", false, "it changed while restoring; not touched");
-		return;
-	}
-	/* O_EXCL and O_NOFOLLOW: the temporary file is new, ours, and not
-	 * something a link placed there points at. */
-	do {
-		temp_name(tmp, sizeof(tmp));
-		fd = openat(pfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-	} while (fd < 0 && errno == EEXIST && ++tries < 100);
-	if (fd < 0) {
-		settle(it, RES_FAILED, "failed", false, "cannot create a file beside it: %s",
-		       strerror(errno));
-		return;
-	}
-	if (it->act == ACT_MOVED) {
-		rc = fsb_backup_moved_restore(it->src_fd, p, fd);
-	} else {
-		obj = fsb_backup_object_open(c->store, p->object);
-		rc = obj < 0 ? obj : fsb_backup_object_restore(obj, p, fd);
-		if (obj >= 0)
-			close(obj);
-	}
-	if (rc == -ESTALE) {
-		what = it->act == ACT_MOVED
-			? "the file the cycle moved changed size since; nothing was written"
-			: "the inode kept as its backup was changed after it was kept; nothing was "
-			  "written";
-		goto fail_msg;
-	}
-	if (rc == -EBADMSG) {
-		what = "its backup object is corrupted (its content does not match its SHA-256 "
-		       "name); nothing was written";
-		goto fail_msg;
-	}
-	if (rc < 0) {
-		/* rc, not errno: close(obj) may have changed errno since. */
-		what = strerror(-rc);
-		goto fail_msg;
-	}
-	if (fsync(fd) < 0)
-		goto fail;
-	/* Owner before mode: chown clears the set-id bits. */
-	set_owner_fd(it, fd, p);
-	/* After the content and the owner (a write or a chown drops
-	 * security.capability), before the mode (an ACL sets the group bits,
-	 * the mode then its mask). */
-	xattrs = put_xattrs(it, fd, NULL);
-	if (p->has_mode && fchmod(fd, p->mode) < 0)
-		goto fail;
-	times_of(p, ts);
-	if (futimens(fd, ts) < 0)
-		goto fail;
-	if (close(fd) < 0) {
-		fd = -1;
-		goto fail;
-	}
-	fd = -1;
-	if (clear_dir(it, pfd, name, &st) < 0) {
-		unlinkat(pfd, tmp, 0);
-		return;
-	}
-	if (renameat(pfd, tmp, pfd, name) < 0)
-		goto fail;
-	fsync(pfd);
-	settle(it, RES_OK, "restored", true, "content, mode, times%s%s%s",
-	       it->owner_set ? ", owner" : "", xattrs ? ", xattrs" : "", it->note);
-	return;
-
-fail:
-	what = strerror(errno);
-fail_msg:
-	if (fd >= 0)
-		close(fd);
-	unlinkat(pfd, tmp, 0);
-	settle(it, RES_FAILED, "failed", false, "%s", what);
-}
-
-/*
- * A file whose cycle changed only its metadata: owner, xattrs, mode and
- * times put back on the very inode planned for, its content left alone.
- * The inode is pinned with O_PATH (a mode of 0 cannot stop that) and
- * changed through /proc/self/fd, never through its name again.
- */
-static void do_meta(struct item *it, int pfd, const char *name)
-{
-	const struct fsb_prior *p = &it->pick->rec->prior;
-	struct timespec ts[2];
-	char at[32];
-	struct stat st;
-	int fd, rfd = -1;
-	bool xattrs = false;
-
-	fd = openat(pfd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
-	/* Still the file planned for (checked against the journal there). */
-	if (fd < 0 || fstat(fd, &st) < 0 || st.st_dev != it->now.st_dev ||
-	    st.st_ino != it->now.st_ino || !S_ISREG(st.st_mode)) {
-		if (fd >= 0)
-			close(fd);
-		settle(it, RES_FAILED, "failed", false, "it changed while restoring; not touched");
-		return;
-	}
-	snprintf(at, sizeof(at), "/proc/self/fd/%d", fd);
-	/* Owner before mode: chown clears the set-id bits. */
-	if (p->has_owner && (st.st_uid != p->uid || st.st_gid != p->gid) &&
-	    fchownat(fd, "", p->uid, p->gid, AT_EMPTY_PATH) == 0)
-		it->owner_set = true;
-	if (p->has_xattrs) {
-		/* Setting a user.* xattr takes write permission, which the
-		 * mode set right after takes away again. */
-		if (!(st.st_mode & S_IWUSR) || !(st.st_mode & S_IRUSR))
-			chmod(at, (st.st_mode & 07777) | S_IRUSR | S_IWUSR);
-		rfd = open(at, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
-		if (rfd >= 0) {
-			xattrs = put_xattrs(it, rfd, NULL);
-			close(rfd);
-		} else {
-			append(it, "; xattrs not restored: cannot open it");
-		}
-	}
-	times_of(p, ts);
-	if ((p->has_mode && chmod(at, p->mode) < 0) || utimensat(AT_FDCWD, at, ts, 0) < 0) {
-		settle(it, RES_FAILED, "failed", false, "cannot set its mode and times: %s",
-		       strerror(errno));
-		close(fd);
-		return;
-	}
-	close(fd);
-	settle(it, RES_OK, "restored", true, "mode, times%s%s; content unchanged by the cycle%s",
-	       it->owner_set ? ", owner" : "", xattrs ? ", xattrs" : "", it->note);
-}
-
-/* Symlinks and FIFOs: made under a temporary name, then renamed over. */
-static void do_special(struct item *it, int pfd, const char *name)
-{
-	const struct fsb_prior *p = &it->pick->rec->prior;
-	struct timespec ts[2];
-	struct stat st, st2;
-	char tmp[64], at[128];
-	int rc, tries = 0, saved;
-	bool xattrs;
-
-	if (!same_as_planned(it, pfd, name, &st)) {
-		settle(it, RES_FAILED, "failed", false, "it changed while restoring; not touched");
-		return;
-	}
-	do {
-		temp_name(tmp, sizeof(tmp));
-		rc = it->act == ACT_SYMLINK ? symlinkat(p->target, pfd, tmp)
-					    : mkfifoat(pfd, tmp, 0600);
-	} while (rc < 0 && errno == EEXIST && ++tries < 100);
-	if (rc < 0) {
-		settle(it, RES_FAILED, "failed", false, "cannot create it beside: %s",
-		       strerror(errno));
-		return;
-	}
-	if (p->has_owner && fstatat(pfd, tmp, &st2, AT_SYMLINK_NOFOLLOW) == 0 &&
-	    (st2.st_uid != p->uid || st2.st_gid != p->gid) &&
-	    fchownat(pfd, tmp, p->uid, p->gid, AT_SYMLINK_NOFOLLOW) == 0)
-		it->owner_set = true;
-	/* There is no *xattrat(): the parent is named through its fd, so
-	 * the walk is not repeated, and the new name is not followed. */
-	snprintf(at, sizeof(at), "/proc/self/fd/%d/%s", pfd, tmp);
-	xattrs = put_xattrs(it, -1, at);
-	if (it->act == ACT_FIFO && p->has_mode &&
-	    fchmodat(pfd, tmp, p->mode, AT_SYMLINK_NOFOLLOW) < 0)
-		goto fail;
-	times_of(p, ts);
-	if (utimensat(pfd, tmp, ts, AT_SYMLINK_NOFOLLOW) < 0)
-		goto fail;
-	if (clear_dir(it, pfd, name, &st) < 0) {
-		unlinkat(pfd, tmp, 0);
-		return;
-	}
-	if (renameat(pfd, tmp, pfd, name) < 0)
-		goto fail;
-	fsync(pfd);
-	if (it->act == ACT_SYMLINK) {
-		settle(it, RES_OK, "restored", true, "symlink, target, times%s%s%s",
-		       it->owner_set ? ", owner" : "", xattrs ? ", xattrs" : "", it->note);
-	} else {
-		settle(it, RES_OK, "restored", true, "fifo, mode, times%s%s%s",
-		       it->owner_set ? ", owner" : "", xattrs ? ", xattrs" : "", it->note);
-	}
-	return;
-
-fail:
-	saved = errno;
-	unlinkat(pfd, tmp, 0);
-	settle(it, RES_FAILED, "failed", false, "%s", strerror(saved));
-}
-
-/* A directory: made (or kept) now; its mode and times come last, once
- * everything inside it is back (see finish_dir). */
-static void do_dir(struct item *it, int pfd, const char *name)
-{
-	const struct fsb_prior *p = &it->pick->rec->prior;
-	struct stat st;
-	int fd;
-
-	if (!same_as_planned(it, pfd, name, &st)) {
-		settle(it, RES_FAILED, "failed", false, "it changed while restoring; not touched");
-		return;
-	}
-	if (it->exists && !S_ISDIR(st.st_mode) && unlinkat(pfd, name, 0) < 0) {
-		settle(it, RES_FAILED, "failed", false, "cannot remove the %s there now: %s",
-		       fsb_file_type_name(st.st_mode), strerror(errno));
-		return;
-	}
-	if ((!it->exists || !S_ISDIR(st.st_mode)) && mkdirat(pfd, name, 0700) < 0) {
-		settle(it, RES_FAILED, "failed", false, "cannot make the directory: %s",
-		       strerror(errno));
-		return;
-	}
-	fd = openat(pfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (fd < 0) {
-		settle(it, RES_FAILED, "failed", false, "cannot open the directory: %s",
-		       strerror(errno));
-		return;
-	}
-	set_owner_fd(it, fd, p);
-	close(fd);
-}
-
-static void finish_dir(struct item *it, int pfd, const char *name)
-{
-	const struct fsb_prior *p = &it->pick->rec->prior;
-	struct timespec ts[2];
-	struct stat st;
-	bool xattrs;
-	int fd;
-
-	fd = openat(pfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (fd < 0) {
-		settle(it, RES_FAILED, "failed", false, "cannot open the directory: %s",
-		       strerror(errno));
-		return;
-	}
-	/* Setting a user.* xattr takes write permission; the mode set
-	 * right after takes it away again when the prior state had none. */
-	if (p->has_xattrs && p->has_mode && fstat(fd, &st) == 0 && !(st.st_mode & S_IWUSR))
-		fchmod(fd, (st.st_mode & 07777) | S_IWUSR);
-	/* Before the mode: a default or access ACL set here, the mode then
-	 * sets the access ACL's mask. */
-	xattrs = put_xattrs(it, fd, NULL);
-	times_of(p, ts);
-	if ((p->has_mode && fchmod(fd, p->mode) < 0) || futimens(fd, ts) < 0) {
-		settle(it, RES_FAILED, "failed", false, "cannot set its mode and times: %s",
-		       strerror(errno));
-		close(fd);
-		return;
-	}
-	close(fd);
-	settle(it, RES_OK, "restored", true, "directory, mode, times%s%s%s",
-	       it->owner_set ? ", owner" : "", xattrs ? ", xattrs" : "", it->note);
-}
-
-static void execute(const struct cli *c, struct item *it, bool finish)
-{
-	const char *name;
-	int pfd = open_parent(it->path, &name);
-
-	if (pfd < 0) {
-		settle(it, RES_FAILED, "failed", false, "%s", walk_error(pfd));
-		return;
-	}
-	if (finish)
-		finish_dir(it, pfd, name);
-	else if (it->act == ACT_REMOVE)
-		do_remove(it, pfd, name);
-	else if (it->act == ACT_FILE || it->act == ACT_MOVED)
-		do_file(c, it, pfd, name);
-	else if (it->act == ACT_META)
-		do_meta(it, pfd, name);
-	else if (it->act == ACT_DIR)
-		do_dir(it, pfd, name);
-	else
-		do_special(it, pfd, name);
-	close(pfd);
-}
-
-/*
- * A directory the restore changes names in that no item of it restores:
- * its times before the restore touched it, put back at the end, so that a
- * restore stamps no parent with its own time (a file's content comes back
- * through a new name renamed over the old one).
- */
-struct stamped {
-	const char *child;	/* an item's path in it: reached as its parent */
-	dev_t dev;
-	ino_t ino;
-	struct timespec times[2];
-};
-
-/* Note the parent of `it` (before it is acted on), once. */
-static void note_parent(const struct item *items, size_t n, const struct item *it,
-			struct stamped *v, size_t *nv)
-{
-	size_t plen = (size_t)(strrchr(it->path, '/') - it->path);
-	const char *name;
-	struct stat st;
-	int pfd;
-
-	for (size_t i = 0; i < n; i++)
-		if (items[i].act == ACT_DIR && strlen(items[i].path) == plen &&
-		    strncmp(items[i].path, it->path, plen) == 0)
-			return;	/* restored as an item: finish_dir sets its times */
-	if ((pfd = open_parent(it->path, &name)) < 0)
-		return;
-	if (fstat(pfd, &st) == 0) {
-		bool seen = false;
-
-		for (size_t i = 0; i < *nv && !seen; i++)
-			seen = v[i].dev == st.st_dev && v[i].ino == st.st_ino;
-		if (!seen) {
-			v[*nv] = (struct stamped){ .child = it->path, .dev = st.st_dev,
-						   .ino = st.st_ino,
-						   .times = { st.st_atim, st.st_mtim } };
-			(*nv)++;
-		}
-	}
-	close(pfd);
-}
-
-/* Put back the times of the directories note_parent saw, when each is
- * still the directory it was. */
-static void unstamp_parents(const struct stamped *v, size_t nv)
-{
-	for (size_t i = nv; i-- > 0;) {
-		const char *name;
-		struct stat st;
-		int pfd = open_parent(v[i].child, &name);
-
-		if (pfd < 0)
-			continue;
-		if (fstat(pfd, &st) == 0 && st.st_dev == v[i].dev && st.st_ino == v[i].ino)
-			futimens(pfd, v[i].times);
-		close(pfd);
-	}
-}
-
-/*
- * Files that were one inode with several names before the cycle, each put
- * back as a file of its own: make the later ones links of the first again,
- * so the link group comes back (a restore of hard-linked files that a turn
- * moved, or deleted, or wrote). Only names this restore put back are
- * joined; one it did not touch keeps its own inode.
- */
-static void relink_groups(struct item *items, size_t n)
-{
-	for (size_t i = 0; i < n; i++) {
-		const struct fsb_prior *p = items[i].pick ? &items[i].pick->rec->prior : NULL;
-
-		if (p == NULL || items[i].res != RES_OK || p->nlink < 2 ||
-		    (items[i].act != ACT_FILE && items[i].act != ACT_MOVED))
-			continue;
-		for (size_t j = 0; j < i; j++) {
-			const struct fsb_prior *q = items[j].pick ? &items[j].pick->rec->prior
-								  : NULL;
-			const char *name, *first;
-			char tmp[64];
-			int pfd, fpfd;
-
-			if (q == NULL || items[j].res != RES_OK || q->dev != p->dev ||
-			    q->ino != p->ino ||
-			    (items[j].act != ACT_FILE && items[j].act != ACT_MOVED))
-				continue;
-			pfd = open_parent(items[i].path, &name);
-			fpfd = pfd < 0 ? -1 : open_parent(items[j].path, &first);
-			temp_name(tmp, sizeof(tmp));
-			/* Not linked (another file system): it stays a copy. */
-			if (fpfd >= 0 && linkat(fpfd, first, pfd, tmp, 0) == 0 &&
-			    renameat(pfd, tmp, pfd, name) < 0)
-				unlinkat(pfd, tmp, 0);
-			if (fpfd >= 0)
-				close(fpfd);
-			if (pfd >= 0)
-				close(pfd);
-			break;
-		}
-	}
-}
-
-/* Removals deepest first, everything else parents first. */
-static int cmp_exec(const void *a, const void *b)
-{
-	const struct item *x = a, *y = b;
-	int cx = x->act == ACT_REMOVE, cy = y->act == ACT_REMOVE;
-
-	if (cx != cy)
-		return cy - cx;
-	if (x->depth != y->depth)
-		return cx ? y->depth - x->depth : x->depth - y->depth;
-	return strcmp(x->path, y->path);
-}
-
-/* The PATH argument as the journal spells paths: absolute, without "."
- * or ".." components, and through the real directory when it exists. */
-static char *canonical_arg(const char *arg)
-{
-	char joined[PATH_MAX * 2], cwd[PATH_MAX], out[PATH_MAX], real[PATH_MAX];
-	char *last;
-
-	if (arg[0] != '/' && getcwd(cwd, sizeof(cwd)) != NULL)
-		snprintf(joined, sizeof(joined), "%s/%s", cwd, arg);
-	else
-		snprintf(joined, sizeof(joined), "%s", arg);
-	if (fsb_path_lexical(joined, out) < 0)
-		return NULL;
-	/* The journal holds real paths: /tmp/x named through a symlinked
-	 * directory is still /private/tmp/x there. The last component is
-	 * left alone, as it may be a symlink the cycle touched. */
-	last = strrchr(out, '/');
-	if (last != out) {
-		*last = '\0';
-		if (realpath(out, real) != NULL) {
-			snprintf(joined, sizeof(joined), "%s/%s", strcmp(real, "/") ? real : "",
-				 last + 1);
-			return strdup(joined);
-		}
-		*last = '/';
-	}
-	return strdup(out);
-}
-
-/* The PATH arguments in the journal's form, and a flag each for "matched
- * something". 0, or -1 (out of memory). */
-static int canonical_args(const struct cli *c, char ***args, bool **used)
-{
-	if (c->npaths == 0)
-		return 0;
-	*args = calloc((size_t)c->npaths, sizeof(**args));
-	*used = calloc((size_t)c->npaths, sizeof(**used));
-	if (*args == NULL || *used == NULL)
-		return -1;
-	for (int i = 0; i < c->npaths; i++)
-		if (((*args)[i] = canonical_arg(c->paths[i])) == NULL)
-			return -1;
-	return 0;
-}
-
-static bool arg_matches(const char *arg, const struct fsb_journal_rec *r)
-{
-	size_t n = strlen(arg);
-
-	if (strcmp(arg, "/") == 0 || strcmp(r->path, arg) == 0)
-		return true;
-	return strncmp(r->resolved, arg, n) == 0 && (r->resolved[n] == '\0' || r->resolved[n] == '/');
-}
-
-static void print_item(const struct item *it)
+static void print_item(const struct fsb_restore_item *it)
 {
 	fputs(it->verb, stdout);
 	putchar(' ');
@@ -1689,95 +689,16 @@ static void print_item(const struct item *it)
 		printf(": %s\n", it->detail);
 }
 
-/* ---- restore: keeping a way back ----------------------------------------- */
-
-/*
- * Before a restore changes anything, the state and content of every path it
- * is about to change go into the session's restore_backup store, so that
- * `fsbroker backup undo` can put them back. When that copy cannot be made
- * (a full disk, another restore holding the store), the restore changes
- * nothing: it fails closed, unless --no-undo says to go on without a way
- * back. Returns 0 with *out set (NULL when nothing is going to change), or
- * -1 after saying why.
- */
-static int keep_undo(const struct cli *c, const struct item *items, size_t n,
-		     struct fsb_undo **out)
-{
-	char err[PATH_MAX * 2 + 256];
-	struct fsb_undo *u = NULL;
-	bool any = false;
-	int rc;
-
-	*out = NULL;
-	for (size_t i = 0; i < n && !any; i++)
-		any = items[i].res == RES_PENDING;
-	if (!any)
-		return 0;
-	rc = fsb_undo_open(c->state, c->session, &u, err, sizeof(err));
-	for (size_t i = 0; rc == 0 && i < n; i++)
-		if (items[i].res == RES_PENDING)
-			rc = fsb_undo_record(u, root_fd, items[i].path,
-					     c->undo_cmd ? "undo" : "restore", err, sizeof(err));
-	/* Durable before the first change, as the core's journal is. */
-	if (rc == 0)
-		rc = fsb_undo_sync(u, err, sizeof(err));
-	if (rc == 0) {
-		*out = u;
-		return 0;
-	}
-	if (u != NULL)
-		fsb_undo_abort(u);
-	fflush(stdout);
-	fputs("fsbroker backup: ", stderr);
-	put_safe(stderr, err);
-	fprintf(stderr, "\nNothing was %s: without that copy it could not be undone. %s",
-		c->undo_cmd ? "undone" : "restored",
-		rc == -EWOULDBLOCK ? "\n" : "Free some space, or go on without a way back with "
-		"--no-undo.\n");
-	return -1;
-}
-
-/* Seal the copy keep_undo made, now that the paths are as the restore left
- * them: those are its end states, which an undo checks. 0 or -1. */
-static int seal_undo(const struct cli *c, unsigned cycle, struct fsb_undo *u)
-{
-	char msg[512], err[PATH_MAX + 256];
-	int n;
-
-	if (c->undo_cmd)
-		snprintf(msg, sizeof(msg), "undo of cycle %u", cycle);
-	else if (c->tool_call != NULL)
-		snprintf(msg, sizeof(msg), "restore --tool-call %s of cycle %u", c->tool_call,
-			 cycle);
-	else
-		snprintf(msg, sizeof(msg), "restore of cycle %u", cycle);
-	n = fsb_undo_seal(u, msg, err, sizeof(err));
-	fflush(stdout);
-	if (n <= 0) {
-		fprintf(stderr, "fsbroker backup: the %s is done, but the copy that undoes it "
-			"could not be sealed (%s): `fsbroker backup undo` will find it open and "
-			"need --force\n", c->undo_cmd ? "undo" : "restore", err);
-		return -1;
-	}
-	/* With --json, stdout holds only the JSON. */
-	fprintf(c->json ? stderr : stdout, "%s can be undone with `fsbroker backup undo` "
-		"(cycle %d of %s).\n", c->undo_cmd ? "This undo" : "This restore", n,
-		FSB_RESTORE_BACKUP);
-	return 0;
-}
-
 static int cmd_restore(const struct cli *c)
 {
+	const struct fsb_restore_opts o = {
+		.store = c->store, .state = c->state, .session = c->session,
+		.tool_call = c->tool_call, .paths = c->paths, .npaths = c->npaths,
+		.dry_run = c->dry_run, .force = c->force, .no_undo = c->no_undo,
+		.undo = c->undo_cmd,
+	};
+	struct fsb_restore r = { 0 };
 	struct fsb_cycle cy;
-	struct fsb_picks picks = { 0 };
-	struct fsb_undo *undo = NULL;
-	struct stamped *stamped = NULL;
-	size_t nstamped = 0;
-	struct item *items = NULL;
-	char **args = NULL;
-	bool *arg_used = NULL;
-	size_t n = 0, extra = 0;
-	struct rlimit nofile;
 	unsigned num;
 	int rc, status = 0;
 
@@ -1787,65 +708,30 @@ static int cmd_restore(const struct cli *c)
 	rc = load(c, num, &cy);
 	if (rc < 0)
 		return rc == -ENOENT ? 2 : 1;
-	/* Each file the cycle moved is held open from planning to its copy
-	 * (see open_moved): as many descriptors as the system lets us. */
-	if (getrlimit(RLIMIT_NOFILE, &nofile) == 0 && nofile.rlim_cur < nofile.rlim_max) {
-		nofile.rlim_cur = nofile.rlim_max;
-		setrlimit(RLIMIT_NOFILE, &nofile);
-	}
-	if (cy.state == FSB_CYCLE_OPEN && !c->force) {
+	rc = fsb_restore_plan(&o, &cy, &r);
+	if (rc == -EBUSY) {
 		fprintf(stderr, "fsbroker backup: cycle %u is still open (not sealed): it has no "
 			"end states, so restore cannot tell the cycle's own changes from later "
 			"ones. Restore it after it is sealed, or now with --force.\n", cy.number);
-		fsb_cycle_free(&cy);
-		return 1;
+		status = 1;
+		goto out;
 	}
-	if (fsb_cycle_pick(&cy, c->tool_call, &picks) < 0)
-		goto nomem;
-	if (c->tool_call != NULL && picks.n == 0) {
+	if (rc == -ENOENT) {
 		fprintf(stderr, "fsbroker backup: tool call '%s' touched nothing in cycle %u (see "
 			"`fsbroker backup show %u`)\n", c->tool_call, cy.number, cy.number);
 		status = 2;
 		goto out;
 	}
-	if (canonical_args(c, &args, &arg_used) < 0)
-		goto nomem;
-	items = calloc(picks.n + (size_t)c->npaths + 1, sizeof(*items));
-	if (items == NULL)
-		goto nomem;
-	for (size_t i = 0; i < picks.n; i++) {
-		bool want = c->npaths == 0;
-
-		for (int a = 0; a < c->npaths; a++) {
-			for (size_t k = 0; k < picks.v[i].nall; k++) {
-				if (arg_matches(args[a], picks.v[i].all[k])) {
-					want = arg_used[a] = true;
-					break;
-				}
-			}
-		}
-		if (!want)
-			continue;
-		items[n].pick = &picks.v[i];
-		items[n].path = picks.v[i].rec->resolved;
-		items[n].depth = depth_of(items[n].path);
-		items[n].src_fd = -1;
-		/* Before sorting: the action decides the order. */
-		choose_action(&items[n]);
-		n++;
-	}
-	for (int a = 0; a < c->npaths; a++) {
-		if (arg_used[a])
-			continue;
-		items[n + extra].path = args[a];
-		items[n + extra].act = ACT_OTHER;
-		items[n + extra].src_fd = -1;
-		settle(&items[n + extra], RES_SKIPPED, "skipped", false, "%s did not touch it",
-		       c->tool_call != NULL ? "that tool call" : "the cycle");
-		extra++;
+	if (rc < 0) {
+		if (rc == -ENOMEM)
+			fprintf(stderr, "fsbroker backup: out of memory\n");
+		else
+			fprintf(stderr, "fsbroker backup: cannot open /: %s\n", strerror(-rc));
+		status = 1;
+		goto out;
 	}
 	/* With --json, stdout holds only the JSON: sentences go to stderr. */
-	if (n + extra == 0) {
+	if (r.n + r.extra == 0) {
 		fprintf(c->json ? stderr : stdout,
 			"Cycle %u touched no paths: there is nothing to restore.\n", cy.number);
 		if (c->json)
@@ -1855,119 +741,61 @@ static int cmd_restore(const struct cli *c)
 	if (cy.state == FSB_CYCLE_OPEN)
 		fprintf(c->json ? stderr : stdout, "Cycle %u is still open: restoring without "
 			"checking for changes made after it (--force).\n", cy.number);
-
-	qsort(items, n, sizeof(*items), cmp_exec);
-	for (size_t i = 0; i < n; i++) {
-		plan_item(c, &cy, &items[i]);
-		/* A parent that is missing now must come back first, from a
-		 * directory this restore recreates (parents are planned first). */
-		if (items[i].res == RES_PENDING && items[i].parent_missing &&
-		    items[i].act != ACT_REMOVE) {
-			bool ok = false;
-			size_t plen = (size_t)(strrchr(items[i].path, '/') - items[i].path);
-
-			for (size_t j = 0; j < i && !ok; j++)
-				ok = items[j].act == ACT_DIR && items[j].res == RES_PENDING &&
-				     strlen(items[j].path) == plen &&
-				     strncmp(items[j].path, items[i].path, plen) == 0;
-			if (!ok && items[i].parent_err == -ELOOP)
-				settle(&items[i], RES_SKIPPED, "skipped", false, "%s",
-				       walk_error(-ELOOP));
-			else if (!ok)
-				settle(&items[i], RES_SKIPPED, "skipped", false,
-				       "its parent directory does not exist (or is not a directory "
-				       "now), and the cycle did not remove it");
-		}
-		if (items[i].res == RES_PENDING && items[i].pick->later_by_others)
-			append(&items[i], "; later tool calls changed it too, and that is undone as "
-			       "well");
-	}
-	if (!c->dry_run && !c->no_undo && keep_undo(c, items, n, &undo) < 0) {
+	if (fsb_restore_perform(&o, &cy, &r) < 0) {
+		fflush(stdout);
+		fputs("fsbroker backup: ", stderr);
+		put_safe(stderr, r.undo_err);
+		fprintf(stderr, "\nNothing was %s: without that copy it could not be undone. %s",
+			c->undo_cmd ? "undone" : "restored",
+			r.undo_rc == -EWOULDBLOCK ? "\n" : "Free some space, or go on without a way "
+			"back with --no-undo.\n");
 		status = 1;
 		goto out;
 	}
-	if (!c->dry_run)
-		stamped = calloc(n + 1, sizeof(*stamped));
-	for (size_t i = 0; i < n; i++) {
-		struct item *it = &items[i];
-
-		if (it->res != RES_PENDING)
-			continue;
-		if (c->dry_run) {
-			const char *what = it->act == ACT_REMOVE
-				? (S_ISDIR(it->now.st_mode) ? "a directory created by the cycle; "
-				   "only once it is empty" : "created by the cycle")
-				: it->act == ACT_FILE || it->act == ACT_MOVED ? "content, mode, times"
-				: it->act == ACT_META ? "mode, times; content unchanged by the cycle"
-				: it->act == ACT_DIR ? "directory, mode, times"
-				: it->act == ACT_SYMLINK ? "symlink, target, times" : "fifo, mode, times";
-			settle(it, RES_OK, it->act == ACT_REMOVE ? "would remove" : "would restore",
-			       true, "%s%s", what, it->note);
-			continue;
-		}
-		if (stamped != NULL)
-			note_parent(items, n, it, stamped, &nstamped);
-		execute(c, it, false);
-	}
-	/* Directories get their mode and times once what is inside is back;
-	 * the others the restore changed names in, the times they had. */
-	if (!c->dry_run)
-		relink_groups(items, n);
-	for (size_t i = n; i-- > 0;)
-		if (!c->dry_run && items[i].act == ACT_DIR && items[i].res == RES_PENDING)
-			execute(c, &items[i], true);
-	unstamp_parents(stamped, nstamped);
-	free(stamped);
-	stamped = NULL;
-
 	if (c->json) {
 		cJSON *arr = cJSON_CreateArray();
 
-		for (size_t i = 0; i < n + extra; i++) {
-			cJSON *o = cJSON_CreateObject();
+		for (size_t i = 0; i < r.n + r.extra; i++) {
+			cJSON *e = cJSON_CreateObject();
 
-			fsb_json_add_path(o, "path", items[i].path, false);
-			cJSON_AddStringToObject(o, "result", items[i].verb);
-			cJSON_AddStringToObject(o, "detail", items[i].detail);
-			cJSON_AddItemToArray(arr, o);
+			fsb_json_add_path(e, "path", r.items[i].path, false);
+			cJSON_AddStringToObject(e, "result", r.items[i].verb);
+			cJSON_AddStringToObject(e, "detail", r.items[i].detail);
+			cJSON_AddItemToArray(arr, e);
 		}
 		print_json(arr);
 		cJSON_Delete(arr);
 	}
-	for (size_t i = 0; i < n + extra; i++) {
+	for (size_t i = 0; i < r.n + r.extra; i++) {
 		if (!c->json)
-			print_item(&items[i]);
-		if (items[i].res != RES_OK)
+			print_item(&r.items[i]);
+		if (r.items[i].res != FSB_RES_OK)
 			status = 1;
 	}
-	if (undo != NULL && seal_undo(c, cy.number, undo) < 0)
+	fflush(stdout);
+	if (r.undo_cycle < 0) {
+		fprintf(stderr, "fsbroker backup: the %s is done, but the copy that undoes it "
+			"could not be sealed (%s): `fsbroker backup undo` will find it open and "
+			"need --force\n", c->undo_cmd ? "undo" : "restore", r.undo_err);
 		status = 1;
-	goto out;
-
-nomem:
-	fprintf(stderr, "fsbroker backup: out of memory\n");
-	status = 1;
+	} else if (r.undo_cycle > 0) {
+		/* With --json, stdout holds only the JSON. */
+		fprintf(c->json ? stderr : stdout, "%s can be undone with `fsbroker backup undo` "
+			"(cycle %d of %s).\n", c->undo_cmd ? "This undo" : "This restore",
+			r.undo_cycle, FSB_RESTORE_BACKUP);
+	}
 out:
-	free(stamped);
-	for (size_t i = 0; items != NULL && i < n; i++)
-		if (items[i].src_fd >= 0)
-			close(items[i].src_fd);
-	for (int a = 0; args != NULL && a < c->npaths; a++)
-		free(args[a]);
-	free(args);
-	free(arg_used);
-	free(items);
-	fsb_picks_free(&picks);
+	fsb_restore_free(&r);
 	fsb_cycle_free(&cy);
 	return status;
 }
 
 /* ---- diff ---------------------------------------------------------------- */
 
-enum dstat { D_UNCHANGED, D_CHANGED, D_CREATED, D_REMOVED, D_NOBACKUP, D_ERROR };
+enum dstat { D_UNCHANGED, D_CHANGED, D_CREATED, D_REMOVED, D_NOBACKUP, D_RENAMED, D_ERROR };
 
 static const char *const dstat_name[] = {
-	"unchanged", "changed", "created", "removed", "no-backup", "error",
+	"unchanged", "changed", "created", "removed", "no-backup", "renamed", "error",
 };
 
 /* `s` as put_safe shows it, in a malloc'd string (NULL without memory). */
@@ -2100,6 +928,24 @@ static enum dstat diff_one(const struct cli *c, unsigned num, const struct fsb_p
 		return D_ERROR;
 	}
 
+	/* A rename's source: what was here lives on under its new name. */
+	if (pr->exists && pk->rec->moved_to != NULL) {
+		/* Back here again (restored, or renamed back): as before. */
+		if (now && same_type(pr->type, st.st_mode) &&
+		    (!S_ISREG(st.st_mode) ||
+		     ((uint64_t)st.st_size == pr->size && pr->has_mtime &&
+		      st.st_mtim.tv_sec == pr->mtime.tv_sec &&
+		      st.st_mtim.tv_nsec == pr->mtime.tv_nsec)))
+			return D_UNCHANGED;
+		if (!c->json) {
+			fputs("renamed ", stdout);
+			put_safe(stdout, path);
+			fputs(" -> ", stdout);
+			put_safe(stdout, pk->rec->moved_to);
+			putchar('\n');
+		}
+		return D_RENAMED;
+	}
 	if (!pr->exists) {
 		if (!now)
 			return D_UNCHANGED;	/* created, and gone again */
@@ -2210,10 +1056,20 @@ out:
 	return res;
 }
 
+/* Whether the PATH arguments (none: every path) name record `r`. */
+static bool wanted(const struct cli *c, char **args, const struct fsb_journal_rec *r)
+{
+	for (int a = 0; a < c->npaths; a++)
+		if (fsb_restore_path_matches(args[a], r))
+			return true;
+	return c->npaths == 0;
+}
+
 static int cmd_diff(const struct cli *c)
 {
 	struct fsb_cycle cy;
 	struct fsb_picks picks = { 0 };
+	struct fsb_moves moves = { 0 };
 	char **args = NULL;
 	bool *arg_used = NULL;
 	cJSON *arr = NULL;
@@ -2225,21 +1081,23 @@ static int cmd_diff(const struct cli *c)
 		return 2;
 	if (load(c, num, &cy) < 0)
 		return 2;
-	if (fsb_cycle_pick(&cy, NULL, &picks) < 0)
+	if (fsb_cycle_pick(&cy, NULL, &picks) < 0 || fsb_cycle_moves(&cy, &moves) < 0)
 		goto nomem;
-	if (canonical_args(c, &args, &arg_used) < 0)
+	if (fsb_restore_canonical_paths(c->paths, c->npaths, &args, &arg_used) < 0)
 		goto nomem;
 	if (c->json)
 		arr = cJSON_CreateArray();
 	for (size_t i = 0; i < picks.n; i++) {
 		const struct fsb_pick *pk = &picks.v[i];
+		const struct fsb_journal_rec *from;
+		struct fsb_pick src;
 		char detail[PATH_MAX + 128];
 		bool want = c->npaths == 0;
 		enum dstat d;
 
 		for (int a = 0; a < c->npaths; a++) {
 			for (size_t k = 0; k < pk->nall; k++) {
-				if (arg_matches(args[a], pk->all[k])) {
+				if (fsb_restore_path_matches(args[a], pk->all[k])) {
 					want = arg_used[a] = true;
 					break;
 				}
@@ -2247,6 +1105,15 @@ static int cmd_diff(const struct cli *c)
 		}
 		if (!want)
 			continue;
+		/* The new name of a rename is said with its source, once: by
+		 * the source's own entry when that is asked for too. */
+		from = fsb_moves_into(&moves, pk);
+		if (from != NULL) {
+			if (wanted(c, args, from))
+				continue;
+			src = (struct fsb_pick){ .rec = from, .all = &from, .nall = 1 };
+			pk = &src;
+		}
 		d = diff_one(c, cy.number, pk, detail, sizeof(detail));
 		if (d == D_ERROR) {
 			fflush(stdout);
@@ -2262,6 +1129,8 @@ static int cmd_diff(const struct cli *c)
 
 			fsb_json_add_path(o, "path", pk->rec->resolved, false);
 			cJSON_AddStringToObject(o, "status", dstat_name[d]);
+			if (d == D_RENAMED)
+				fsb_json_add_path(o, "movedTo", pk->rec->moved_to, false);
 			if (detail[0] != '\0')
 				cJSON_AddStringToObject(o, "detail", detail);
 			cJSON_AddItemToArray(arr, o);
@@ -2289,6 +1158,7 @@ out:
 		free(args[a]);
 	free(args);
 	free(arg_used);
+	fsb_moves_free(&moves);
 	fsb_picks_free(&picks);
 	fsb_cycle_free(&cy);
 	return status;
@@ -2649,12 +1519,5 @@ int fsb_cli_backup(int argc, char **argv)
 		return cmd_diff(&c);
 	if (is(sub, "prune"))
 		return cmd_prune(&c);
-	root_fd = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
-	if (root_fd < 0) {
-		fprintf(stderr, "fsbroker backup: cannot open /: %s\n", strerror(errno));
-		return 1;
-	}
-	rc = c.undo_cmd ? cmd_undo(&c) : cmd_restore(&c);
-	close(root_fd);
-	return rc;
+	return c.undo_cmd ? cmd_undo(&c) : cmd_restore(&c);
 }

@@ -1,13 +1,15 @@
 /*
  * fuzz_journal.c — fuzz harness of the backup store reader
- * (core/backup_read.c): the input is written into a temporary store as
+ * (core/store/backup_read.c): the input is written into a temporary store as
  * cycle 1's journal.jsonl and, after the first form feed (\f), its
  * cycle.json (no form feed: an open cycle, without cycle.json). The cycle
  * is loaded as `fsbroker backup` and restore load it, malformed lines
  * reported to /dev/null, then the records are picked for every path and for
  * the first record's tool call, and each path's end state looked up. A
  * loaded cycle must keep the reader's promises (strings never NULL, each
- * pick's records of its own path).
+ * pick's records of its own path). Each line the decoder accepts, written
+ * again by the encoder (core/store/journal.c), must read back to the same
+ * line.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -20,6 +22,8 @@
 
 #include "backup_read.h"
 #include "fuzz.h"
+#include "journal.h"
+#include "proto_json.h"
 
 static char state_dir[64];
 static char store[128], cycle_dir[160], journal[192], cycle_json[192];
@@ -102,6 +106,41 @@ static void check_picks(const struct fsb_cycle *c, const char *tool_call)
 	fsb_picks_free(&p);
 }
 
+/* A line read, written again by the one encoder and read back: the second
+ * reading must give the same line, so nothing the decoder accepts is lost
+ * or changed by a write. */
+static void check_round_trip(const char *line, size_t len)
+{
+	struct fsb_journal_rec r1, r2;
+	struct fsb_journal_why why;
+	char *l1, *l2;
+	cJSON *o;
+
+	if (fsb_journal_decode(line, len, &r1, &why) < 0)
+		return;
+	o = fsb_journal_encode(&r1);
+	l1 = o != NULL ? fsb_json_print(o, false) : NULL;
+	cJSON_Delete(o);
+	fsb_journal_rec_free(&r1);
+	if (l1 == NULL)
+		return;
+	if (fsb_journal_decode(l1, strlen(l1), &r2, &why) < 0) {
+		fprintf(stderr, "fuzz_journal: a line the encoder wrote is refused (%s): %s\n",
+			why.text, l1);
+		abort();
+	}
+	o = fsb_journal_encode(&r2);
+	l2 = o != NULL ? fsb_json_print(o, false) : NULL;
+	cJSON_Delete(o);
+	fsb_journal_rec_free(&r2);
+	if (l2 != NULL && strcmp(l1, l2) != 0) {
+		fprintf(stderr, "fuzz_journal: written again, a line changed:\n%s\n%s\n", l1, l2);
+		abort();
+	}
+	free(l1);
+	free(l2);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	const uint8_t *ff = memchr(data, '\f', size);
@@ -109,6 +148,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct fsb_cycle c;
 	char err[512];
 
+	for (size_t at = 0; at < jlen;) {
+		const uint8_t *nl = memchr(data + at, '\n', jlen - at);
+		size_t end = nl != NULL ? (size_t)(nl - data) : jlen;
+
+		check_round_trip((const char *)data + at, end - at);
+		at = end + 1;
+	}
 	write_file(journal, data, jlen);
 	if (ff != NULL)
 		write_file(cycle_json, ff + 1, size - jlen - 1);

@@ -7,7 +7,8 @@
  * needs --force, and so does every path of a recovered cycle; a corrupted
  * object, or a FIFO in an object's place, is refused; a parent directory
  * replaced by a symlink is not followed. `backup diff` shows what a cycle
- * changed and exits like diff; `backup prune` removes old sealed cycles
+ * changed and exits like diff, and both say a rename is one (`renamed A ->
+ * B`), not a delete and a create; `backup prune` removes old sealed cycles
  * (never the open one) and the objects no remaining cycle names, changes
  * nothing with --dry-run, and refuses while the store's lock is held;
  * `prune --max-size` removes the oldest sealed cycles until the store fits,
@@ -1308,6 +1309,102 @@ static void test_diff_json_parses(void **state)
 	cJSON_Delete(arr);
 }
 
+/* A rename journaled as the core journals it: the source with where it
+ * went and no content (`moved`), the new name absent before. */
+static void rename_scene(char from[PATH_MAX * 2], char to[PATH_MAX * 2])
+{
+	const char *paths[] = { from, to, NULL };
+	char *end;
+	struct stat st;
+	char tail[PATH_MAX * 3];
+
+	snprintf(from, PATH_MAX * 2, "%s/old-name.txt", S.ws);
+	snprintf(to, PATH_MAX * 2, "%s/new-name.txt", S.ws);
+	fsbt_write_file(from, "moved, not copied\n");
+	assert_int_equal(lstat(from, &st), 0);
+	journal_add("tc-1", "rename-from", from, &st, NULL);
+	end = strstr(S.journal + strlen(S.journal) - 20, "},\"ok\":true}\n");
+	assert_non_null(end);
+	snprintf(tail, sizeof(tail), ",\"moved\":true},\"movedTo\":\"%s\",\"ok\":true}\n", to);
+	snprintf(end, sizeof(S.journal) - (size_t)(end - S.journal), "%s", tail);
+	journal_add("tc-1", "rename-to", to, NULL, NULL);
+	assert_int_equal(rename(from, to), 0);
+	journal_write();
+	seal(paths);
+}
+
+static void test_show_and_diff_say_a_rename_is_a_rename(void **state)
+{
+	char from[PATH_MAX * 2], to[PATH_MAX * 2], want[PATH_MAX * 5];
+	const cJSON *e, *m;
+	struct run r;
+	cJSON *o;
+	int n = 0;
+
+	(void)state;
+	rename_scene(from, to);
+	snprintf(want, sizeof(want), "%s -> %s\n", from, to);
+
+	/* One line, the source's, naming both ends: no delete, no create. */
+	BACKUP(&r, "show", "--last");
+	assert_int_equal(r.status, 0);
+	assert_non_null(strstr(r.out, "renamed (18 bytes)"));
+	assert_non_null(strstr(r.out, want));
+	assert_null(strstr(r.out, "created"));
+	assert_null(strstr(r.out, "deleted"));
+
+	BACKUP(&r, "show", "--last", "--json");
+	o = cJSON_Parse(r.out);
+	assert_non_null(o);
+	cJSON_ArrayForEach(e, cJSON_GetObjectItem(o, "paths")) {
+		const char *path = cJSON_GetObjectItem(e, "path")->valuestring;
+
+		if (strcmp(path, from) == 0) {
+			m = cJSON_GetObjectItem(e, "movedTo");
+			assert_true(cJSON_IsString(m));
+			assert_string_equal(m->valuestring, to);
+			n++;
+		} else if (strcmp(path, to) == 0) {
+			m = cJSON_GetObjectItem(e, "movedFrom");
+			assert_true(cJSON_IsString(m));
+			assert_string_equal(m->valuestring, from);
+			n++;
+		}
+	}
+	assert_int_equal(n, 2);
+	cJSON_Delete(o);
+
+	/* diff: the rename, once, and a difference (exit 1). */
+	snprintf(want, sizeof(want), "renamed %s -> %s\n", from, to);
+	BACKUP(&r, "diff", "--last");
+	assert_int_equal(r.status, 1);
+	assert_string_equal(r.out, want);
+	/* Asked about the new name alone, the same line. */
+	BACKUP(&r, "diff", "--last", to);
+	assert_int_equal(r.status, 1);
+	assert_string_equal(r.out, want);
+
+	BACKUP(&r, "diff", "--last", "--json");
+	assert_int_equal(r.status, 1);
+	o = cJSON_Parse(r.out);
+	assert_non_null(o);
+	assert_int_equal(cJSON_GetArraySize(o), 1);
+	assert_string_equal(json_status(o, from), "renamed");
+	m = cJSON_GetObjectItem(cJSON_GetArrayItem(o, 0), "movedTo");
+	assert_true(cJSON_IsString(m));
+	assert_string_equal(m->valuestring, to);
+	cJSON_Delete(o);
+
+	/* Once restored, the rename is undone: nothing differs. */
+	BACKUP(&r, "restore", "--last");
+	assert_int_equal(r.status, 0);
+	assert_content(from, "moved, not copied\n");
+	assert_int_equal(access(to, F_OK), -1);
+	BACKUP(&r, "diff", "--last");
+	assert_int_equal(r.status, 0);
+	assert_string_equal(r.out, "");
+}
+
 static void test_diff_refuses_corrupted_object(void **state)
 {
 	char obj[PATH_MAX * 3];
@@ -1979,6 +2076,7 @@ int main(void)
 		T(test_diff_of_untouched_file_exits_0),
 		T(test_diff_of_created_file),
 		T(test_diff_json_parses),
+		T(test_show_and_diff_say_a_rename_is_a_rename),
 		T(test_diff_refuses_corrupted_object),
 		T(test_prune_keep_1_keeps_newest_and_its_objects),
 		T(test_prune_never_removes_the_open_cycle),

@@ -7,7 +7,7 @@
  * One operation is run per core, with the fault armed once the core is
  * ready, and N is swept over every call the operation makes (the sweep
  * stops at the first N the operation no longer reaches). The stages those
- * calls are (core/backup_object.c, core/backup.c, core/hostop.c,
+ * calls are (core/store/backup_object.c, core/store/backup.c, core/hostop.c,
  * core/serve_text.c):
  *   object   the backup copy: O_TMPFILE, copy_file_range (or pwrite),
  *            fsync of the copy, linkat of it under objects/<hh>/<sha256>

@@ -149,7 +149,9 @@ export interface CycleInfo {
 /** One entry of `fsbroker backup diff --json`. */
 export interface DiffEntry {
   path: string;
-  status: "changed" | "unchanged" | "created" | "removed" | "no-backup" | "error";
+  status: "changed" | "unchanged" | "created" | "removed" | "no-backup" | "renamed" | "error";
+  /** With status "renamed": the new name (`path` is the old one). */
+  movedTo?: string;
   detail?: string;
 }
 

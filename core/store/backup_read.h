@@ -1,8 +1,9 @@
 /*
  * backup_read.h — read a session's backup store (docs/backup-store.md):
- * find its cycles, load one cycle's journal and cycle.json into structs,
- * choose the record that holds each path's state to restore, and read
- * objects back, checked against their SHA-256 names. Nothing here writes.
+ * find its cycles, load one cycle's journal (each line decoded by
+ * journal.c) and cycle.json into structs, choose the record that holds each
+ * path's state to restore, and read objects back, checked against their
+ * SHA-256 names. Nothing here writes.
  */
 #ifndef FSB_BACKUP_READ_H
 #define FSB_BACKUP_READ_H
@@ -15,76 +16,8 @@
 #include <time.h>
 
 #include "audit.h"
+#include "journal.h"
 #include "xattr.h"
-
-/** The state of a path before a change: a journal record's `prior`. */
-struct fsb_prior {
-	bool exists;
-	char type[12];		/* "file", "dir", "symlink", ...; "" when absent */
-	uint64_t dev, ino, nlink;
-	bool has_mode, has_owner, has_size, has_atime, has_mtime;
-	mode_t mode;		/* permission bits (07777) */
-	uid_t uid;
-	gid_t gid;
-	uint64_t size;
-	struct timespec atime, mtime;
-	char object[FSB_SHA256_HEX_LEN + 1];	/* "" when no content was taken */
-	char skipped[24];	/* "too-large", "skip-rule", or "" */
-	bool kept;		/* `object` is the file's inode, linked into the
-				 * store under a random name: not its hash */
-	/* A kept inode's size and mtime when it was kept (by the record
-	 * that kept it): a restore checks it still has them. */
-	uint64_t kept_size;
-	struct timespec kept_mtime;
-	bool metadata_only;	/* a file whose change left its content: only
-				 * the metadata was journaled (and no later
-				 * record of the inode lent it content) */
-	bool moved;		/* a rename's source (or an entry beneath it):
-				 * its content was not copied, it lives on
-				 * under the line's moved_to (and no later
-				 * record of the inode lent it content) */
-	char *target;		/* a symlink's target, else NULL */
-	bool has_xattrs;	/* the journal recorded the xattrs (else unknown) */
-	bool xattrs_truncated;	/* some were left out: over FSB_XATTR_CAP */
-	struct fsb_xattr *xattrs;	/* the kept ones, in journal order */
-	size_t nxattrs;
-};
-
-/** One line of cycles/<n>/journal.jsonl. Strings are owned; never NULL. */
-struct fsb_journal_rec {
-	unsigned line;		/* line number in the journal, from 1 */
-	uint64_t seq;
-	char *time;
-	char *tool_call, *trace;
-	char *op;
-	long flags;
-	char *path;		/* as requested (`resolved` when the line has none) */
-	char *resolved;		/* the real path the change touched: what restore acts on */
-	char *moved_to;		/* a rename's source: the real path it went to, else NULL */
-	/* A moved file not lent content: where its inode last moved to in
-	 * the cycle (one of the records' moved_to), else NULL. */
-	const char *moved_now;
-	bool ok;
-	struct fsb_prior prior;
-	/* A created path: the object the create made, when it was journaled
-	 * after the create (`made`); restore removes no other. */
-	bool has_made;
-	char made_type[12];
-	uint64_t made_dev, made_ino;
-};
-
-/** The end state of a path as cycle.json `paths` records it. */
-struct fsb_end_state {
-	char *path;
-	bool exists;
-	char type[12];
-	bool has_size, has_mtime, has_ino;
-	/* Written since restore checks what it removes; a cycle sealed before
-	 * has none (and its type and ino may be another object's). */
-	bool has_dev;
-	uint64_t size, ino, dev;
-	struct timespec mtime;
-};
 
 enum fsb_cycle_state { FSB_CYCLE_OPEN, FSB_CYCLE_SEALED, FSB_CYCLE_RECOVERED };
 
@@ -178,8 +111,24 @@ int fsb_cycle_pick(const struct fsb_cycle *c, const char *tool_call, struct fsb_
 
 void fsb_picks_free(struct fsb_picks *p);
 
-/** True when `hex` is 64 lowercase hex digits, the only valid object name. */
-bool fsb_backup_object_name_ok(const char *hex);
+/** The records of a cycle that moved a path (`moved_to` set), by moved_to. */
+struct fsb_moves {
+	const struct fsb_journal_rec **v;
+	size_t n;
+};
+
+/** Index the renames of `c` (fsb_moves_into). 0 or -ENOMEM. */
+int fsb_cycle_moves(const struct fsb_cycle *c, struct fsb_moves *out);
+
+/**
+ * The rename-from record that made the name of `p`, when that is all the
+ * cycle did there (its one record a rename-to of an absent path): the path
+ * is the other end of a rename, not a create. NULL otherwise.
+ */
+const struct fsb_journal_rec *fsb_moves_into(const struct fsb_moves *m, const struct fsb_pick *p);
+
+/** Free the index (not the records it points at). */
+void fsb_moves_free(struct fsb_moves *m);
 
 /**
  * Open object `hex` of the store read-only, never through a symlink and

@@ -29,6 +29,7 @@
 #include "backup.h"
 #include "op.h"
 #include "backup_object.h"
+#include "journal.h"
 #include "proto_json.h"
 #include "xattr.h"
 
@@ -347,20 +348,6 @@ static struct inode_ent *inode_get(struct cycle *c, dev_t dev, ino_t ino, bool c
 	return e;
 }
 
-/* RFC 3339 UTC with milliseconds. */
-static void fmt_time(const struct timespec *ts, char buf[40])
-{
-	struct tm tm;
-	size_t n;
-
-	if (gmtime_r(&ts->tv_sec, &tm) == NULL ||
-	    (n = strftime(buf, 40, "%Y-%m-%dT%H:%M:%S", &tm)) == 0) {
-		strcpy(buf, "1970-01-01T00:00:00.000Z");
-		return;
-	}
-	snprintf(buf + n, 40 - n, ".%03ldZ", ts->tv_nsec / 1000000);
-}
-
 static struct timespec now(void)
 {
 	struct timespec ts;
@@ -369,220 +356,112 @@ static struct timespec now(void)
 	return ts;
 }
 
-/* cJSON numbers are doubles: beyond 2^53 an integer is written as its exact
- * digits instead, so an inode or device number is never rounded. */
-static bool add_u64(cJSON *o, const char *name, uint64_t v)
-{
-	char buf[24];
-
-	if (v <= (UINT64_C(1) << 53))
-		return cJSON_AddNumberToObject(o, name, (double)v) != NULL;
-	snprintf(buf, sizeof(buf), "%" PRIu64, v);
-	return cJSON_AddRawToObject(o, name, buf) != NULL;
-}
-
-static bool add_timespec(cJSON *o, const char *name, const struct timespec *ts)
-{
-	cJSON *a = cJSON_AddArrayToObject(o, name);
-	cJSON *s, *ns;
-
-	if (a == NULL)
-		return false;
-	s = cJSON_CreateNumber((double)ts->tv_sec);
-	if (s == NULL || !cJSON_AddItemToArray(a, s)) {
-		cJSON_Delete(s);
-		return false;
-	}
-	ns = cJSON_CreateNumber((double)ts->tv_nsec);
-	if (ns == NULL || !cJSON_AddItemToArray(a, ns)) {
-		cJSON_Delete(ns);
-		return false;
-	}
-	return true;
-}
-
-/* A string of bytes from outside (a path, a link target, an id): as is when
- * it is UTF-8, else as `<name>Bytes`, percent-encoded. */
-static bool add_bytes(cJSON *o, const char *name, const char *s)
-{
-	char alt[64];
-
-	fsb_json_add_path(o, name, s, false);
-	snprintf(alt, sizeof(alt), "%sBytes", name);
-	return cJSON_GetObjectItemCaseSensitive(o, name) != NULL ||
-	       cJSON_GetObjectItemCaseSensitive(o, alt) != NULL;
-}
-
 /*
- * The prior state's xattrs (docs/backup-store.md): `xattrs` maps each name
- * to its value in base64; a name that is not UTF-8 goes, percent-encoded,
- * into `xattrsBytes` instead. A regular file's are read from the fd being
- * backed up, the very inode whose content is taken. Anything else is read
- * by its path, without following a symlink there: a rename racing with it
- * can pair the path with another file's xattrs, as it can its mode, but
- * never with another file's content. Nothing is recorded where the
- * filesystem has no xattrs or they cannot be read: restore then leaves
- * them as they are. -ENOMEM, or 0.
+ * The prior state's xattrs (docs/backup-store.md): a regular file's are
+ * read from the fd being backed up, the very inode whose content is taken.
+ * Anything else is read by its path, without following a symlink there: a
+ * rename racing with it can pair the path with another file's xattrs, as
+ * it can its mode, but never with another file's content. Nothing is
+ * recorded where the filesystem has no xattrs or they cannot be read:
+ * restore then leaves them as they are. -ENOMEM, or 0.
  */
-static int add_xattrs(cJSON *p, const struct fsb_backup_req *r)
+static int read_xattrs(const struct fsb_backup_req *r, struct fsb_prior *p)
 {
 	const struct stat *st = r->prior;
-	struct fsb_xattr *v;
 	struct stat fst;
-	cJSON *o, *ob = NULL, *tmp = NULL;
-	bool truncated;
-	size_t n;
 	int fd = -1, rc;
 
 	if (S_ISREG(st->st_mode) && r->fd >= 0 && fstat(r->fd, &fst) == 0 &&
 	    fst.st_dev == st->st_dev && fst.st_ino == st->st_ino)
 		fd = r->fd;
-	rc = fsb_xattr_read(fd, r->resolved, FSB_XATTR_CAP, &v, &n, &truncated);
-	if (rc < 0)
+	rc = fsb_xattr_read(fd, r->resolved, FSB_XATTR_CAP, &p->xattrs, &p->nxattrs,
+			    &p->xattrs_truncated);
+	if (rc < 0) {
+		p->xattrs = NULL;
+		p->nxattrs = 0;
+		p->xattrs_truncated = false;
 		return rc == -ENOMEM ? rc : 0;
-	rc = -ENOMEM;
-	o = cJSON_AddObjectToObject(p, "xattrs");
-	if (o == NULL)
-		goto out;
-	for (size_t i = 0; i < n; i++) {
-		char *enc = fsb_base64_encode(v[i].value, v[i].len);
-		const cJSON *key;
-		bool ok;
-
-		if (enc == NULL)
-			goto out;
-		if (fsb_utf8_valid(v[i].name, strlen(v[i].name))) {
-			ok = cJSON_AddStringToObject(o, v[i].name, enc) != NULL;
-		} else {
-			if (ob == NULL)
-				ob = cJSON_AddObjectToObject(p, "xattrsBytes");
-			cJSON_Delete(tmp);
-			tmp = cJSON_CreateObject();
-			if (tmp != NULL)
-				fsb_json_add_path(tmp, "name", v[i].name, true);
-			key = cJSON_GetObjectItemCaseSensitive(tmp, "nameBytes");
-			ok = ob != NULL && key != NULL &&
-			     cJSON_AddStringToObject(ob, key->valuestring, enc) != NULL;
-		}
-		free(enc);
-		if (!ok)
-			goto out;
 	}
-	if (truncated && cJSON_AddTrueToObject(p, "xattrsTruncated") == NULL)
-		goto out;
-	rc = 0;
-out:
-	cJSON_Delete(tmp);
-	fsb_xattr_free(v, n);
-	return rc;
+	p->has_xattrs = true;
+	return 0;
 }
 
-/* The `prior` object of a journal line (docs/backup-store.md). */
-static cJSON *prior_json(const struct fsb_backup_req *r, const struct fsb_backup_result *res)
+/* The prior state of `r->prior` and what was taken of it (`res`); a
+ * symlink's target goes into `target`. -ENOMEM, or 0. */
+static int prior_of(const struct fsb_backup_req *r, const struct fsb_backup_result *res,
+		    struct fsb_prior *p, char target[PATH_MAX])
 {
 	const struct stat *st = r->prior;
-	cJSON *p = cJSON_CreateObject();
-	bool ok;
 
-	if (p == NULL)
-		return NULL;
-	if (st == NULL) {
-		if (cJSON_AddFalseToObject(p, "exists") == NULL)
-			goto fail;
-		return p;
-	}
-	ok = cJSON_AddTrueToObject(p, "exists") != NULL &&
-	     cJSON_AddStringToObject(p, "type", fsb_file_type_name(st->st_mode)) != NULL &&
-	     add_u64(p, "dev", st->st_dev) && add_u64(p, "ino", st->st_ino) &&
-	     add_u64(p, "nlink", st->st_nlink) &&
-	     cJSON_AddNumberToObject(p, "mode", st->st_mode & 07777) != NULL &&
-	     add_u64(p, "uid", st->st_uid) && add_u64(p, "gid", st->st_gid) &&
-	     add_u64(p, "size", (uint64_t)st->st_size) &&
-	     add_timespec(p, "atime", &st->st_atim) && add_timespec(p, "mtime", &st->st_mtim);
-	if (ok && res->object[0] != '\0')
-		ok = cJSON_AddStringToObject(p, "object", res->object) != NULL;
-	if (ok && res->skipped != NULL)
-		ok = cJSON_AddStringToObject(p, "skipped", res->skipped) != NULL;
-	if (ok && res->metadata_only)
-		ok = cJSON_AddTrueToObject(p, "metadataOnly") != NULL;
-	if (ok && res->moved)
-		ok = cJSON_AddTrueToObject(p, "moved") != NULL;
-	if (ok && res->kept)
-		ok = cJSON_AddTrueToObject(p, "kept") != NULL;
-	if (ok && S_ISLNK(st->st_mode)) {
-		char target[PATH_MAX];
-		const char *t = r->link_target;
+	p->exists = true;
+	snprintf(p->type, sizeof(p->type), "%s", fsb_file_type_name(st->st_mode));
+	p->dev = st->st_dev;
+	p->ino = st->st_ino;
+	p->nlink = st->st_nlink;
+	p->has_mode = p->has_owner = p->has_size = p->has_atime = p->has_mtime = true;
+	p->mode = st->st_mode & 07777;
+	p->uid = st->st_uid;
+	p->gid = st->st_gid;
+	p->size = (uint64_t)st->st_size;
+	p->atime = st->st_atim;
+	p->mtime = st->st_mtim;
+	snprintf(p->object, sizeof(p->object), "%s", res->object);
+	snprintf(p->skipped, sizeof(p->skipped), "%s", res->skipped ? res->skipped : "");
+	p->metadata_only = res->metadata_only;
+	p->moved = res->moved;
+	p->kept = res->kept;
+	if (S_ISLNK(st->st_mode)) {
 		ssize_t n;
 
-		if (t == NULL) {
-			n = readlink(r->resolved, target, sizeof(target) - 1);
-			if (n >= 0) {
-				target[n] = '\0';
-				t = target;
-			}
+		if (r->link_target != NULL) {
+			snprintf(target, PATH_MAX, "%s", r->link_target);
+			p->target = target;
+		} else if ((n = readlink(r->resolved, target, PATH_MAX - 1)) >= 0) {
+			target[n] = '\0';
+			p->target = target;
 		}
-		if (t != NULL)
-			ok = add_bytes(p, "target", t);
 	}
-	if (!ok || add_xattrs(p, r) < 0)
-		goto fail;
-	return p;
-
-fail:
-	cJSON_Delete(p);
-	return NULL;
+	return read_xattrs(r, p);
 }
 
-/* `made` of a created path's line: the object the create made. */
-static bool add_made(cJSON *o, const struct stat *st)
-{
-	cJSON *m = cJSON_AddObjectToObject(o, "made");
-
-	return m != NULL &&
-	       cJSON_AddStringToObject(m, "type", fsb_file_type_name(st->st_mode)) != NULL &&
-	       add_u64(m, "dev", st->st_dev) && add_u64(m, "ino", st->st_ino);
-}
-
+/* The line of request `r`, encoded by journal.c. The record only lends
+ * the request's strings to the encoder, which reads them. */
 static cJSON *journal_line(const struct cycle *c, const struct fsb_backup_req *r,
 			   const struct fsb_backup_result *res)
 {
 	struct timespec ts = now();
-	cJSON *o = cJSON_CreateObject(), *prior;
-	char stamp[40];
-	bool ok;
+	struct fsb_journal_rec rec;
+	char stamp[40], target[PATH_MAX];
+	cJSON *o = NULL;
 
-	if (o == NULL)
-		return NULL;
-	fmt_time(&ts, stamp);
-	ok = add_u64(o, "seq", c->seq + 1) &&
-	     cJSON_AddStringToObject(o, "time", stamp) != NULL &&
-	     add_bytes(o, "toolCallId", r->tool_call ? r->tool_call : "") &&
-	     add_bytes(o, "traceId", r->trace ? r->trace : "") &&
-	     add_bytes(o, "op", r->op) &&
-	     cJSON_AddNumberToObject(o, "flags", r->flags) != NULL &&
-	     add_bytes(o, "path", r->path) && add_bytes(o, "resolved", r->resolved);
-	prior = ok ? prior_json(r, res) : NULL;
-	if (prior == NULL || !cJSON_AddItemToObject(o, "prior", prior)) {
-		cJSON_Delete(prior);
-		cJSON_Delete(o);
-		return NULL;
-	}
-	if (r->moved_to != NULL && !add_bytes(o, "movedTo", r->moved_to)) {
-		cJSON_Delete(o);
-		return NULL;
-	}
-	if (r->made != NULL && r->prior == NULL && !add_made(o, r->made)) {
-		cJSON_Delete(o);
-		return NULL;
-	}
+	memset(&rec, 0, sizeof(rec));
+	fsb_journal_stamp(&ts, stamp);
+	rec.seq = c->seq + 1;
+	rec.time = stamp;
+	rec.tool_call = (char *)(r->tool_call ? r->tool_call : "");
+	rec.trace = (char *)(r->trace ? r->trace : "");
+	rec.op = (char *)r->op;
+	rec.flags = r->flags;
+	rec.path = (char *)r->path;
+	rec.resolved = (char *)r->resolved;
+	rec.moved_to = (char *)r->moved_to;
 	/* The line is written before the change, for a request the policy
 	 * allowed: `ok` says the backup was taken (or its skip recorded).
 	 * A failure to write it stops the change; the change may still fail
 	 * after it (the grant's own open or truncate). */
-	if (cJSON_AddTrueToObject(o, "ok") == NULL) {
-		cJSON_Delete(o);
-		return NULL;
+	rec.ok = true;
+	if (r->prior != NULL && prior_of(r, res, &rec.prior, target) < 0)
+		goto out;
+	if (r->made != NULL && r->prior == NULL) {
+		rec.has_made = true;
+		snprintf(rec.made_type, sizeof(rec.made_type), "%s",
+			 fsb_file_type_name(r->made->st_mode));
+		rec.made_dev = r->made->st_dev;
+		rec.made_ino = r->made->st_ino;
 	}
+	o = fsb_journal_encode(&rec);
+out:
+	fsb_xattr_free(rec.prior.xattrs, rec.prior.nxattrs);
 	return o;
 }
 
@@ -936,30 +815,24 @@ static int mkdir_p(const char *path)
  */
 static cJSON *end_state(const char *path, bool *unknown)
 {
+	struct fsb_end_state e;
 	struct stat st;
-	bool exists = lstat(path, &st) == 0, ok;
-	cJSON *o;
+	bool exists = lstat(path, &st) == 0;
 
 	*unknown = !exists && errno != ENOENT && errno != ENOTDIR;
 	if (*unknown)
 		return NULL;
-	o = cJSON_CreateObject();
-	if (o == NULL)
-		return NULL;
-	if (!exists) {
-		ok = cJSON_AddFalseToObject(o, "exists") != NULL;
-	} else {
-		ok = cJSON_AddTrueToObject(o, "exists") != NULL &&
-		     cJSON_AddStringToObject(o, "type", fsb_file_type_name(st.st_mode)) != NULL &&
-		     add_u64(o, "size", (uint64_t)st.st_size) &&
-		     add_timespec(o, "mtime", &st.st_mtim) && add_u64(o, "dev", st.st_dev) &&
-		     add_u64(o, "ino", st.st_ino);
+	memset(&e, 0, sizeof(e));
+	e.exists = exists;
+	if (exists) {
+		snprintf(e.type, sizeof(e.type), "%s", fsb_file_type_name(st.st_mode));
+		e.has_size = e.has_mtime = e.has_dev = e.has_ino = true;
+		e.size = (uint64_t)st.st_size;
+		e.mtime = st.st_mtim;
+		e.dev = st.st_dev;
+		e.ino = st.st_ino;
 	}
-	if (!ok) {
-		cJSON_Delete(o);
-		return NULL;
-	}
-	return o;
+	return fsb_journal_end_encode(&e);
 }
 
 /*
@@ -977,13 +850,13 @@ static cJSON *cycle_json(const struct cycle *c, const char *message, const char 
 
 	if (o == NULL)
 		return NULL;
-	fmt_time(&c->opened, opened);
-	fmt_time(&sealed, sealed_s);
+	fsb_journal_stamp(&c->opened, opened);
+	fsb_journal_stamp(&sealed, sealed_s);
 	ok = cJSON_AddNumberToObject(o, "cycle", c->n) != NULL &&
-	     add_bytes(o, "message", message ? message : "") &&
+	     fsb_journal_add_bytes(o, "message", message ? message : "") &&
 	     cJSON_AddStringToObject(o, "opened", opened) != NULL &&
 	     cJSON_AddStringToObject(o, "sealed", sealed_s) != NULL &&
-	     add_bytes(o, "auditHead", head ? head : "") &&
+	     fsb_journal_add_bytes(o, "auditHead", head ? head : "") &&
 	     cJSON_AddBoolToObject(o, "recovered", recovered) != NULL &&
 	     (paths = cJSON_AddObjectToObject(o, "paths")) != NULL;
 	/* A recovered cycle's end state is unknown: the paths are as they are

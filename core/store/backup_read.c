@@ -1,6 +1,6 @@
 /*
  * backup_read.c — read a session's backup store (see backup_read.h and
- * docs/backup-store.md). The store is written by core/backup.c; this file
+ * docs/backup-store.md). The store is written by core/store/backup.c; this file
  * only reads it, for `fsbroker backup list|show|restore`.
  */
 #include <dirent.h>
@@ -19,15 +19,11 @@
 #include <openssl/evp.h>
 
 #include "backup_read.h"
-#include "proto_json.h"
+#include "journal.h"
 
 /* cycle.json holds one small entry per path; this is far beyond any turn. */
 #define CYCLE_JSON_MAX (512u << 20)
 #define COPY_CHUNK (1u << 16)
-
-static const char *const types[] = {
-	"file", "dir", "symlink", "fifo", "socket", "chardev", "blockdev",
-};
 
 const char *fsb_cycle_state_name(enum fsb_cycle_state s)
 {
@@ -175,369 +171,6 @@ int fsb_cycles_list(const char *store_dir, unsigned **nums, size_t *n)
 	return 0;
 }
 
-/* ---- parsing one JSON object into a record -------------------------- */
-
-/* What a malformed line or entry lacks, as a sentence fragment. */
-struct why {
-	char text[200];
-};
-
-static int bad(struct why *w, const char *fmt, const char *field)
-{
-	snprintf(w->text, sizeof(w->text), fmt, field);
-	return -EINVAL;
-}
-
-/* A whole, non-negative number that fits in 64 bits. */
-static int get_u64(const cJSON *o, const char *name, const char *label, uint64_t *v,
-		   bool *has, struct why *w)
-{
-	const cJSON *it = cJSON_GetObjectItemCaseSensitive(o, name);
-	double d;
-
-	if (has != NULL)
-		*has = false;
-	if (it == NULL)
-		return 0;
-	if (!cJSON_IsNumber(it))
-		return bad(w, "%s is not a number", label);
-	d = it->valuedouble;
-	if (!(d >= 0) || d >= 18446744073709551616.0 || floor(d) != d)
-		return bad(w, "%s is not a whole number of at least 0", label);
-	*v = (uint64_t)d;
-	if (has != NULL)
-		*has = true;
-	return 0;
-}
-
-/* `[seconds, nanoseconds]`. */
-static int get_time(const cJSON *o, const char *name, const char *label, struct timespec *ts,
-		    bool *has, struct why *w)
-{
-	const cJSON *it = cJSON_GetObjectItemCaseSensitive(o, name), *s, *ns;
-
-	*has = false;
-	if (it == NULL)
-		return 0;
-	if (!cJSON_IsArray(it) || cJSON_GetArraySize(it) != 2)
-		return bad(w, "%s is not [seconds, nanoseconds]", label);
-	s = cJSON_GetArrayItem(it, 0);
-	ns = cJSON_GetArrayItem(it, 1);
-	if (!cJSON_IsNumber(s) || !cJSON_IsNumber(ns) || floor(s->valuedouble) != s->valuedouble ||
-	    fabs(s->valuedouble) > 1e15 || floor(ns->valuedouble) != ns->valuedouble ||
-	    ns->valuedouble < 0 || ns->valuedouble > 999999999)
-		return bad(w, "%s is not [seconds, nanoseconds]", label);
-	ts->tv_sec = (time_t)s->valuedouble;
-	ts->tv_nsec = (long)ns->valuedouble;
-	*has = true;
-	return 0;
-}
-
-/*
- * A path field: `name` as a string, or `<name>Bytes` percent-encoded (how
- * the core writes bytes that are not UTF-8, see fsb_json_add_path).
- * `label` names the field in messages. *out stays NULL when neither is there.
- */
-static int get_path(const cJSON *o, const char *name, const char *label, char **out,
-		    struct why *w)
-{
-	char bname[32];
-	const cJSON *it = cJSON_GetObjectItemCaseSensitive(o, name);
-
-	*out = NULL;
-	if (it != NULL) {
-		if (!cJSON_IsString(it))
-			return bad(w, "%s is not a string", label);
-		*out = strdup(it->valuestring);
-		return *out == NULL ? -ENOMEM : 0;
-	}
-	snprintf(bname, sizeof(bname), "%sBytes", name);
-	it = cJSON_GetObjectItemCaseSensitive(o, bname);
-	if (it == NULL)
-		return 0;
-	if (!cJSON_IsString(it))
-		return bad(w, "%sBytes is not a string", label);
-	*out = fsb_percent_decode(it->valuestring);
-	if (*out == NULL)
-		return bad(w, "%sBytes is not valid percent-encoding", label);
-	return 0;
-}
-
-/* An optional string of bytes (`name`, or `<name>Bytes`), copied; "" when
- * absent. The core writes ids and ops that are not UTF-8 as bytes too. */
-static int get_str(const cJSON *o, const char *name, char **out, struct why *w)
-{
-	int err = get_path(o, name, name, out, w);
-
-	if (err == 0 && *out == NULL)
-		*out = strdup("");
-	return err < 0 ? err : *out == NULL ? -ENOMEM : 0;
-}
-
-/*
- * Restore writes at `resolved`: it must be the normalised absolute path the
- * core judged. A "." or ".." component, or an empty one, would make it name
- * another file than the one the journal describes.
- */
-static bool path_normalised(const char *p)
-{
-	if (p[0] != '/' || p[1] == '\0')
-		return false;
-	for (const char *c = p + 1;;) {
-		const char *e = strchr(c, '/');
-		size_t len = e != NULL ? (size_t)(e - c) : strlen(c);
-
-		if (len == 0 || (len == 1 && c[0] == '.') || (len == 2 && c[0] == '.' && c[1] == '.'))
-			return false;
-		if (e == NULL)
-			return true;
-		c = e + 1;
-	}
-}
-
-static bool is_type(const char *t)
-{
-	for (size_t i = 0; i < sizeof(types) / sizeof(types[0]); i++)
-		if (strcmp(t, types[i]) == 0)
-			return true;
-	return false;
-}
-
-/*
- * `xattrs` (name → base64 value) and `xattrsBytes` (the same with each name
- * percent-encoded, for names that are not UTF-8). Either one there means
- * the xattrs are known, so restore may remove those the path has beyond
- * them; `xattrsTruncated` says some were left out.
- */
-static int get_xattrs(const cJSON *o, struct fsb_prior *p, struct why *w)
-{
-	static const char *const field[2] = { "xattrs", "xattrsBytes" };
-	const cJSON *obj[2], *e, *it;
-	size_t alloc = 0;
-	int err;
-
-	for (int k = 0; k < 2; k++) {
-		obj[k] = cJSON_GetObjectItemCaseSensitive(o, field[k]);
-		if (obj[k] == NULL)
-			continue;
-		if (!cJSON_IsObject(obj[k]))
-			return bad(w, "prior.%s is not an object", field[k]);
-		p->has_xattrs = true;
-		alloc += (size_t)cJSON_GetArraySize(obj[k]);
-	}
-	it = cJSON_GetObjectItemCaseSensitive(o, "xattrsTruncated");
-	if (it != NULL && !cJSON_IsBool(it))
-		return bad(w, "%s is not true/false", "prior.xattrsTruncated");
-	p->xattrs_truncated = cJSON_IsTrue(it);
-	if (alloc == 0)
-		return 0;
-	p->xattrs = calloc(alloc, sizeof(*p->xattrs));
-	if (p->xattrs == NULL)
-		return -ENOMEM;
-	for (int k = 0; k < 2; k++) {
-		cJSON_ArrayForEach(e, obj[k]) {
-			struct fsb_xattr *x = &p->xattrs[p->nxattrs];
-
-			if (p->nxattrs == alloc)
-				break;
-			x->name = k == 0 ? strdup(e->string) : fsb_percent_decode(e->string);
-			if (x->name == NULL)
-				return k == 0 ? -ENOMEM
-				       : bad(w, "prior.%s holds a name that is not valid "
-					     "percent-encoding", field[k]);
-			p->nxattrs++;
-			/* XATTR_NAME_MAX */
-			if (x->name[0] == '\0' || strlen(x->name) > 255)
-				return bad(w, "prior.%s holds a name that is empty or longer than "
-					   "255 bytes", field[k]);
-			if (!cJSON_IsString(e))
-				return bad(w, "prior.%s holds a value that is not a string",
-					   field[k]);
-			err = fsb_base64_decode(e->valuestring, &x->value, &x->len);
-			if (err == -EINVAL)
-				return bad(w, "prior.%s holds a value that is not base64", field[k]);
-			if (err < 0)
-				return err;
-		}
-	}
-	return 0;
-}
-
-static int parse_prior(const cJSON *o, struct fsb_prior *p, struct why *w)
-{
-	const cJSON *it;
-	uint64_t v;
-	bool has;
-	int err;
-
-	memset(p, 0, sizeof(*p));
-	if (!cJSON_IsObject(o))
-		return bad(w, "%s is missing or not an object", "prior");
-	it = cJSON_GetObjectItemCaseSensitive(o, "exists");
-	if (!cJSON_IsBool(it))
-		return bad(w, "%s is missing or not true/false", "prior.exists");
-	p->exists = cJSON_IsTrue(it);
-	if (!p->exists)
-		return 0;
-	it = cJSON_GetObjectItemCaseSensitive(o, "type");
-	if (!cJSON_IsString(it) || !is_type(it->valuestring))
-		return bad(w, "%s is missing or not one of file, dir, symlink, fifo, socket, "
-			   "chardev, blockdev", "prior.type");
-	strcpy(p->type, it->valuestring);
-	if ((err = get_u64(o, "dev", "prior.dev", &p->dev, NULL, w)) < 0 ||
-	    (err = get_u64(o, "ino", "prior.ino", &p->ino, NULL, w)) < 0 ||
-	    (err = get_u64(o, "nlink", "prior.nlink", &p->nlink, NULL, w)) < 0 ||
-	    (err = get_u64(o, "size", "prior.size", &p->size, &p->has_size, w)) < 0)
-		return err;
-	if ((err = get_u64(o, "mode", "prior.mode", &v, &p->has_mode, w)) < 0)
-		return err;
-	if (p->has_mode && v > 07777)
-		return bad(w, "%s holds more than permission bits", "prior.mode");
-	p->mode = (mode_t)v;
-	if ((err = get_u64(o, "uid", "prior.uid", &v, &has, w)) < 0)
-		return err;
-	if (has && v >= UINT32_MAX)
-		return bad(w, "%s is out of range", "prior.uid");
-	p->uid = (uid_t)v;
-	p->has_owner = has;
-	if ((err = get_u64(o, "gid", "prior.gid", &v, &has, w)) < 0)
-		return err;
-	if (has && v >= UINT32_MAX)
-		return bad(w, "%s is out of range", "prior.gid");
-	p->gid = (gid_t)v;
-	p->has_owner = p->has_owner && has;
-	if ((err = get_time(o, "atime", "prior.atime", &p->atime, &p->has_atime, w)) < 0 ||
-	    (err = get_time(o, "mtime", "prior.mtime", &p->mtime, &p->has_mtime, w)) < 0)
-		return err;
-	it = cJSON_GetObjectItemCaseSensitive(o, "object");
-	if (it != NULL) {
-		/* The name becomes a path under objects/: nothing but hex. */
-		if (!cJSON_IsString(it) || !fsb_backup_object_name_ok(it->valuestring))
-			return bad(w, "%s is not a SHA-256 in lowercase hex", "prior.object");
-		strcpy(p->object, it->valuestring);
-	}
-	it = cJSON_GetObjectItemCaseSensitive(o, "skipped");
-	if (it != NULL) {
-		if (!cJSON_IsString(it) || strlen(it->valuestring) >= sizeof(p->skipped))
-			return bad(w, "%s is not a short string", "prior.skipped");
-		strcpy(p->skipped, it->valuestring);
-	}
-	it = cJSON_GetObjectItemCaseSensitive(o, "kept");
-	if (it != NULL && !cJSON_IsBool(it))
-		return bad(w, "%s is not a boolean", "prior.kept");
-	p->kept = cJSON_IsTrue(it) && p->object[0] != '\0' && p->has_size && p->has_mtime;
-	p->kept_size = p->size;
-	p->kept_mtime = p->mtime;
-	it = cJSON_GetObjectItemCaseSensitive(o, "metadataOnly");
-	if (it != NULL && !cJSON_IsBool(it))
-		return bad(w, "%s is not a boolean", "prior.metadataOnly");
-	p->metadata_only = cJSON_IsTrue(it) && strcmp(p->type, "file") == 0 &&
-			   p->object[0] == '\0' && p->skipped[0] == '\0';
-	it = cJSON_GetObjectItemCaseSensitive(o, "moved");
-	if (it != NULL && !cJSON_IsBool(it))
-		return bad(w, "%s is not a boolean", "prior.moved");
-	p->moved = cJSON_IsTrue(it) && strcmp(p->type, "file") == 0 && p->object[0] == '\0' &&
-		   p->skipped[0] == '\0' && !p->metadata_only;
-	if ((err = get_xattrs(o, p, w)) < 0)
-		return err;
-	return get_path(o, "target", "prior.target", &p->target, w);
-}
-
-static void rec_free(struct fsb_journal_rec *r)
-{
-	free(r->time);
-	free(r->tool_call);
-	free(r->trace);
-	free(r->op);
-	free(r->path);
-	free(r->resolved);
-	free(r->moved_to);
-	free(r->prior.target);
-	fsb_xattr_free(r->prior.xattrs, r->prior.nxattrs);
-	memset(r, 0, sizeof(*r));
-}
-
-/* `made` (optional): the type, dev and ino of the object a create made. */
-static int parse_made(const cJSON *m, struct fsb_journal_rec *r, struct why *w)
-{
-	const cJSON *t;
-	bool has_dev, has_ino;
-	int err;
-
-	if (m == NULL)
-		return 0;
-	t = cJSON_GetObjectItemCaseSensitive(m, "type");
-	if (!cJSON_IsObject(m) || !cJSON_IsString(t) || !is_type(t->valuestring))
-		return bad(w, "%s is not an object with a known file type", "made");
-	if ((err = get_u64(m, "dev", "made.dev", &r->made_dev, &has_dev, w)) < 0 ||
-	    (err = get_u64(m, "ino", "made.ino", &r->made_ino, &has_ino, w)) < 0)
-		return err;
-	if (!has_dev || !has_ino)
-		return bad(w, "%s lacks dev or ino", "made");
-	strcpy(r->made_type, t->valuestring);
-	r->has_made = true;
-	return 0;
-}
-
-static int parse_record(const cJSON *o, struct fsb_journal_rec *r, struct why *w)
-{
-	const cJSON *it;
-	uint64_t v = 0;
-	int err;
-
-	memset(r, 0, sizeof(*r));
-	if ((err = get_u64(o, "seq", "seq", &r->seq, NULL, w)) < 0 ||
-	    (err = get_str(o, "time", &r->time, w)) < 0 ||
-	    (err = get_str(o, "toolCallId", &r->tool_call, w)) < 0 ||
-	    (err = get_str(o, "traceId", &r->trace, w)) < 0 ||
-	    (err = get_str(o, "op", &r->op, w)) < 0 ||
-	    (err = get_u64(o, "flags", "flags", &v, NULL, w)) < 0)
-		goto fail;
-	r->flags = (long)v;
-	if (r->op[0] == '\0') {
-		err = bad(w, "%s is missing", "op");
-		goto fail;
-	}
-	if ((err = get_path(o, "path", "path", &r->path, w)) < 0 ||
-	    (err = get_path(o, "resolved", "resolved", &r->resolved, w)) < 0)
-		goto fail;
-	if (r->resolved == NULL && r->path != NULL)
-		r->resolved = strdup(r->path);
-	if (r->path == NULL && r->resolved != NULL)
-		r->path = strdup(r->resolved);
-	if (r->resolved == NULL || r->path == NULL) {
-		err = r->resolved == NULL && r->path == NULL
-			? bad(w, "%s is missing (and so is path)", "resolved") : -ENOMEM;
-		goto fail;
-	}
-	if (!path_normalised(r->resolved)) {
-		err = bad(w, "%s is not a normalised absolute path", "resolved");
-		goto fail;
-	}
-	it = cJSON_GetObjectItemCaseSensitive(o, "ok");
-	if (it != NULL && !cJSON_IsBool(it)) {
-		err = bad(w, "%s is not true/false", "ok");
-		goto fail;
-	}
-	r->ok = it == NULL || cJSON_IsTrue(it);
-	if ((err = parse_prior(cJSON_GetObjectItemCaseSensitive(o, "prior"), &r->prior, w)) < 0 ||
-	    (err = parse_made(cJSON_GetObjectItemCaseSensitive(o, "made"), r, w)) < 0 ||
-	    (err = get_path(o, "movedTo", "movedTo", &r->moved_to, w)) < 0)
-		goto fail;
-	if (r->moved_to != NULL && !path_normalised(r->moved_to)) {
-		err = bad(w, "%s is not a normalised absolute path", "movedTo");
-		goto fail;
-	}
-	/* Without where it went, nothing says where its bytes are. */
-	if (r->moved_to == NULL)
-		r->prior.moved = false;
-	return 0;
-
-fail:
-	rec_free(r);
-	return err;
-}
-
 /* ---- loading a cycle ------------------------------------------------ */
 
 static int load_journal(const char *cdir, struct fsb_cycle *c, FILE *report, char *errbuf,
@@ -563,34 +196,19 @@ static int load_journal(const char *cdir, struct fsb_cycle *c, FILE *report, cha
 		return err;
 	}
 	while ((len = getline(&line, &cap, fp)) >= 0) {
-		const char *why = NULL;
-		struct why w = { "" };
-		cJSON *o;
+		struct fsb_journal_why w;
 
 		lineno++;
 		if (len > 0 && line[len - 1] == '\n')
 			line[--len] = '\0';
-		if (len == 0) {
-			why = "the line is empty";
-		} else if (fsb_json_precheck(line, (size_t)len, &why) == 0) {
-			const char *end = NULL;
-
-			o = cJSON_ParseWithLengthOpts(line, (size_t)len, &end, 0);
-			if (o == NULL || !cJSON_IsObject(o) || end != line + len) {
-				why = "the line is not one JSON object (cut short?)";
-			} else if ((err = parse_record(o, &rec, &w)) == -ENOMEM) {
-				cJSON_Delete(o);
-				goto nomem;
-			} else if (err < 0) {
-				why = w.text;
-			}
-			cJSON_Delete(o);
-		}
-		if (why != NULL) {
+		err = fsb_journal_decode(line, (size_t)len, &rec, &w);
+		if (err == -ENOMEM)
+			goto nomem;
+		if (err < 0) {
 			c->malformed++;
 			if (report != NULL)
 				fprintf(report, "%s:%u: malformed journal line skipped: %s\n", path,
-					lineno, why);
+					lineno, w.text);
 			continue;
 		}
 		rec.line = lineno;
@@ -598,7 +216,7 @@ static int load_journal(const char *cdir, struct fsb_cycle *c, FILE *report, cha
 			alloc = alloc ? alloc * 2 : 64;
 			nv = realloc(c->recs, alloc * sizeof(*nv));
 			if (nv == NULL) {
-				rec_free(&rec);
+				fsb_journal_rec_free(&rec);
 				goto nomem;
 			}
 			c->recs = nv;
@@ -674,43 +292,11 @@ static int cmp_end(const void *a, const void *b)
 		      ((const struct fsb_end_state *)b)->path);
 }
 
-static int parse_end(const char *key, const cJSON *v, struct fsb_end_state *e, struct why *w)
-{
-	const cJSON *it;
-	int err;
-
-	memset(e, 0, sizeof(*e));
-	if (!cJSON_IsObject(v))
-		return bad(w, "%s is not an object", "the entry");
-	it = cJSON_GetObjectItemCaseSensitive(v, "exists");
-	if (!cJSON_IsBool(it))
-		return bad(w, "%s is missing or not true/false", "exists");
-	e->exists = cJSON_IsTrue(it);
-	it = cJSON_GetObjectItemCaseSensitive(v, "type");
-	if (it != NULL) {
-		if (!cJSON_IsString(it) || !is_type(it->valuestring))
-			return bad(w, "%s is not a known file type", "type");
-		strcpy(e->type, it->valuestring);
-	}
-	if ((err = get_u64(v, "size", "size", &e->size, &e->has_size, w)) < 0 ||
-	    (err = get_u64(v, "ino", "ino", &e->ino, &e->has_ino, w)) < 0 ||
-	    (err = get_u64(v, "dev", "dev", &e->dev, &e->has_dev, w)) < 0 ||
-	    (err = get_time(v, "mtime", "mtime", &e->mtime, &e->has_mtime, w)) < 0)
-		return err;
-	/* A key holds the path; an entry may carry it as bytes instead when
-	 * the path is not UTF-8, as journal lines do. */
-	if ((err = get_path(v, "path", "path", &e->path, w)) < 0)
-		return err;
-	if (e->path == NULL)
-		e->path = strdup(key);
-	return e->path == NULL ? -ENOMEM : 0;
-}
-
 static int load_cycle_json(const char *file, struct fsb_cycle *c, FILE *report, char *errbuf,
 			   size_t errlen)
 {
 	const cJSON *it, *paths, *ent;
-	struct why w = { "" };
+	struct fsb_journal_why w = { "" };
 	size_t len = 0, alloc;
 	char *text;
 	cJSON *o = NULL;
@@ -743,7 +329,7 @@ static int load_cycle_json(const char *file, struct fsb_cycle *c, FILE *report, 
 		fprintf(report, "%s: `cycle` is missing; taken as cycle %u\n", file, c->number);
 	free(c->message);
 	c->message = NULL;
-	if (get_str(o, "message", &c->message, &w) == -EINVAL)
+	if (fsb_journal_get_str(o, "message", &c->message, &w) == -EINVAL)
 		c->message = strdup("");
 	it = cJSON_GetObjectItemCaseSensitive(o, "opened");
 	free(c->opened);
@@ -784,7 +370,7 @@ static int load_cycle_json(const char *file, struct fsb_cycle *c, FILE *report, 
 		if (alloc == 0)
 			break;
 		w.text[0] = '\0';
-		err = parse_end(ent->string, ent, &c->ends[c->nends], &w);
+		err = fsb_journal_end_decode(ent->string, ent, &c->ends[c->nends], &w);
 		if (err == -ENOMEM)
 			goto out;
 		if (err < 0) {
@@ -1046,7 +632,7 @@ fail:
 void fsb_cycle_free(struct fsb_cycle *c)
 {
 	for (size_t i = 0; i < c->nrecs; i++)
-		rec_free(&c->recs[i]);
+		fsb_journal_rec_free(&c->recs[i]);
 	free(c->recs);
 	for (size_t i = 0; i < c->nends; i++)
 		free(c->ends[i].path);
@@ -1137,14 +723,48 @@ void fsb_picks_free(struct fsb_picks *p)
 
 /* ---- objects ---------------------------------------------------------- */
 
-bool fsb_backup_object_name_ok(const char *hex)
+static int cmp_moved_to(const void *a, const void *b)
 {
-	size_t i;
+	return strcmp((*(const struct fsb_journal_rec *const *)a)->moved_to,
+		      (*(const struct fsb_journal_rec *const *)b)->moved_to);
+}
 
-	for (i = 0; hex[i] != '\0'; i++)
-		if (!((hex[i] >= '0' && hex[i] <= '9') || (hex[i] >= 'a' && hex[i] <= 'f')))
-			return false;
-	return i == FSB_SHA256_HEX_LEN;
+int fsb_cycle_moves(const struct fsb_cycle *c, struct fsb_moves *out)
+{
+	memset(out, 0, sizeof(*out));
+	for (size_t i = 0; i < c->nrecs; i++)
+		out->n += c->recs[i].moved_to != NULL && c->recs[i].prior.exists;
+	if (out->n == 0)
+		return 0;
+	out->v = calloc(out->n, sizeof(*out->v));
+	if (out->v == NULL) {
+		out->n = 0;
+		return -ENOMEM;
+	}
+	out->n = 0;
+	for (size_t i = 0; i < c->nrecs; i++)
+		if (c->recs[i].moved_to != NULL && c->recs[i].prior.exists)
+			out->v[out->n++] = &c->recs[i];
+	qsort(out->v, out->n, sizeof(*out->v), cmp_moved_to);
+	return 0;
+}
+
+const struct fsb_journal_rec *fsb_moves_into(const struct fsb_moves *m, const struct fsb_pick *p)
+{
+	const struct fsb_journal_rec key = { .moved_to = p->rec->resolved }, *kp = &key;
+	const struct fsb_journal_rec *const *hit;
+
+	if (m->n == 0 || p->nall != 1 || p->rec->prior.exists ||
+	    strcmp(p->rec->op, "rename-to") != 0)
+		return NULL;
+	hit = bsearch(&kp, m->v, m->n, sizeof(*m->v), cmp_moved_to);
+	return hit != NULL ? *hit : NULL;
+}
+
+void fsb_moves_free(struct fsb_moves *m)
+{
+	free(m->v);
+	memset(m, 0, sizeof(*m));
 }
 
 int fsb_backup_object_open(const char *store_dir, const char *hex)
