@@ -56,9 +56,11 @@ INIT_LIBS  := $(shell pkg-config --libs libcjson 2>/dev/null)
 WARN     := -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
             -Werror=implicit-function-declaration -Wno-format-truncation
 CFLAGS   ?= -O2 -g
-# core/store/ is the backup store's family (DESIGN §1): its headers are
-# included by name from core/ as from the store itself.
-CFLAGS   += -std=gnu11 -D_GNU_SOURCE $(WARN) $(PKG_CFLAGS) -Icore -Icore/store
+# core/store/ (the backup store) and core/linux/ (the Linux runtime) are
+# families of their own (DESIGN §1): their headers are included by name
+# from core/ as from the family itself. -iquote, not -I: core/linux/ must
+# not stand in for <linux/...> (the kernel's landlock.h is not ours).
+CFLAGS   += -std=gnu11 -D_GNU_SOURCE $(WARN) $(PKG_CFLAGS) -iquote core -iquote core/store -iquote core/linux
 LDLIBS   += $(PKG_LIBS) $(LPEG_LIB)
 # Binaries under build/san-* or build/bench do not sit next to lua/: name it.
 export FSBROKER_LUA_DIR := $(CURDIR)/lua
@@ -85,8 +87,8 @@ Q        := @
 endif
 
 # main.c and init_main.c are the two programs; the rest is the library.
-CORE_SRC := $(filter-out core/main.c core/init_main.c,$(wildcard core/*.c core/store/*.c))
-CORE_HDR := $(wildcard core/*.h core/store/*.h)
+CORE_SRC := $(filter-out core/main.c core/linux/init_main.c,$(wildcard core/*.c core/store/*.c core/linux/*.c))
+CORE_HDR := $(wildcard core/*.h core/store/*.h core/linux/*.h)
 CORE_OBJ := $(CORE_SRC:core/%.c=$(BUILD)/core/%.o)
 UNIT_SRC := $(wildcard tests/unit/test_*.c)
 UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
@@ -234,7 +236,7 @@ $(BUILD)/fsbroker: $(BUILD)/core/main.o $(BUILD)/libfsbcore.a $(CLIENT_LIB)
 
 # fsbroker-init runs inside every sandbox: it links only what it uses
 # (Landlock, the seccomp filter, cJSON for the core's reply).
-$(BUILD)/fsbroker-init: $(BUILD)/core/init_main.o $(BUILD)/libfsbcore.a
+$(BUILD)/fsbroker-init: $(BUILD)/core/linux/init_main.o $(BUILD)/libfsbcore.a
 	@echo "  LD      $@"
 	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(INIT_LIBS)
 
@@ -401,7 +403,7 @@ FUZZ_BUILD   := build/fuzz
 FUZZ_REPLAY  := $(FUZZ_TARGETS:%=$(BUILD)/tests/fuzz_%)
 FUZZ_BIN     := $(FUZZ_TARGETS:%=$(FUZZ_BUILD)/fuzz_%)
 FUZZ_CFLAGS  := -O1 -g -std=gnu11 -D_GNU_SOURCE $(filter-out -Wno-format-truncation,$(WARN)) \
-                $(PKG_CFLAGS) -Icore -Icore/store -Iclients/lib -Itests/fuzz -fno-omit-frame-pointer \
+                $(PKG_CFLAGS) -iquote core -iquote core/store -iquote core/linux -Iclients/lib -Itests/fuzz -fno-omit-frame-pointer \
                 -fsanitize=address,undefined -fno-sanitize-recover=all \
                 $(if $(filter 1,$(WERROR)),-Werror)
 FUZZ_CORE_OBJ := $(CORE_SRC:core/%.c=$(FUZZ_BUILD)/core/%.o)
@@ -487,7 +489,7 @@ deb: all man
 	$(Q)sh tools/deb.sh $(BUILD) $(VERSION)
 
 lint:
-	cppcheck --quiet --enable=warning,portability --error-exitcode=1 -Icore -Icore/store core
+	cppcheck --quiet --enable=warning,portability --error-exitcode=1 -Icore -Icore/store -Icore/linux core
 
 clean:
 	rm -rf build

@@ -1,5 +1,5 @@
 /*
- * test_landlock.c — the sandbox's Landlock ruleset (core/landlock.c).
+ * test_landlock.c — the sandbox's Landlock ruleset (core/linux/landlock.c).
  *
  * Landlock cannot be undone, so every check runs in a forked child that
  * applies the ruleset and reports what each call returned.

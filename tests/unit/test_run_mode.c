@@ -1,5 +1,5 @@
 /*
- * test_run_mode.c — the choice of sandbox mode (core/run_mode.c): a missing
+ * test_run_mode.c — the choice of sandbox mode (core/linux/run_mode.c): a missing
  * feature refuses the run with its name and the flag that accepts a weaker
  * mode; the flag gives exactly that weaker mode and never one without the
  * supervisor. Features are made missing with --simulate-missing's mask, so

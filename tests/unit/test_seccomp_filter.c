@@ -1,5 +1,5 @@
 /*
- * test_seccomp_filter.c — the sandbox's seccomp filter (core/seccomp_filter.c).
+ * test_seccomp_filter.c — the sandbox's seccomp filter (core/linux/seccomp_filter.c).
  *
  * Two halves. The program is run through a small classic-BPF interpreter
  * against every x86_64 syscall number and the argument values that matter,

@@ -1,5 +1,5 @@
 /*
- * test_userns.c — the user-namespace probe (core/userns.c) `fsbroker run`
+ * test_userns.c — the user-namespace probe (core/linux/userns.c) `fsbroker run`
  * checks before it starts bubblewrap.
  */
 #include <errno.h>
