@@ -449,7 +449,7 @@ static int replace_file(struct guard *g, const char *path, const char *data, siz
 		rc = -errno;
 		goto fail;
 	}
-	if (objfd >= 0) {
+	if (objfd >= 0 && prior != NULL) {
 		if ((rc = fsb_backup_object_restore(objfd, prior, fd)) < 0)
 			goto fail;
 	} else {

@@ -43,7 +43,7 @@ int fsb_session_for_workspace(const char *real, char *out, size_t len)
 	base = strrchr(real, '/') + 1;
 	/* Bytes outside the id's alphabet (spaces, UTF-8) become '_': the
 	 * hash, not the name, tells two workspaces apart. */
-	for (; base[n] != '\0' && n < NAME_PART_MAX; n++)
+	for (; n < NAME_PART_MAX && base[n] != '\0'; n++)
 		name[n] = id_char(base[n]) ? base[n] : '_';
 	name[n] = '\0';
 	if (n == 0)
