@@ -3,7 +3,7 @@
  * hostop_delete.c, hostop_mkdir.c, hostop_rename.c, hostop_copy.c and
  * hostop_meta.c each hold one kind): the state of one operation, and the
  * steps every kind goes through — judge, reach, back up, audit — as
- * hostop.c implements them. Not for use outside the host operations.
+ * hostop_steps.c implements them. Not for use outside the host operations.
  */
 #ifndef FSB_HOSTOP_INTERNAL_H
 #define FSB_HOSTOP_INTERNAL_H
@@ -132,6 +132,10 @@ int hop_sync_backups(struct hostop *h);
 
 /** The audit line before the change: no line, no change. */
 int hop_audit_before(struct hostop *h);
+
+/** The fields every audit line of `h` carries (the line before and the
+ * line after: what, where, who); the caller adds the rest and writes it. */
+cJSON *hop_audit_line(struct hostop *h);
 
 /** Walk beneath `name` in `pfd` with `fn`, the walk's errors as the outcome. */
 int hop_walk(struct tree_job *j, int pfd, const char *name, const struct stat *st,

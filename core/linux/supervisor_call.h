@@ -2,7 +2,9 @@
  * supervisor_call.h — what the parts of the seccomp supervisor share
  * (internal to supervisor*.c; the public face is supervisor.h):
  *
- *   supervisor.c          lifetime, receiving, dispatch, answering;
+ *   supervisor.c          lifetime, receiving, dispatch;
+ *   supervisor_answer.c   what every server shares: answering, the
+ *                         target's validity, the access, the audit line;
  *   supervisor_target.c   reading the target: its memory, cwd, dirfds,
  *                         fds, umask and fsuid/fsgid, its root (cached);
  *   supervisor_open.c     the open family, writes and brokered reads,
@@ -45,7 +47,7 @@ struct fsb_supervisor {
 	struct sv_root_cache *roots;	/* supervisor_target.c */
 };
 
-/* ---- supervisor.c -------------------------------------------------------- */
+/* ---- supervisor_answer.c ------------------------------------------------- */
 
 /** Answer `req` with `err` (0 or -errno). */
 void fsb_sv_answer(struct fsb_supervisor *sv, const struct seccomp_notif *req, int err);

@@ -1,0 +1,84 @@
+/*
+ * supervisor_answer.c — what every server of a supervised call shares
+ * (see supervisor_call.h): the answer (an errno, a result, or an fd that
+ * is the answer), the check that the target is still the process that
+ * trapped, the access a call is judged as, and its audit line. Its own
+ * file so that the servers (supervisor_open.c, _names.c, _meta.c) never
+ * call back into supervisor.c, which dispatches to them.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <unistd.h>
+
+#include "call_stages.h"
+#include "log.h"
+#include "supervisor_call.h"
+
+#ifndef SECCOMP_ADDFD_FLAG_SEND
+#define SECCOMP_ADDFD_FLAG_SEND (1UL << 1)	/* Linux 5.14; Debian 12's headers have it */
+#endif
+
+void fsb_sv_answer(struct fsb_supervisor *sv, const struct seccomp_notif *req, int err)
+{
+	struct seccomp_notif_resp resp = { .id = req->id, .error = err };
+
+	fsb_stage_push(FSB_STAGE_ANSWER);
+	/* ENOENT: the target is gone; nobody waits for the answer. */
+	if (ioctl(sv->listener, SECCOMP_IOCTL_NOTIF_SEND, &resp) < 0 && errno != ENOENT)
+		fsb_log_limited(FSB_LOG_WARN, "cannot answer pid %d: %s", (int)req->pid,
+				strerror(errno));
+}
+
+void fsb_sv_answer_fd(struct fsb_supervisor *sv, const struct seccomp_notif *req, int fd,
+		      int flags)
+{
+	struct seccomp_notif_addfd add = {
+		.id = req->id,
+		.flags = SECCOMP_ADDFD_FLAG_SEND,
+		.srcfd = (unsigned)fd,
+		.newfd_flags = (unsigned)(flags & O_CLOEXEC),
+	};
+
+	fsb_stage_push(FSB_STAGE_ANSWER);
+	/* On success this is the answer: the target's call returns the new fd. */
+	if (ioctl(sv->listener, SECCOMP_IOCTL_NOTIF_ADDFD, &add) < 0 && errno != ENOENT)
+		fsb_sv_answer(sv, req, -errno);
+	close(fd);
+}
+
+bool fsb_sv_still_valid(struct fsb_supervisor *sv, const struct seccomp_notif *req)
+{
+	return ioctl(sv->listener, SECCOMP_IOCTL_NOTIF_ID_VALID, &req->id) == 0;
+}
+
+void fsb_sv_access_init(struct fsb_supervisor *sv, const struct seccomp_notif *req,
+			struct fsb_access *acc, enum fsb_op op, const char *path, int rootfd)
+{
+	memset(acc, 0, sizeof(*acc));
+	acc->op = op;
+	acc->requested = path;
+	acc->session = sv->scope.session;
+	acc->tool_call = sv->scope.tool_call;
+	acc->pid = (pid_t)req->pid;
+	acc->uid = getuid();
+	acc->has_view = rootfd >= 0;
+	acc->view_fd = rootfd;
+}
+
+int fsb_sv_audit(struct fsb_supervisor *sv, const struct seccomp_notif *req,
+		  const struct fsb_access *acc, int err)
+{
+	enum fsb_stage was = fsb_stage_push(FSB_STAGE_AUDIT);
+	cJSON *rec = fsb_access_audit_record(acc, "supervisor");
+	int rc;
+
+	cJSON_AddNumberToObject(rec, "pid", (int)req->pid);
+	cJSON_AddNumberToObject(rec, "syscall", req->data.nr);
+	if (err != 0 && !cJSON_HasObjectItem(rec, "errno"))
+		cJSON_AddStringToObject(rec, "errno", fsb_errno_name(-err));
+	rc = fsb_broker_audit(sv->b, sv->scope.session, rec);
+	fsb_stage_pop(was);
+	return rc;
+}
