@@ -153,4 +153,8 @@ void fsb_conn_reply(struct fsb_conn *conn, const char *line, int fd);
 /** Queue a JSON reply (takes ownership of `reply`). */
 void fsb_conn_reply_json(struct fsb_conn *conn, cJSON *reply);
 
+/** Free a closed connection: no job uses it any more (conn.c). The last
+ * one to go while the server closes tells its on_closed. */
+void fsb_conn_free(struct fsb_conn *conn);
+
 #endif
