@@ -60,7 +60,9 @@ static const char usage[] =
 	"  show      what one cycle touched\n"
 	"  restore   put what a cycle or tool call changed back as it was\n"
 	"  undo      undo the last restore (or the last undo)\n"
-	"  diff      what a cycle changed, line by line\n"
+	"  diff      what a cycle changed, line by line (--stat, --name-only)\n"
+	"  cat       print a file as it was before a cycle\n"
+	"  log       the cycles and tool calls that changed a path\n"
 	"  prune     remove old sealed cycles and the objects only they name\n"
 	"\n"
 	"options of every verb:\n"
@@ -166,8 +168,9 @@ static const char undo_usage[] =
 	"docs: docs/restore.md (\"Undoing a restore\")\n";
 
 static const char diff_usage[] =
-	"usage: fsbroker backup diff CYCLE|--last [PATH...] [--undo] [--json]\n"
-	"                            [--state-dir DIR] [--session ID | --workspace DIR]\n"
+	"usage: fsbroker backup diff CYCLE|--last [PATH...] [--stat | --name-only]\n"
+	"                            [--undo] [--json] [--state-dir DIR]\n"
+	"                            [--session ID | --workspace DIR]\n"
 	"\n"
 	"Show what a cycle changed: for each path (or each PATH named), its state at\n"
 	"the start of the cycle against what is there now, line by line for text\n"
@@ -175,13 +178,56 @@ static const char diff_usage[] =
 	"\n"
 	"options:\n"
 	"  --last                    the newest cycle\n"
+	"  --stat                    a line per path with the lines added and removed,\n"
+	"                            and a total\n"
+	"  --name-only               only the paths that differ, one per line\n"
 	UNDO_OPT
-	"  --json                    one JSON array, an object per path\n"
+	"  --json                    one JSON array, an object per path (with --stat:\n"
+	"                            its added and removed lines)\n"
 	STORE_OPTS
 	HELP_OPT
 	"\n"
 	"exit: 0 no differences, 1 differences, 2 trouble (usage error, no such session\n"
 	"  or cycle, a backup that cannot be read)\n"
+	BACKUP_ENV
+	"docs: docs/restore.md\n";
+
+static const char cat_usage[] =
+	"usage: fsbroker backup cat CYCLE|--last PATH [--undo] [--state-dir DIR]\n"
+	"                           [--session ID | --workspace DIR]\n"
+	"\n"
+	"Print PATH as it was before the cycle changed it, byte for byte, on stdout\n"
+	"(a symlink: its target), touching nothing: the old version without a\n"
+	"restore.\n"
+	"\n"
+	"options:\n"
+	"  --last                    the newest cycle\n"
+	UNDO_OPT
+	STORE_OPTS
+	HELP_OPT
+	"\n"
+	"exit: 0 printed, 1 the cycle did not keep its content (it was absent, a\n"
+	"  directory, changed in its metadata only, or over the size limit), 2 usage\n"
+	"  error, no such session or cycle, or the cycle did not touch PATH\n"
+	BACKUP_ENV
+	"docs: docs/restore.md\n";
+
+static const char log_usage[] =
+	"usage: fsbroker backup log PATH [--undo] [--json] [--state-dir DIR]\n"
+	"                           [--session ID | --workspace DIR]\n"
+	"\n"
+	"List the cycles that changed PATH (or anything beneath it), newest first:\n"
+	"the cycle, when it was sealed, its message, the tool calls that changed\n"
+	"the path and what they did.\n"
+	"\n"
+	"options:\n"
+	UNDO_OPT
+	"  --json                    one JSON array, an object per cycle\n"
+	STORE_OPTS
+	HELP_OPT
+	"\n"
+	"exit: 0 listed (none is no error), 1 a cycle could not be read, 2 usage error\n"
+	"  or no such session\n"
 	BACKUP_ENV
 	"docs: docs/restore.md\n";
 
@@ -220,6 +266,7 @@ struct cli {
 	int npaths;
 	const char *tool_call;
 	bool json, last, dry_run, force;
+	bool stat, name_only;	/* diff --stat, --name-only */
 	bool no_undo;		/* restore, undo: keep no copy of what they change */
 	bool undo_cmd;		/* `undo`: restore the last cycle of restore_backup */
 	bool undo_store;	/* --undo: `store` is restore_backup */
@@ -815,18 +862,51 @@ static char *safe_dup(const char *s)
 	return buf;
 }
 
+/* What diff --stat counts of one path's unified diff. */
+struct diff_count {
+	long added, removed;
+	bool binary;		/* diff said "Binary files ... differ" */
+};
+
+/* Count the lines of a unified diff read from `fd` until its end. */
+static void count_lines(int fd, struct diff_count *n)
+{
+	FILE *f = fdopen(fd, "r");
+	char *line = NULL;
+	size_t cap = 0;
+	ssize_t len;
+
+	if (f == NULL) {
+		close(fd);
+		return;
+	}
+	while ((len = getline(&line, &cap, f)) > 0) {
+		if (strncmp(line, "+++ ", 4) == 0 || strncmp(line, "--- ", 4) == 0)
+			continue;
+		if (line[0] == '+')
+			n->added++;
+		else if (line[0] == '-')
+			n->removed++;
+		else if (strncmp(line, "Binary files ", 13) == 0)
+			n->binary = true;
+	}
+	free(line);
+	fclose(f);
+}
+
 /*
  * /usr/bin/diff -u between two open files (fd -1: /dev/null), labelled
  * "<path> (<l1>)" and "<path> (<l2>)". diff reads the very files that were
  * opened (and, for an object, verified) through /dev/fd, never a name that
- * could be swapped meanwhile. With `quiet` its output is thrown away.
- * Returns diff's status: 0 same, 1 different, 2 trouble.
+ * could be swapped meanwhile. With `quiet` its output is thrown away; with
+ * `count` it is counted instead of printed. Returns diff's status: 0 same,
+ * 1 different, 2 trouble.
  */
 static int run_diff(const char *path, int old_fd, const char *l1, int new_fd, const char *l2,
-		    bool quiet)
+		    bool quiet, struct diff_count *count)
 {
 	char a[32], b[32], *sp = safe_dup(path), *lab1 = NULL, *lab2 = NULL;
-	int st, status = 2;
+	int st, status = 2, out[2] = { -1, -1 };
 	pid_t pid;
 
 	if (sp == NULL || asprintf(&lab1, "%s (%s)", sp, l1) < 0 ||
@@ -839,9 +919,17 @@ static int run_diff(const char *path, int old_fd, const char *l1, int new_fd, co
 	snprintf(b, sizeof(b), new_fd >= 0 ? "/dev/fd/%d" : "/dev/null", new_fd);
 	fflush(stdout);
 	fflush(stderr);
+	if (count != NULL && pipe2(out, O_CLOEXEC) < 0) {
+		fprintf(stderr, "fsbroker backup: cannot run diff: %s\n", strerror(errno));
+		goto out;
+	}
 	pid = fork();
 	if (pid < 0) {
 		fprintf(stderr, "fsbroker backup: cannot run diff: %s\n", strerror(errno));
+		if (out[0] >= 0) {
+			close(out[0]);
+			close(out[1]);
+		}
 		goto out;
 	}
 	if (pid == 0) {
@@ -850,7 +938,9 @@ static int run_diff(const char *path, int old_fd, const char *l1, int new_fd, co
 		if ((old_fd >= 0 && fcntl(old_fd, F_SETFD, 0) < 0) ||
 		    (new_fd >= 0 && fcntl(new_fd, F_SETFD, 0) < 0))
 			_exit(2);
-		if (quiet) {
+		if (count != NULL && dup2(out[1], 1) < 0)
+			_exit(2);
+		if (quiet && count == NULL) {
 			int null = open("/dev/null", O_WRONLY);
 
 			if (null < 0 || dup2(null, 1) < 0)
@@ -859,6 +949,10 @@ static int run_diff(const char *path, int old_fd, const char *l1, int new_fd, co
 		execv("/usr/bin/diff", argv);
 		fprintf(stderr, "fsbroker backup: cannot run /usr/bin/diff: %s\n", strerror(errno));
 		_exit(2);
+	}
+	if (count != NULL) {
+		close(out[1]);
+		count_lines(out[0], count);
 	}
 	while (waitpid(pid, &st, 0) < 0) {
 		if (errno != EINTR) {
@@ -894,10 +988,17 @@ static bool same_type(const char *type, mode_t m)
 	return strcmp(type, fsb_file_type_name(m)) == 0;
 }
 
-/* "<what>: <path>\n" on stdout, unless --json. */
+/* Whether diff prints its own sentences and diffs: not with --json,
+ * --stat or --name-only, which print a line per path of their own. */
+static bool diff_quiet(const struct cli *c)
+{
+	return c->json || c->stat || c->name_only;
+}
+
+/* "<what>: <path>\n" on stdout, unless diff_quiet(). */
 static void say(const struct cli *c, const char *what, const char *path)
 {
-	if (c->json)
+	if (diff_quiet(c))
 		return;
 	fputs(what, stdout);
 	fputs(": ", stdout);
@@ -907,7 +1008,7 @@ static void say(const struct cli *c, const char *what, const char *path)
 
 /* What the cycle changed at one path, compared with now. */
 static enum dstat diff_one(const struct cli *c, unsigned num, const struct fsb_pick *pk,
-			   char *detail, size_t dlen)
+			   char *detail, size_t dlen, struct diff_count *count)
 {
 	const struct fsb_prior *pr = &pk->rec->prior;
 	const char *path = pk->rec->resolved;
@@ -937,7 +1038,7 @@ static enum dstat diff_one(const struct cli *c, unsigned num, const struct fsb_p
 		      st.st_mtim.tv_sec == pr->mtime.tv_sec &&
 		      st.st_mtim.tv_nsec == pr->mtime.tv_nsec)))
 			return D_UNCHANGED;
-		if (!c->json) {
+		if (!diff_quiet(c)) {
 			fputs("renamed ", stdout);
 			put_safe(stdout, path);
 			fputs(" -> ", stdout);
@@ -950,14 +1051,15 @@ static enum dstat diff_one(const struct cli *c, unsigned num, const struct fsb_p
 		if (!now)
 			return D_UNCHANGED;	/* created, and gone again */
 		say(c, "created by the cycle", path);
-		if (!S_ISREG(st.st_mode) || c->json)
+		if (!S_ISREG(st.st_mode) || (diff_quiet(c) && !c->stat))
 			return D_CREATED;
 		cur = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY | O_NONBLOCK);
 		if (cur < 0) {
 			snprintf(detail, dlen, "cannot open it: %s", strerror(errno));
 			return D_ERROR;
 		}
-		rc = run_diff(path, -1, "absent before the cycle", cur, "now", false);
+		rc = run_diff(path, -1, "absent before the cycle", cur, "now", false,
+			      c->stat ? count : NULL);
 		close(cur);
 		if (rc > 1) {
 			snprintf(detail, dlen, "diff failed");
@@ -989,7 +1091,7 @@ static enum dstat diff_one(const struct cli *c, unsigned num, const struct fsb_p
 			}
 			target[n] = '\0';
 			if (strcmp(target, pr->target) != 0) {
-				if (!c->json) {
+				if (!diff_quiet(c)) {
 					fputs("symlink target changed: ", stdout);
 					put_safe(stdout, path);
 					fputs(" (was '", stdout);
@@ -1026,7 +1128,8 @@ static enum dstat diff_one(const struct cli *c, unsigned num, const struct fsb_p
 		goto out;
 	}
 	if (!now) {
-		rc = run_diff(path, obj, before, -1, "absent now", c->json);
+		rc = run_diff(path, obj, before, -1, "absent now", diff_quiet(c),
+			      c->stat ? count : NULL);
 		res = D_REMOVED;
 	} else if (!S_ISREG(st.st_mode)) {
 		snprintf(line, sizeof(line), "a regular file before cycle %u, %s now", num,
@@ -1041,7 +1144,7 @@ static enum dstat diff_one(const struct cli *c, unsigned num, const struct fsb_p
 			res = D_ERROR;
 			goto out;
 		}
-		rc = run_diff(path, obj, before, cur, "now", c->json);
+		rc = run_diff(path, obj, before, cur, "now", diff_quiet(c), c->stat ? count : NULL);
 		res = rc == 0 ? D_UNCHANGED : D_CHANGED;
 	}
 	if (rc > 1) {
@@ -1065,11 +1168,80 @@ static bool wanted(const struct cli *c, char **args, const struct fsb_journal_re
 	return c->npaths == 0;
 }
 
+/* One line of diff --stat. */
+struct stat_line {
+	char *path;		/* shown as put_safe shows it */
+	enum dstat d;
+	struct diff_count n;
+};
+
+/* The word --stat shows for a path whose lines it does not count. */
+static const char *stat_word(const struct stat_line *l)
+{
+	if (l->n.binary)
+		return "binary";
+	switch (l->d) {
+	case D_RENAMED:
+		return "renamed";
+	case D_NOBACKUP:
+		return "no backup taken";
+	default:
+		return NULL;
+	}
+}
+
+/*
+ * diff --stat: " PATH | N ++--" per path, as git prints it (the bar
+ * scaled to 40 columns for the largest), then the total.
+ */
+static void print_stat(const struct stat_line *v, size_t n)
+{
+	size_t width = 0, files = 0;
+	long most = 0, added = 0, removed = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		width = strlen(v[i].path) > width ? strlen(v[i].path) : width;
+		if (v[i].n.added + v[i].n.removed > most)
+			most = v[i].n.added + v[i].n.removed;
+	}
+	if (width > 60)
+		width = 60;
+	for (size_t i = 0; i < n; i++) {
+		const char *word = stat_word(&v[i]);
+		long total = v[i].n.added + v[i].n.removed;
+		long plus = v[i].n.added, minus = v[i].n.removed;
+
+		files++;
+		added += v[i].n.added;
+		removed += v[i].n.removed;
+		printf(" %-*s | ", (int)width, v[i].path);
+		if (word != NULL) {
+			printf("%s\n", word);
+			continue;
+		}
+		if (most > 40) {
+			plus = (plus * 40 + most - 1) / most;
+			minus = (minus * 40 + most - 1) / most;
+		}
+		printf("%ld ", total);
+		for (long k = 0; k < plus; k++)
+			putchar('+');
+		for (long k = 0; k < minus; k++)
+			putchar('-');
+		putchar('\n');
+	}
+	printf(" %zu path%s changed, %ld line%s added, %ld line%s removed\n", files,
+	       files == 1 ? "" : "s", added, added == 1 ? "" : "s", removed,
+	       removed == 1 ? "" : "s");
+}
+
 static int cmd_diff(const struct cli *c)
 {
 	struct fsb_cycle cy;
 	struct fsb_picks picks = { 0 };
 	struct fsb_moves moves = { 0 };
+	struct stat_line *lines = NULL;
+	size_t nlines = 0;
 	char **args = NULL;
 	bool *arg_used = NULL;
 	cJSON *arr = NULL;
@@ -1092,6 +1264,7 @@ static int cmd_diff(const struct cli *c)
 		const struct fsb_journal_rec *from;
 		struct fsb_pick src;
 		char detail[PATH_MAX + 128];
+		struct diff_count count = { 0 };
 		bool want = c->npaths == 0;
 		enum dstat d;
 
@@ -1114,7 +1287,7 @@ static int cmd_diff(const struct cli *c)
 			src = (struct fsb_pick){ .rec = from, .all = &from, .nall = 1 };
 			pk = &src;
 		}
-		d = diff_one(c, cy.number, pk, detail, sizeof(detail));
+		d = diff_one(c, cy.number, pk, detail, sizeof(detail), &count);
 		if (d == D_ERROR) {
 			fflush(stdout);
 			fputs("fsbroker backup diff: ", stderr);
@@ -1133,9 +1306,30 @@ static int cmd_diff(const struct cli *c)
 				fsb_json_add_path(o, "movedTo", pk->rec->moved_to, false);
 			if (detail[0] != '\0')
 				cJSON_AddStringToObject(o, "detail", detail);
+			if (c->stat && (d == D_CHANGED || d == D_CREATED || d == D_REMOVED)) {
+				cJSON_AddNumberToObject(o, "added", (double)count.added);
+				cJSON_AddNumberToObject(o, "removed", (double)count.removed);
+				if (count.binary)
+					cJSON_AddTrueToObject(o, "binary");
+			}
 			cJSON_AddItemToArray(arr, o);
+		} else if (c->name_only && d != D_UNCHANGED && d != D_ERROR) {
+			put_safe(stdout, pk->rec->resolved);
+			putchar('\n');
+		} else if (c->stat && d != D_UNCHANGED && d != D_ERROR) {
+			struct stat_line *v = realloc(lines, (nlines + 1) * sizeof(*v));
+
+			if (v == NULL)
+				goto nomem;
+			lines = v;
+			lines[nlines] = (struct stat_line){ safe_dup(pk->rec->resolved), d, count };
+			if (lines[nlines].path == NULL)
+				goto nomem;
+			nlines++;
 		}
 	}
+	if (c->stat && !c->json)
+		print_stat(lines, nlines);
 	for (int a = 0; a < c->npaths; a++) {
 		if (arg_used[a])
 			continue;
@@ -1154,6 +1348,9 @@ nomem:
 	fprintf(stderr, "fsbroker backup: out of memory\n");
 	status = 2;
 out:
+	for (size_t i = 0; i < nlines; i++)
+		free(lines[i].path);
+	free(lines);
 	for (int a = 0; args != NULL && a < c->npaths; a++)
 		free(args[a]);
 	free(args);
@@ -1161,6 +1358,236 @@ out:
 	fsb_moves_free(&moves);
 	fsb_picks_free(&picks);
 	fsb_cycle_free(&cy);
+	return status;
+}
+
+/* ---- cat ----------------------------------------------------------------- */
+
+/* The pick of c->paths[0] in `picks`: the path, or the rename that took
+ * something there; NULL when the cycle did not touch it. */
+static const struct fsb_pick *pick_of(const struct fsb_picks *picks, const char *arg)
+{
+	for (size_t i = 0; i < picks->n; i++)
+		for (size_t k = 0; k < picks->v[i].nall; k++)
+			if (strcmp(picks->v[i].rec->resolved, arg) == 0 ||
+			    fsb_restore_path_matches(arg, picks->v[i].all[k]))
+				return &picks->v[i];
+	return NULL;
+}
+
+/* The bytes of the prior state `pr` of `path` onto stdout: 0, 1 with a
+ * sentence when the cycle kept none, 2 when they cannot be read. */
+static int cat_prior(const struct cli *c, unsigned num, const struct fsb_journal_rec *r)
+{
+	const struct fsb_prior *pr = &r->prior;
+	const char *why = NULL;
+	int fd, rc;
+
+	if (!pr->exists)
+		why = "was absent";
+	else if (strcmp(pr->type, "symlink") == 0 && pr->target != NULL)
+		return fputs(pr->target, stdout) < 0 || fflush(stdout) != 0 ? 2 : 0;
+	else if (strcmp(pr->type, "file") != 0)
+		why = strcmp(pr->type, "dir") == 0 ? "was a directory" : "was no regular file";
+	else if (pr->metadata_only)
+		why = "kept no content: the cycle changed only its metadata, so its bytes are "
+		      "those it had after the cycle";
+	else if (pr->object[0] == '\0' && r->moved_to == NULL)
+		why = "kept no content (no backup taken)";
+	if (why != NULL) {
+		fputs("fsbroker backup cat: ", stderr);
+		put_safe(stderr, r->resolved);
+		fprintf(stderr, " %s before cycle %u\n", why, num);
+		return 1;
+	}
+	fflush(stdout);
+	if (pr->object[0] != '\0') {
+		fd = fsb_backup_object_open(c->store, pr->object);
+		rc = fd < 0 ? fd : fsb_backup_object_restore(fd, pr, STDOUT_FILENO);
+	} else {
+		/* Moved, not copied: the bytes are under the name it went to. */
+		const char *now = r->moved_now != NULL ? r->moved_now : r->moved_to;
+
+		fd = open(now, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY | O_NONBLOCK);
+		rc = fd < 0 ? -errno : fsb_backup_moved_restore(fd, pr, STDOUT_FILENO);
+	}
+	if (fd >= 0)
+		close(fd);
+	if (rc < 0) {
+		fputs("fsbroker backup cat: ", stderr);
+		put_safe(stderr, r->resolved);
+		fprintf(stderr, ": its content before cycle %u cannot be read: %s\n", num,
+			rc == -ESTALE ? "it changed after it was kept"
+			: rc == -EBADMSG ? "its object does not match its SHA-256 (damaged)"
+			: strerror(-rc));
+		return 2;
+	}
+	return 0;
+}
+
+static int cmd_cat(const struct cli *c)
+{
+	struct fsb_picks picks = { 0 };
+	const struct fsb_pick *pk;
+	struct fsb_cycle cy;
+	char **args = NULL;
+	bool *used = NULL;
+	unsigned num;
+	int status;
+
+	if (pick_cycle(c, &num) != 0 || load(c, num, &cy) < 0)
+		return 2;
+	if (fsb_cycle_pick(&cy, NULL, &picks) < 0 ||
+	    fsb_restore_canonical_paths(c->paths, 1, &args, &used) < 0) {
+		fprintf(stderr, "fsbroker backup: out of memory\n");
+		status = 2;
+		goto out;
+	}
+	pk = pick_of(&picks, args[0]);
+	if (pk == NULL) {
+		fprintf(stderr, "fsbroker backup cat: cycle %u did not touch ", cy.number);
+		put_safe(stderr, args[0]);
+		fputc('\n', stderr);
+		status = 2;
+		goto out;
+	}
+	status = cat_prior(c, cy.number, pk->rec);
+out:
+	if (args != NULL)
+		free(args[0]);
+	free(args);
+	free(used);
+	fsb_picks_free(&picks);
+	fsb_cycle_free(&cy);
+	return status;
+}
+
+/* ---- log ----------------------------------------------------------------- */
+
+/* What a record did to its path, in a word. */
+static const char *what_it_did(const struct fsb_journal_rec *r)
+{
+	if (!r->prior.exists)
+		return "created";
+	if (r->moved_to != NULL)
+		return "renamed";
+	if (strcmp(r->op, "delete") == 0)
+		return "deleted";
+	if (r->prior.metadata_only)
+		return "metadata";
+	return "modified";
+}
+
+/* One cycle's lines of `backup log`, or its JSON object into `arr`; false
+ * when it did not touch the path. */
+static bool log_cycle(const struct cli *c, const struct fsb_cycle *cy, const char *arg,
+		      cJSON *arr)
+{
+	cJSON *o = NULL, *changes = NULL;
+	char t[32];
+	bool any = false;
+
+	for (size_t i = 0; i < cy->nrecs; i++) {
+		const struct fsb_journal_rec *r = &cy->recs[i];
+
+		if (!fsb_restore_path_matches(arg, r))
+			continue;
+		if (!any) {
+			any = true;
+			if (arr != NULL) {
+				o = cJSON_CreateObject();
+				cJSON_AddNumberToObject(o, "cycle", cy->number);
+				cJSON_AddStringToObject(o, "state", fsb_cycle_state_name(cy->state));
+				if (cy->state == FSB_CYCLE_OPEN)
+					cJSON_AddNullToObject(o, "sealed");
+				else
+					cJSON_AddStringToObject(o, "sealed", cy->sealed);
+				fsb_json_add_path(o, "message", cy->message, false);
+				changes = cJSON_AddArrayToObject(o, "changes");
+			} else {
+				printf("cycle %u  %s  ", cy->number,
+				       cy->state == FSB_CYCLE_OPEN ? "(open)"
+				       : short_time(cy->sealed, t, sizeof(t)));
+				put_safe(stdout, cy->message);
+				putchar('\n');
+			}
+		}
+		if (arr != NULL) {
+			cJSON *ch = cJSON_CreateObject();
+
+			fsb_json_add_path(ch, "path", r->resolved, false);
+			cJSON_AddStringToObject(ch, "change", what_it_did(r));
+			cJSON_AddStringToObject(ch, "toolCallId", r->tool_call ? r->tool_call : "");
+			if (r->moved_to != NULL)
+				fsb_json_add_path(ch, "movedTo", r->moved_to, false);
+			cJSON_AddItemToArray(changes, ch);
+		} else {
+			printf("    %-9s ", what_it_did(r));
+			put_safe(stdout, r->resolved);
+			if (r->moved_to != NULL) {
+				fputs(" -> ", stdout);
+				put_safe(stdout, r->moved_to);
+			}
+			if (r->tool_call != NULL && r->tool_call[0] != '\0') {
+				fputs("  (tool call ", stdout);
+				put_safe(stdout, r->tool_call);
+				putchar(')');
+			}
+			putchar('\n');
+		}
+	}
+	if (o != NULL)
+		cJSON_AddItemToArray(arr, o);
+	(void)c;
+	return any;
+}
+
+static int cmd_log(const struct cli *c)
+{
+	cJSON *arr = c->json ? cJSON_CreateArray() : NULL;
+	char **args = NULL;
+	bool *used = NULL;
+	unsigned *nums = NULL;
+	size_t n = 0, shown = 0;
+	int rc, status = 0;
+
+	if (fsb_restore_canonical_paths(c->paths, 1, &args, &used) < 0) {
+		fprintf(stderr, "fsbroker backup: out of memory\n");
+		cJSON_Delete(arr);
+		return 2;
+	}
+	rc = fsb_cycles_list(c->store, &nums, &n);
+	if (rc < 0) {
+		fprintf(stderr, "fsbroker backup: cannot read %s/cycles: %s\n", c->store,
+			strerror(-rc));
+		status = 2;
+		goto out;
+	}
+	for (size_t i = n; i-- > 0;) {
+		struct fsb_cycle cy;
+
+		if (load(c, nums[i], &cy) < 0) {
+			status = 1;
+			continue;
+		}
+		shown += log_cycle(c, &cy, args[0], arr);
+		fsb_cycle_free(&cy);
+	}
+	if (c->json) {
+		print_json(arr);
+	} else if (shown == 0) {
+		fputs("No cycle of session ", stdout);
+		put_safe(stdout, c->session);
+		fputs(" changed ", stdout);
+		put_safe(stdout, args[0]);
+		fputs(".\n", stdout);
+	}
+out:
+	cJSON_Delete(arr);
+	free(nums);
+	free(args[0]);
+	free(args);
+	free(used);
 	return status;
 }
 
@@ -1303,7 +1730,9 @@ static const struct verb verbs[] = {
 	{ "show", show_usage, "sSwhjlu" },
 	{ "restore", restore_usage, "sSwhjltnfN" },
 	{ "undo", undo_usage, "sSwhjlnfN" },
-	{ "diff", diff_usage, "sSwhjlu" },
+	{ "diff", diff_usage, "sSwhjluTO" },
+	{ "cat", cat_usage, "sSwhlu" },
+	{ "log", log_usage, "sSwhju" },
 	{ "prune", prune_usage, "sSwhnukom" },
 };
 
@@ -1332,6 +1761,8 @@ int fsb_cli_backup(int argc, char **argv)
 		{ "keep", required_argument, NULL, 'k' },
 		{ "older-than", required_argument, NULL, 'o' },
 		{ "max-size", required_argument, NULL, 'm' },
+		{ "stat", no_argument, NULL, 'T' },
+		{ "name-only", no_argument, NULL, 'O' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -1345,8 +1776,8 @@ int fsb_cli_backup(int argc, char **argv)
 	c.keep = c.older_than = -1;
 	c.max_size = FSB_PRUNE_NO_LIMIT;
 	if (argc < 2) {
-		fprintf(stderr, "fsbroker backup: name a verb (list, show, restore, undo, diff, "
-			"prune); see fsbroker backup --help\n");
+		fprintf(stderr, "fsbroker backup: name a verb (list, show, restore, undo, diff, cat, "
+			"log, prune); see fsbroker backup --help\n");
 		return 2;
 	}
 	sub = argv[1];
@@ -1359,7 +1790,7 @@ int fsb_cli_backup(int argc, char **argv)
 	v = find_verb(sub);
 	if (v == NULL) {
 		fprintf(stderr, "fsbroker backup: unknown subcommand '%s' (list, show, restore, undo, "
-			"diff, prune); see fsbroker backup --help\n", sub);
+			"diff, cat, log, prune); see fsbroker backup --help\n", sub);
 		return 2;
 	}
 	snprintf(prog, sizeof(prog), "fsbroker backup %s", v->name);
@@ -1419,6 +1850,12 @@ int fsb_cli_backup(int argc, char **argv)
 		case 'u':
 			c.undo_store = true;
 			break;
+		case 'T':
+			c.stat = true;
+			break;
+		case 'O':
+			c.name_only = true;
+			break;
 		case 'k':
 		case 'o': {
 			char *end;
@@ -1473,6 +1910,14 @@ int fsb_cli_backup(int argc, char **argv)
 			fprintf(stderr, "fsbroker backup list: takes no cycle or path\n");
 			return 2;
 		}
+	} else if (is(sub, "log")) {
+		if (pos != argc - 1) {
+			fprintf(stderr, "fsbroker backup log: name one PATH; see fsbroker backup log "
+				"--help\n");
+			return 2;
+		}
+		c.paths = argv + pos;
+		c.npaths = 1;
 	} else {
 		/* `undo` alone undoes the last restore (or undo): the newest
 		 * cycle of restore_backup. */
@@ -1489,6 +1934,15 @@ int fsb_cli_backup(int argc, char **argv)
 			c.cycle_arg = argv[pos++];
 		if (is(sub, "show") && pos != argc) {
 			fprintf(stderr, "fsbroker backup show: unexpected '%s'\n", argv[pos]);
+			return 2;
+		}
+		if (is(sub, "cat") && pos != argc - 1) {
+			fprintf(stderr, "fsbroker backup cat: name one PATH after the cycle; see "
+				"fsbroker backup cat --help\n");
+			return 2;
+		}
+		if (c.stat && c.name_only) {
+			fprintf(stderr, "fsbroker backup diff: --stat or --name-only, not both\n");
 			return 2;
 		}
 		c.paths = argv + pos;
@@ -1517,6 +1971,10 @@ int fsb_cli_backup(int argc, char **argv)
 		return cmd_show(&c);
 	if (is(sub, "diff"))
 		return cmd_diff(&c);
+	if (is(sub, "cat"))
+		return cmd_cat(&c);
+	if (is(sub, "log"))
+		return cmd_log(&c);
 	if (is(sub, "prune"))
 		return cmd_prune(&c);
 	return c.undo_cmd ? cmd_undo(&c) : cmd_restore(&c);

@@ -1267,6 +1267,85 @@ static void test_diff_of_created_file(void **state)
 	assert_null(strstr(r.out, A_AFTER));
 }
 
+/* " PATH<padding> | REST\n" in `out`: a line of diff --stat. */
+static bool has_stat_line(const char *out, const char *path, const char *rest)
+{
+	char head[PATH_MAX * 2];
+	const char *p;
+
+	snprintf(head, sizeof(head), " %s ", path);
+	if ((p = strstr(out, head)) == NULL)
+		return false;
+	p += strlen(head);
+	while (*p == ' ')
+		p++;
+	return strncmp(p, "| ", 2) == 0 && strncmp(p + 2, rest, strlen(rest)) == 0 &&
+	       p[2 + strlen(rest)] == '\n';
+}
+
+/* --stat: a line per path with its lines added and removed, and the
+ * total; --name-only: the paths alone. Neither prints the diffs. */
+static void test_diff_stat_and_name_only(void **state)
+{
+	char want[PATH_MAX * 3];
+	struct run r;
+
+	(void)state;
+	scene(false);
+	BACKUP(&r, "diff", "--last", "--stat");
+	assert_int_equal(r.status, 1);
+	assert_null(strstr(r.out, "+++ "));
+	assert_true(has_stat_line(r.out, S.a, "2 +-"));
+	assert_true(has_stat_line(r.out, S.made, "1 +"));
+	assert_true(has_stat_line(r.out, S.del, "1 -"));
+	assert_non_null(strstr(r.out, " 3 paths changed, 2 lines added, 2 lines removed\n"));
+
+	BACKUP(&r, "diff", "--last", "--name-only");
+	assert_int_equal(r.status, 1);
+	snprintf(want, sizeof(want), "%s\n%s\n%s\n", S.a, S.made, S.del);
+	assert_string_equal(r.out, want);
+
+	BACKUP(&r, "diff", "--last", "--stat", "--name-only");
+	assert_int_equal(r.status, 2);
+}
+
+/* cat prints the old version without restoring it; log lists the cycles
+ * and tool calls that changed a path. */
+static void test_cat_prints_the_old_version_and_log_the_cycles(void **state)
+{
+	char want[PATH_MAX * 3];
+	struct run r;
+
+	(void)state;
+	scene(false);
+	BACKUP(&r, "cat", "--last", S.a);
+	assert_int_equal(r.status, 0);
+	assert_string_equal(r.out, A_BEFORE);
+	assert_content(S.a, A_AFTER);
+	BACKUP(&r, "cat", "1", S.del);
+	assert_int_equal(r.status, 0);
+	assert_string_equal(r.out, D_BEFORE);
+	assert_int_equal(access(S.del, F_OK), -1);
+	/* Absent before: nothing to print, and it says so. */
+	BACKUP(&r, "cat", "1", S.made);
+	assert_int_equal(r.status, 1);
+	assert_string_equal(r.out, "");
+	assert_non_null(strstr(r.err, "was absent before cycle 1"));
+	BACKUP(&r, "cat", "1");
+	assert_int_equal(r.status, 2);
+
+	BACKUP(&r, "log", S.del);
+	assert_int_equal(r.status, 0);
+	assert_true(fsbt_starts(r.out, "cycle 1  "));
+	snprintf(want, sizeof(want), "    deleted   %s  (tool call tc-2)\n", S.del);
+	assert_non_null(strstr(r.out, want));
+	assert_null(strstr(r.out, S.a));
+	BACKUP(&r, "log", S.a, "--json");
+	assert_int_equal(r.status, 0);
+	assert_non_null(strstr(r.out, "\"change\":\t\"modified\""));
+	assert_non_null(strstr(r.out, "\"toolCallId\":\t\"tc-1\""));
+}
+
 static const char *json_status(cJSON *arr, const char *path)
 {
 	cJSON *o;
@@ -2075,6 +2154,8 @@ int main(void)
 		T(test_diff_shows_old_and_new_lines_and_exits_1),
 		T(test_diff_of_untouched_file_exits_0),
 		T(test_diff_of_created_file),
+		T(test_diff_stat_and_name_only),
+		T(test_cat_prints_the_old_version_and_log_the_cycles),
 		T(test_diff_json_parses),
 		T(test_show_and_diff_say_a_rename_is_a_rename),
 		T(test_diff_refuses_corrupted_object),
