@@ -33,6 +33,7 @@ static const char usage[] =
 	"  backup    list, show, restore, undo, diff and prune backup cycles\n"
 	"  delete    ask the core to delete paths (to the trash, backed up first)\n"
 	"  audit     verify an audit log's hash chain\n"
+	"  hooks     install, remove and run the hooks of an agent host (Claude Code)\n"
 	"  version   print the version\n"
 	"  help      print this text, or a command's\n"
 	"\n"
@@ -152,6 +153,7 @@ static const struct command commands[] = {
 	{ "backup", fsb_cli_backup },
 	{ "delete", fsb_cli_delete },
 	{ "audit", fsb_cli_audit },
+	{ "hooks", fsb_cli_hooks },
 	{ "version", cli_version },
 	{ "help", cli_help },
 };
