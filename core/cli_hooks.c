@@ -48,9 +48,11 @@
 #define HOOK_MAX_INPUT (16u << 20)
 
 static const char usage[] =
-	"usage: fsbroker hooks install claude-code [--project DIR | --user | --settings FILE]\n"
-	"                              [--rules PACK] [--idle-exit SECONDS]\n"
-	"       fsbroker hooks uninstall claude-code [--project DIR | --user | --settings FILE]\n"
+	"usage: fsbroker hooks install claude-code [--project DIR | --user |\n"
+	"                              --settings FILE] [--rules PACK]\n"
+	"                              [--idle-exit SECONDS]\n"
+	"       fsbroker hooks uninstall claude-code [--project DIR | --user |\n"
+	"                              --settings FILE]\n"
 	"       fsbroker hooks run claude-code [--rules PACK] [--idle-exit SECONDS]\n"
 	"\n"
 	"Wire fsbroker into Claude Code's own hooks, so that its Bash, Write, Edit,\n"

@@ -48,8 +48,9 @@ static const char usage[] =
 	"  FSBROKER_ZSH, FSBROKER_CLIENTS_BIN, FSBROKER_TOYBOX, FSBROKER_SOCKET,\n"
 	"  FSBROKER_SESSION_ID, FSBROKER_TOOL_CALL_ID, FSBROKER_TIMEOUT_MS,\n"
 	"  FSBROKER_TRACE_ID, FSBROKER_READS, FSBROKER_STAGE_TIMES, TMPDIR, TMPPREFIX,\n"
-	"  HOME, PATH, XDG_STATE_HOME, XDG_RUNTIME_DIR, XDG_DATA_HOME; `fsbroker help\n"
-	"  environment` says what each does, and each command which it reads\n"
+	"  HOME, PATH, XDG_STATE_HOME, XDG_RUNTIME_DIR, XDG_DATA_HOME,\n"
+	"  CLAUDE_PROJECT_DIR; `fsbroker help environment` says what each does, and\n"
+	"  each command which it reads\n"
 	"docs: README.md, docs/cli.md, docs/runtime.md, docs/rule-packs.md,\n"
 	"  docs/restore.md, docs/protocol.md, docs/clients.md\n";
 
@@ -112,6 +113,8 @@ static const char environment_text[] =
 	"                        (default: /tmp/fsb-UID); hidden in the sandbox\n"
 	"  XDG_DATA_HOME         the home trash of `delete` and host deletes,\n"
 	"                        $XDG_DATA_HOME/Trash (default: ~/.local/share/Trash)\n"
+	"  CLAUDE_PROJECT_DIR    set by Claude Code for its hooks: the workspace of\n"
+	"                        the session's core (`hooks run`; else the event's cwd)\n"
 	"\n"
 	"fsbroker writes no colours, so NO_COLOR changes nothing.\n"
 	"\n"
