@@ -390,6 +390,39 @@ static cJSON *parse_settings(const char *path, const char *text)
 	return root;
 }
 
+/* cJSON_Print's layout with two spaces for its tabs, as settings files are
+ * usually written, and a final newline. A tab inside a string is escaped
+ * (\t), so every raw tab is layout. */
+static char *print_settings(const cJSON *root)
+{
+	char *raw = cJSON_Print(root), *out, *o;
+	size_t tabs = 0;
+
+	if (raw == NULL)
+		return NULL;
+	for (const char *p = raw; *p != '\0'; p++)
+		tabs += *p == '\t';
+	if ((out = malloc(strlen(raw) + tabs + 2)) == NULL) {
+		free(raw);
+		return NULL;
+	}
+	o = out;
+	for (const char *p = raw; *p != '\0'; p++) {
+		if (*p != '\t') {
+			*o++ = *p;
+		} else if (p > raw && p[-1] == ':') {
+			*o++ = ' ';
+		} else {
+			*o++ = ' ';
+			*o++ = ' ';
+		}
+	}
+	*o++ = '\n';
+	*o = '\0';
+	free(raw);
+	return out;
+}
+
 static int install(const char *path, const struct hook_opts *o)
 {
 	char self[PATH_MAX], command[PATH_MAX * 2 + 64] = "", num[32];
@@ -436,7 +469,7 @@ static int install(const char *path, const struct hook_opts *o)
 	    add_group(hooks, "Stop", NULL, command) < 0 ||
 	    add_group(hooks, "SessionEnd", NULL, command) < 0)
 		goto fail;
-	if ((out = cJSON_Print(root)) == NULL)
+	if ((out = print_settings(root)) == NULL)
 		goto fail;
 	/* Keep what the file was the first time we installed: an install over
 	 * an install must not make our own output the original. */
@@ -470,16 +503,6 @@ static int install(const char *path, const struct hook_opts *o)
 			fprintf(stderr, PROG ": cannot make %s: %s\n", dir, strerror(-err));
 			goto fail;
 		}
-	}
-	{
-		size_t olen = strlen(out);
-		char *nl = realloc(out, olen + 2);
-
-		if (nl == NULL)
-			goto fail;
-		out = nl;
-		out[olen] = '\n';
-		out[olen + 1] = '\0';
 	}
 	if ((err = write_file(path, out, strlen(out), 0644)) < 0 ||
 	    (err = write_file(written_path, out, strlen(out), 0600)) < 0) {
@@ -532,18 +555,8 @@ static int uninstall(const char *path)
 		if ((root = parse_settings(path, text)) == NULL)
 			goto fail;
 		remove_ours(root);
-		if ((out = cJSON_Print(root)) == NULL)
+		if ((out = print_settings(root)) == NULL)
 			goto fail;
-		{
-			size_t n = strlen(out);
-			char *nl = realloc(out, n + 2);
-
-			if (nl == NULL)
-				goto fail;
-			out = nl;
-			out[n] = '\n';
-			out[n + 1] = '\0';
-		}
 		if ((err = write_file(path, out, strlen(out), 0644)) < 0)
 			goto fail;
 	}
@@ -984,8 +997,10 @@ static int hook_run(const struct hook_opts *o)
 			     "session_id and an absolute cwd are needed)");
 	}
 	if (session_init(&s, sid, cwd) < 0) {
+		/* sid lives in ev: said before ev goes. */
+		rc = block("session id '%s' is not 1-100 characters of A-Z a-z 0-9 - _", sid);
 		cJSON_Delete(ev);
-		return block("session id '%s' is not 1-100 characters of A-Z a-z 0-9 - _", sid);
+		return rc;
 	}
 	tool = str_of(ev, "tool_name");
 	if (strcmp(event, "PreToolUse") == 0 && tool != NULL && strcmp(tool, "Bash") == 0)
