@@ -50,10 +50,11 @@
 static const char usage[] =
 	"usage: fsbroker hooks install claude-code [--project DIR | --user |\n"
 	"                              --settings FILE] [--rules PACK]\n"
-	"                              [--idle-exit SECONDS]\n"
+	"                              [--idle-exit SECONDS] [--ask-bash]\n"
 	"       fsbroker hooks uninstall claude-code [--project DIR | --user |\n"
 	"                              --settings FILE]\n"
 	"       fsbroker hooks run claude-code [--rules PACK] [--idle-exit SECONDS]\n"
+	"                              [--ask-bash]\n"
 	"\n"
 	"Wire fsbroker into Claude Code's own hooks, so that its Bash, Write, Edit,\n"
 	"MultiEdit and NotebookEdit tools go through the core: a Bash command runs\n"
@@ -76,6 +77,9 @@ static const char usage[] =
 	"  --rules PACK         the pack the session's core judges by (default: default)\n"
 	"  --idle-exit SECONDS  how long the session's core waits unused before it\n"
 	"                       stops (default 3600)\n"
+	"  --ask-bash           let Claude Code still ask before each Bash command\n"
+	"                       (showing it rewritten); default: allowed, since it\n"
+	"                       runs sandboxed\n"
 	"  -h, --help           print this text\n"
 	"\n"
 	"A session's backups: fsbroker backup list --state-dir\n"
@@ -93,6 +97,7 @@ static const char usage[] =
 struct hook_opts {
 	const char *rules;
 	unsigned long idle_exit;
+	bool ask_bash;		/* answer `ask` for a rewritten Bash, not `allow` */
 };
 
 /* ---- small file helpers ---- */
@@ -196,8 +201,8 @@ fail:
 	return err;
 }
 
-/* mkdir -p with mode 0700 for what it makes. */
-static int make_dirs(const char *path)
+/* mkdir -p with `mode` for what it makes. */
+static int make_dirs_mode(const char *path, mode_t mode)
 {
 	char buf[PATH_MAX];
 	size_t n = strlen(path);
@@ -209,13 +214,19 @@ static int make_dirs(const char *path)
 		if (*p != '/')
 			continue;
 		*p = '\0';
-		if (mkdir(buf, 0700) < 0 && errno != EEXIST)
+		if (mkdir(buf, mode) < 0 && errno != EEXIST)
 			return -errno;
 		*p = '/';
 	}
-	if (mkdir(buf, 0700) < 0 && errno != EEXIST)
+	if (mkdir(buf, mode) < 0 && errno != EEXIST)
 		return -errno;
 	return 0;
+}
+
+/* The state and socket directories: nobody else's business. */
+static int make_dirs(const char *path)
+{
+	return make_dirs_mode(path, 0700);
 }
 
 static int self_path(char *out, size_t len)
@@ -464,6 +475,8 @@ static int install(const char *path, const struct hook_opts *o)
 		snprintf(num, sizeof(num), " --idle-exit %lu", o->idle_exit);
 		strcat(command, num);
 	}
+	if (o->ask_bash)
+		strcat(command, " --ask-bash");
 	if (add_group(hooks, "PreToolUse", "Bash", command) < 0 ||
 	    add_group(hooks, "PreToolUse", "Write|Edit|MultiEdit|NotebookEdit", command) < 0 ||
 	    add_group(hooks, "Stop", NULL, command) < 0 ||
@@ -499,7 +512,8 @@ static int install(const char *path, const struct hook_opts *o)
 	snprintf(dir, sizeof(dir), "%s", path);
 	if ((slash = strrchr(dir, '/')) != NULL && slash != dir) {
 		*slash = '\0';
-		if ((err = make_dirs(dir)) < 0) {
+		/* A project's .claude is shared through its repository. */
+		if ((err = make_dirs_mode(dir, 0755)) < 0) {
 			fprintf(stderr, PROG ": cannot make %s: %s\n", dir, strerror(-err));
 			goto fail;
 		}
@@ -868,8 +882,10 @@ static int hook_bash(const struct session *s, const struct hook_opts *o, const c
 	cJSON_ReplaceItemInObjectCaseSensitive(updated, "command", cJSON_CreateString(line));
 	free(line);
 	/* allow: the command runs sandboxed, each change judged and backed up;
-	 * the settings' own deny and ask rules still apply. */
-	return pre_tool_answer("allow", "fsbroker: runs under fsbroker run", updated);
+	 * the settings' own deny and ask rules still apply. --ask-bash keeps
+	 * Claude Code's prompt, showing the rewritten command. */
+	return pre_tool_answer(o->ask_bash ? "ask" : "allow", "fsbroker: runs under fsbroker run",
+			       updated);
 }
 
 static int hook_file(const struct session *s, const struct hook_opts *o, const cJSON *ev)
@@ -1027,6 +1043,7 @@ int fsb_cli_hooks(int argc, char **argv)
 		{ "settings", required_argument, NULL, 's' },
 		{ "rules", required_argument, NULL, 'r' },
 		{ "idle-exit", required_argument, NULL, 'i' },
+		{ "ask-bash", no_argument, NULL, 'a' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -1064,6 +1081,9 @@ int fsb_cli_hooks(int argc, char **argv)
 					"not '%s'\n", optarg);
 				return 2;
 			}
+			break;
+		case 'a':
+			o.ask_bash = true;
 			break;
 		case 'h':
 			fputs(usage, stdout);

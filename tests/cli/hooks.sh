@@ -126,6 +126,12 @@ else
         "its change is in the tool call's backups, sealed by the next Stop" "$(bk show --last 2>&1 | tail -4)"
 fi
 
+ev "$sid" PreToolUse ',"tool_name":"Bash","tool_input":{"command":"true"},"tool_use_id":"toolu_b2"' |
+    "$fsb" hooks run claude-code --ask-bash >"$tmp/answer" 2>"$tmp/hook-err"
+ok "$([ "$(jq -r .hookSpecificOutput.permissionDecision "$tmp/answer")" = ask ] &&
+      jq -e '.hookSpecificOutput.updatedInput.command | contains(" run --core ")' "$tmp/answer" >/dev/null; echo $?)" \
+    "--ask-bash keeps Claude Code's prompt for the rewritten command" "$(cat "$tmp/answer" "$tmp/hook-err")"
+
 # ---- the session's core ends ------------------------------------------------
 hook "$sid" SessionEnd ',"reason":"exit"'
 gone=1
@@ -167,8 +173,10 @@ ok "$([ $st -eq 0 ] &&
       [ "$(jq -c .permissions "$s")" = '{"allow":["Bash(ls:*)"]}' ] && [ "$(jq -r .model "$s")" = x ]; echo $?)" \
     "install merges PreToolUse (Bash; Write|Edit|MultiEdit|NotebookEdit), Stop and SessionEnd, keeping the rest" \
     "$(cat "$s")"
-(cd "$proj" && "$fsb" hooks install claude-code) >/dev/null
-ok "$([ "$(jq '.hooks.PreToolUse | length' "$s")" = 3 ]; echo $?)" "a second install adds nothing twice"
+(cd "$proj" && "$fsb" hooks install claude-code --ask-bash) >/dev/null
+ok "$([ "$(jq '.hooks.PreToolUse | length' "$s")" = 3 ] &&
+      jq -e '.hooks.PreToolUse[1].hooks[0].command | endswith(" hooks run claude-code --ask-bash")' "$s" >/dev/null; echo $?)" \
+    "a second install replaces its hooks (here with --ask-bash), adds nothing twice" "$(cat "$s")"
 "$fsb" hooks uninstall claude-code --project "$proj" >/dev/null
 ok "$(cmp -s "$tmp/orig.json" "$s"; echo $?)" "uninstall puts the settings file back byte for byte" \
     "$(diff "$tmp/orig.json" "$s" | head -5)"
