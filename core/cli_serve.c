@@ -77,6 +77,8 @@ struct serve {
 	struct fsb_watch watch;
 	uv_signal_t sigterm, sigint;
 	uv_timer_t idle;	/* --idle-exit */
+	uv_timer_t admin_stop;	/* Shutdown on the admin socket, once its reply is out */
+	bool admin_stop_on;
 	unsigned long idle_seconds, idle_seen;
 	bool stopping;
 };
@@ -116,6 +118,10 @@ static void stop(struct serve *s)
 	uv_close((uv_handle_t *)&s->sigint, on_closed);
 	if (s->idle_seconds > 0)
 		uv_close((uv_handle_t *)&s->idle, on_closed);
+	if (s->admin_stop_on) {
+		s->admin_stop_on = false;
+		uv_close((uv_handle_t *)&s->admin_stop, on_closed);
+	}
 	if (s->control_up && s->control.chan.handles_open > 0 && !s->control.chan.closing) {
 		/* Let the last replies out, for a second at most. */
 		fsb_chan_close_after_flush(&s->control.chan);
@@ -144,9 +150,25 @@ static void on_stop_signal(uv_signal_t *h, int signum)
 	stop(h->data);
 }
 
+static void on_admin_stop(uv_timer_t *t)
+{
+	struct serve *s = t->data;
+
+	stop(s);
+}
+
+/* The reply to Shutdown is flushed when the line's callback returns: stop
+ * on the next turn of the loop, not inside it. */
 static void on_admin_shutdown(struct fsb_server *srv)
 {
-	stop(srv->data);
+	struct serve *s = srv->data;
+
+	if (s->admin_stop_on || s->stopping)
+		return;
+	uv_timer_init(&s->loop, &s->admin_stop);
+	s->admin_stop.data = s;
+	uv_timer_start(&s->admin_stop, on_admin_stop, 0, 0);
+	s->admin_stop_on = true;
 }
 
 /* Idle: nothing connected now, and nothing accepted since the last tick. */
