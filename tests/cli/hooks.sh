@@ -152,6 +152,17 @@ for _ in $(seq 100); do
 done
 ok $gone "--idle-exit stops a core nothing connects to" "$(tail -3 "$idle/core.log" 2>&1)"
 
+ev "$sid-nocore" PreToolUse ',"tool_name":"Write","tool_input":{"file_path":"'"$ws"'/x.txt","content":"x"},"tool_use_id":"toolu_x1"' |
+    XDG_STATE_HOME=/dev/null/state "$fsb" hooks run claude-code >"$tmp/answer" 2>"$tmp/hook-err"
+st=$?
+ok "$([ $st -eq 2 ] && grep -q 'cannot start or reach' "$tmp/hook-err"; echo $?)" \
+    "a hook that cannot start its core blocks the tool (exit 2)" "status $st: $(cat "$tmp/hook-err")"
+ev "$sid-nocore" PreToolUse ',"tool_name":"Bash","tool_input":{"command":"true"},"tool_use_id":"toolu_x2"' |
+    XDG_STATE_HOME=/dev/null/state "$fsb" hooks run claude-code >"$tmp/answer" 2>"$tmp/hook-err"
+st=$?
+ok "$([ $st -eq 2 ] && [ ! -s "$tmp/answer" ]; echo $?)" \
+    "so does a Bash hook: no rewritten command that could run unbrokered" "status $st: $(cat "$tmp/answer")"
+
 hook 'bad/session' Stop ''
 ok "$([ $? -eq 2 ]; echo $?)" "a session id that is not a plain name is refused (exit 2)"
 echo 'not json' | "$fsb" hooks run claude-code >/dev/null 2>&1
