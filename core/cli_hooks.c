@@ -922,15 +922,17 @@ static int hook_file(const struct session *s, const struct hook_opts *o, const c
 		const char *block_id = str_of(reply, "blockId");
 
 		/* An ask is refused too: the tool would write with no backup
-		 * once Claude Code's own prompt let it through. */
-		snprintf(reason, sizeof(reason), "fsbroker: %s of %s %s (%s)%s%s%s",
-			 "write", path,
-			 decision != NULL && strcmp(decision, "ask") == 0 ? "needs an approval"
-									   : "is denied",
+		 * once Claude Code's own prompt let it through, and nothing
+		 * keeps this block for `fsbroker approve`. A Bash command's
+		 * ask is kept (run --core leaves it for approve). */
+		snprintf(reason, sizeof(reason), "fsbroker: write of %s %s (%s)%s", path,
+			 block_id != NULL ? "needs an approval" : "is denied",
 			 rule != NULL ? rule : str_of(reply, "error") ? str_of(reply, "error")
 								    : "no rule",
-			 block_id != NULL ? "; approve it with `fsbroker approve " : "",
-			 block_id != NULL ? block_id : "", block_id != NULL ? "` and retry" : "");
+			 block_id != NULL ? ", which a file tool cannot wait for; nothing was "
+					    "written. Make the change with a Bash command (its "
+					    "summary names the fsbroker approve to run) or change "
+					    "the pack" : "");
 		close(fd);
 		cJSON_Delete(req);
 		cJSON_Delete(reply);

@@ -163,6 +163,22 @@ st=$?
 ok "$([ $st -eq 2 ] && [ ! -s "$tmp/answer" ]; echo $?)" \
     "so does a Bash hook: no rewritten command that could run unbrokered" "status $st: $(cat "$tmp/answer")"
 
+cat >"$tmp/ask.lua" <<'PACK'
+return {
+	name = "hooks-ask",
+	fsProfile = { read = { "/**" }, modify = { "/dev/null" } },
+	ask = { modify = { "${workspace}/**" } },
+}
+PACK
+mkdir -p "$ws/asked"
+ev "$sid-ask" PreToolUse ',"tool_name":"Write","tool_input":{"file_path":"'"$ws"'/asked/a.txt","content":"x"},"tool_use_id":"toolu_a1"' |
+    "$fsb" hooks run claude-code --rules "$tmp/ask.lua" >"$tmp/answer" 2>"$tmp/hook-err"
+st=$?
+ok "$([ $st -eq 0 ] && [ "$(jq -r .hookSpecificOutput.permissionDecision "$tmp/answer")" = deny ] &&
+      jq -r .hookSpecificOutput.permissionDecisionReason "$tmp/answer" | grep -q 'needs an approval.*cannot wait'; echo $?)" \
+    "a Write the pack asks about is refused, saying a file tool cannot wait for an approval" \
+    "status $st: $(cat "$tmp/answer" "$tmp/hook-err"; tail -3 "$XDG_STATE_HOME/fsbroker/hosts/claude-code-$sid-ask/core.log" 2>/dev/null)"
+
 hook 'bad/session' Stop ''
 ok "$([ $? -eq 2 ]; echo $?)" "a session id that is not a plain name is refused (exit 2)"
 echo 'not json' | "$fsb" hooks run claude-code >/dev/null 2>&1
