@@ -48,6 +48,11 @@ static const char usage[] =
 	"                            for `fsbroker approve`; inline: an attached run's\n"
 	"                            ask waits for the host's Approve or Deny\n"
 	"  --approval-timeout SECONDS  how long an inline ask waits, then denies (60)\n"
+	"  --idle-exit SECONDS       stop once no client, run or host has connected\n"
+	"                            for SECONDS and none is connected (a core kept\n"
+	"                            for an agent host's session: fsbroker hooks)\n"
+	"  --admin-shutdown          take Shutdown on the admin socket too (a host\n"
+	"                            that reaches the core by its state dir)\n"
 	"  -h, --help                print this text\n"
 	"\n"
 	"exit: 0 stopped cleanly, 1 the core failed while running, 2 usage error or a\n"
@@ -71,6 +76,10 @@ struct serve {
 	struct fsb_prompt_events prompts;	/* --approvals inline */
 	struct fsb_watch watch;
 	uv_signal_t sigterm, sigint;
+	uv_timer_t idle;	/* --idle-exit */
+	uv_timer_t admin_stop;	/* Shutdown on the admin socket, once its reply is out */
+	bool admin_stop_on;
+	unsigned long idle_seconds, idle_seen;
 	bool stopping;
 };
 
@@ -107,6 +116,12 @@ static void stop(struct serve *s)
 	fsb_watch_close(&s->watch);
 	uv_close((uv_handle_t *)&s->sigterm, on_closed);
 	uv_close((uv_handle_t *)&s->sigint, on_closed);
+	if (s->idle_seconds > 0)
+		uv_close((uv_handle_t *)&s->idle, on_closed);
+	if (s->admin_stop_on) {
+		s->admin_stop_on = false;
+		uv_close((uv_handle_t *)&s->admin_stop, on_closed);
+	}
 	if (s->control_up && s->control.chan.handles_open > 0 && !s->control.chan.closing) {
 		/* Let the last replies out, for a second at most. */
 		fsb_chan_close_after_flush(&s->control.chan);
@@ -135,6 +150,40 @@ static void on_stop_signal(uv_signal_t *h, int signum)
 	stop(h->data);
 }
 
+static void on_admin_stop(uv_timer_t *t)
+{
+	struct serve *s = t->data;
+
+	stop(s);
+}
+
+/* The reply to Shutdown is flushed when the line's callback returns: stop
+ * on the next turn of the loop, not inside it. */
+static void on_admin_shutdown(struct fsb_server *srv)
+{
+	struct serve *s = srv->data;
+
+	if (s->admin_stop_on || s->stopping)
+		return;
+	uv_timer_init(&s->loop, &s->admin_stop);
+	s->admin_stop.data = s;
+	uv_timer_start(&s->admin_stop, on_admin_stop, 0, 0);
+	s->admin_stop_on = true;
+}
+
+/* Idle: nothing connected now, and nothing accepted since the last tick. */
+static void on_idle_tick(uv_timer_t *t)
+{
+	struct serve *s = t->data;
+
+	if (s->server.nconns == 0 && s->server.accepted == s->idle_seen) {
+		fsb_info("idle for %lu s: stopping", s->idle_seconds);
+		stop(s);
+		return;
+	}
+	s->idle_seen = s->server.accepted;
+}
+
 int fsb_cli_serve(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -145,6 +194,8 @@ int fsb_cli_serve(int argc, char **argv)
 		{ "workspace", required_argument, NULL, 'w' },
 		{ "approvals", required_argument, NULL, 'a' },
 		{ "approval-timeout", required_argument, NULL, 't' },
+		{ "idle-exit", required_argument, NULL, 'i' },
+		{ "admin-shutdown", no_argument, NULL, 'A' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -155,7 +206,8 @@ int fsb_cli_serve(int argc, char **argv)
 	char err[2048], state[PATH_MAX], admin[PATH_MAX + 16];
 	struct serve *s;
 	bool inline_approvals = false;
-	unsigned long approval_timeout = 60;
+	unsigned long approval_timeout = 60, idle_exit = 0;
+	bool admin_shutdown = false;
 	char *end;
 	int c, rc = 1;
 
@@ -195,6 +247,18 @@ int fsb_cli_serve(int argc, char **argv)
 					"86400 seconds, not '%s'\n", optarg);
 				return 2;
 			}
+			break;
+		case 'i':
+			errno = 0;
+			idle_exit = strtoul(optarg, &end, 10);
+			if (errno || *end || end == optarg || idle_exit < 1 || idle_exit > 604800) {
+				fprintf(stderr, "fsbroker serve: --idle-exit takes 1 to 604800 "
+					"seconds, not '%s'\n", optarg);
+				return 2;
+			}
+			break;
+		case 'A':
+			admin_shutdown = true;
 			break;
 		case 'h':
 			fputs(usage, stdout);
@@ -247,6 +311,9 @@ int fsb_cli_serve(int argc, char **argv)
 		goto out;
 	}
 	fsb_server_init(&s->server, &s->loop, &s->broker);
+	s->server.data = s;
+	if (admin_shutdown)
+		s->server.on_admin_shutdown = on_admin_shutdown;
 	memset(&scope, 0, sizeof(scope));
 	snprintf(scope.session, sizeof(scope.session), "%s", session);
 	if (fsb_server_listen(&s->server, socket_path, &scope, err, sizeof(err)) < 0) {
@@ -292,6 +359,12 @@ int fsb_cli_serve(int argc, char **argv)
 	s->sigterm.data = s->sigint.data = s;
 	uv_signal_start(&s->sigterm, on_stop_signal, SIGTERM);
 	uv_signal_start(&s->sigint, on_stop_signal, SIGINT);
+	if (idle_exit > 0) {
+		s->idle_seconds = idle_exit;
+		uv_timer_init(&s->loop, &s->idle);
+		s->idle.data = s;
+		uv_timer_start(&s->idle, on_idle_tick, idle_exit * 1000, idle_exit * 1000);
+	}
 
 	fsb_info("serving session %s on %s with pack %s (%s)", session, socket_path,
 		 fsb_policy_name(s->broker.policy), s->broker.cfg.pack);

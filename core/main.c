@@ -33,6 +33,7 @@ static const char usage[] =
 	"  backup    list, show, restore, undo, diff and prune backup cycles\n"
 	"  delete    ask the core to delete paths (to the trash, backed up first)\n"
 	"  audit     verify an audit log's hash chain\n"
+	"  hooks     install, remove and run the hooks of an agent host (Claude Code)\n"
 	"  version   print the version\n"
 	"  help      print this text, or a command's\n"
 	"\n"
@@ -47,8 +48,9 @@ static const char usage[] =
 	"  FSBROKER_ZSH, FSBROKER_CLIENTS_BIN, FSBROKER_TOYBOX, FSBROKER_SOCKET,\n"
 	"  FSBROKER_SESSION_ID, FSBROKER_TOOL_CALL_ID, FSBROKER_TIMEOUT_MS,\n"
 	"  FSBROKER_TRACE_ID, FSBROKER_READS, FSBROKER_STAGE_TIMES, TMPDIR, TMPPREFIX,\n"
-	"  HOME, PATH, XDG_STATE_HOME, XDG_RUNTIME_DIR, XDG_DATA_HOME; `fsbroker help\n"
-	"  environment` says what each does, and each command which it reads\n"
+	"  HOME, PATH, XDG_STATE_HOME, XDG_RUNTIME_DIR, XDG_DATA_HOME,\n"
+	"  CLAUDE_PROJECT_DIR; `fsbroker help environment` says what each does, and\n"
+	"  each command which it reads\n"
 	"docs: README.md, docs/cli.md, docs/runtime.md, docs/rule-packs.md,\n"
 	"  docs/restore.md, docs/protocol.md, docs/clients.md\n";
 
@@ -111,6 +113,8 @@ static const char environment_text[] =
 	"                        (default: /tmp/fsb-UID); hidden in the sandbox\n"
 	"  XDG_DATA_HOME         the home trash of `delete` and host deletes,\n"
 	"                        $XDG_DATA_HOME/Trash (default: ~/.local/share/Trash)\n"
+	"  CLAUDE_PROJECT_DIR    set by Claude Code for its hooks: the workspace of\n"
+	"                        the session's core (`hooks run`; else the event's cwd)\n"
 	"\n"
 	"fsbroker writes no colours, so NO_COLOR changes nothing.\n"
 	"\n"
@@ -152,6 +156,7 @@ static const struct command commands[] = {
 	{ "backup", fsb_cli_backup },
 	{ "delete", fsb_cli_delete },
 	{ "audit", fsb_cli_audit },
+	{ "hooks", fsb_cli_hooks },
 	{ "version", cli_version },
 	{ "help", cli_help },
 };

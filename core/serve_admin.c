@@ -15,14 +15,23 @@
  * opened it (the run is over), and so do the connections made through it.
  * CloseScope is answered once the run's supervisor has served its last
  * call, so that what the run changed is on disk when the run reads it.
+ *
+ * The host's own file commands are taken here too (CheckAccess,
+ * ModifyBackup, EnableModifyBackup, CommitModifyBackup, and Shutdown where
+ * the core allows it), for hosts that reach the core by its state dir
+ * rather than by its stdin: `fsbroker hooks run`, which a host starts once
+ * per tool call. Approvals are not among them: an approval stays with the
+ * control channel and `fsbroker approve`.
  */
 #include <errno.h>
+#include <stdlib.h>
 #include <libgen.h>
 #include <limits.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "control.h"
 #include "proto_json.h"
 #include "server.h"
 #include "supervisor.h"
@@ -230,6 +239,68 @@ static bool close_scope(struct fsb_conn *conn, const cJSON *req, cJSON *reply)
 	return false;
 }
 
+/* The host's file commands on the pool: ModifyBackup and a commit wait for
+ * the session's store, which a copy may hold for a while. */
+struct host_job {
+	struct fsb_job job;
+	cJSON *req, *reply;
+	char session[129];
+};
+
+static void host_run(struct fsb_job *job)
+{
+	struct host_job *j = (struct host_job *)job;
+	bool shutdown = false;
+
+	j->reply = fsb_control_handle(job->conn->srv->broker, j->session, j->req, &shutdown);
+}
+
+static void host_done(struct fsb_job *job)
+{
+	struct host_job *j = (struct host_job *)job;
+
+	cJSON_Delete(j->req);
+	if (job->conn != NULL && j->reply != NULL)
+		fsb_conn_reply_json(job->conn, j->reply);
+	else
+		cJSON_Delete(j->reply);
+	free(j);
+}
+
+static bool host_command(const char *name)
+{
+	static const char *const names[] = { "CheckAccess", "ModifyBackup", "EnableModifyBackup",
+					     "CommitModifyBackup" };
+
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		if (strcmp(name, names[i]) == 0)
+			return true;
+	return false;
+}
+
+/* True when the request went to the pool (it replies from there). */
+static bool host_request(struct fsb_conn *conn, cJSON *req, cJSON *reply)
+{
+	const char *session = core_session(conn->srv);
+	struct host_job *j;
+
+	if (session == NULL) {
+		refuse(reply, "this core has no session of its own for host commands");
+		return false;
+	}
+	if ((j = calloc(1, sizeof(*j))) == NULL) {
+		refuse(reply, "out of memory");
+		return false;
+	}
+	j->req = req;
+	snprintf(j->session, sizeof(j->session), "%s", session);
+	j->job.run = host_run;
+	j->job.done = host_done;
+	cJSON_Delete(reply);
+	fsb_conn_offload(conn, &j->job, FSB_WORK_SHARED);
+	return true;
+}
+
 void fsb_serve_admin(struct fsb_conn *conn, char *line, size_t len)
 {
 	const cJSON *id, *cmd;
@@ -268,8 +339,19 @@ void fsb_serve_admin(struct fsb_conn *conn, char *line, size_t len)
 			cJSON_Delete(req);
 			return;
 		}
+	} else if (host_command(cmd->valuestring)) {
+		if (host_request(conn, req, reply))
+			return;
+	} else if (strcmp(cmd->valuestring, "Shutdown") == 0 &&
+		   conn->srv->on_admin_shutdown != NULL) {
+		cJSON_Delete(req);
+		fsb_conn_reply_json(conn, reply);
+		conn->srv->on_admin_shutdown(conn->srv);
+		return;
 	} else {
-		refuse(reply, "unknown admin command (OpenScope, CloseScope, Supervise)");
+		refuse(reply, "unknown admin command (OpenScope, CloseScope, Supervise, "
+		       "CheckAccess, ModifyBackup, EnableModifyBackup, CommitModifyBackup, "
+		       "Shutdown)");
 		conn->malformed++;
 	}
 	cJSON_Delete(req);

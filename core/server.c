@@ -193,6 +193,7 @@ static int conn_start(struct fsb_server *srv, int fd, const struct ucred *cred,
 		srv->conns->prev = conn;
 	srv->conns = conn;
 	srv->nconns++;
+	srv->accepted++;
 	srv->pending_closes++;
 	srv->broker->stats.connections++;
 	return 0;

@@ -72,6 +72,10 @@ struct fsb_server {
 	char scope_dir[PATH_MAX];	/* where scoped sockets go: the first socket's dir */
 	unsigned long next_scope;
 	void (*on_closed)(struct fsb_server *srv);	/* everything closed */
+	unsigned long accepted;	/* connections accepted so far (serve --idle-exit) */
+	/* Shutdown on the admin socket; NULL refuses it (an embedded core). */
+	void (*on_admin_shutdown)(struct fsb_server *srv);
+	void *data;
 };
 
 void fsb_server_init(struct fsb_server *srv, uv_loop_t *loop, struct fsb_broker *b);
