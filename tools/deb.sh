@@ -37,7 +37,11 @@ if [ -n "${DEB_MAINTAINER:-}" ]; then
     sed -i "s|^Maintainer: .*|Maintainer: $DEB_MAINTAINER|" "$src/debian/control"
     sed -i "s|^ -- [^>]*>| -- $DEB_MAINTAINER|" "$src/debian/changelog"
 fi
-(cd "$src" && dpkg-buildpackage -us -uc -b) >"$work/build.log" 2>&1 || {
+# The package builds with its own flags (debian/rules), not those of the
+# make that called this one: a WERROR=1 given to it would turn the
+# hardening flags' warnings into a failed package.
+(cd "$src" && env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL -u WERROR -u SANITIZE dpkg-buildpackage -us -uc -b) \
+    >"$work/build.log" 2>&1 || {
     tail -20 "$work/build.log" >&2
     echo "deb.sh: dpkg-buildpackage failed; the whole log is $work/build.log" >&2
     exit 1
