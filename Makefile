@@ -32,7 +32,7 @@
 #   make install         everything a user runs or reads under DESTDIR/PREFIX
 #                        (/usr/local); make uninstall (same DESTDIR and
 #                        PREFIX) removes exactly what it installed
-#   make deb             build/fsbroker_VERSION_ARCH.deb from that install
+#   make deb             build/fsbroker_VERSION_ARCH.deb (dpkg-buildpackage, debian/)
 #   make man             build/man/fsbroker.1 (from the commands' --help texts)
 #                        and build/man/fsbroker-pack.5 (from docs/rule-packs.md)
 #   WERROR=1             warnings are errors
@@ -484,10 +484,11 @@ install: all man
 uninstall:
 	$(Q)$(INSTALL_ENV) sh tools/install.sh uninstall
 
-# build/fsbroker_VERSION_ARCH.deb, with dpkg-deb from the same install
-# (tools/deb.sh); make zsh toybox first to have the clients in it.
-deb: all man
-	$(Q)sh tools/deb.sh $(BUILD) $(VERSION)
+# build/fsbroker_VERSION_ARCH.deb, by dpkg-buildpackage from debian/ in a
+# copy of the tree (tools/deb.sh); make zsh toybox first to have the
+# clients in it.
+deb:
+	$(Q)bash tools/deb.sh $(VERSION)
 
 lint:
 	cppcheck --quiet --enable=warning,portability --error-exitcode=1 -Icore -Icore/store -Icore/linux core

@@ -98,18 +98,54 @@ static int ensure_private_dir(const char *dir, char *err, size_t errlen)
 
 /* Protect the files of the loaded pack, and warn about any that a sandboxed
  * command could otherwise have rewritten. */
+/* Names shown in the one warning line; the rest are counted. */
+#define PACK_WARN_NAMES 5
+
+/*
+ * Protect the pack's files, and warn of those a sandboxed command could
+ * replace (the workspace, ${tmp}) in one line, said once per core and again
+ * only when a reload changes that set: every command used to repeat a line
+ * per file.
+ */
 static void protect_pack_files(struct fsb_broker *b)
 {
+	size_t nfiles = fsb_policy_nfiles(b->policy), nexposed = 0, len = 1;
+	char *all, names[2048] = "";
+
 	fsb_protected_drop_pack(&b->protected);
-	for (size_t i = 0; i < fsb_policy_nfiles(b->policy); i++) {
+	for (size_t i = 0; i < nfiles; i++)
+		len += strlen(fsb_policy_file(b->policy, i)) + 2;
+	all = calloc(1, len);
+	for (size_t i = 0; i < nfiles; i++) {
 		const char *f = fsb_policy_file(b->policy, i);
 
 		fsb_protected_add(&b->protected, f, FSB_PROTECT_READONLY, "pack file", true);
-		if ((b->cfg.workspace[0] && fsb_path_within(f, b->cfg.workspace)) ||
-		    fsb_path_within(f, b->cfg.tmp))
-			fsb_warn("pack file %s lies in a tree sandboxed commands may modify; "
-				 "the core protects it, but keep packs outside the workspace", f);
+		if (!(b->cfg.workspace[0] && fsb_path_within(f, b->cfg.workspace)) &&
+		    !fsb_path_within(f, b->cfg.tmp))
+			continue;
+		if (all != NULL)
+			snprintf(all + strlen(all), len - strlen(all), "%s%s",
+				 nexposed > 0 ? ", " : "", f);
+		if (nexposed < PACK_WARN_NAMES)
+			snprintf(names + strlen(names), sizeof(names) - strlen(names), "%s%s",
+				 nexposed > 0 ? ", " : "", f);
+		nexposed++;
 	}
+	/* Out of memory: warn as if the set were new. */
+	if (nexposed > 0 && (all == NULL || b->pack_warned == NULL ||
+			     strcmp(all, b->pack_warned) != 0)) {
+		if (nexposed > PACK_WARN_NAMES)
+			snprintf(names + strlen(names), sizeof(names) - strlen(names),
+				 " and %zu more", nexposed - PACK_WARN_NAMES);
+		fsb_warn("%zu pack file%s lie%s in a tree sandboxed commands may modify "
+			 "(the workspace or ${tmp}): %s; the core protects %s, but keep packs "
+			 "outside the workspace", nexposed, nexposed == 1 ? "" : "s",
+			 nexposed == 1 ? "s" : "", names, nexposed == 1 ? "it" : "them");
+	}
+	free(b->pack_warned);
+	b->pack_warned = nexposed > 0 ? all : NULL;
+	if (nexposed == 0)
+		free(all);
 }
 
 static int load_policy(struct fsb_broker *b, struct fsb_policy **out, char *err, size_t errlen)
@@ -224,6 +260,8 @@ void fsb_broker_free(struct fsb_broker *b)
 	fsb_verdict_cache_free(&b->verdict_cache);
 	fsb_link_guard_free(&b->link_guard);
 	fsb_protected_free(&b->protected);
+	free(b->pack_warned);
+	b->pack_warned = NULL;
 	if (b->prompts != NULL)
 		fsb_prompts_free(b->prompts);
 	free(b->prompts);

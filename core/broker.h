@@ -134,6 +134,10 @@ struct fsb_broker {
 	 * file set may have changed). */
 	void (*on_reloaded)(struct fsb_broker *b, void *arg);
 	void *on_reloaded_arg;
+	/* The pack files last warned of as lying in a tree sandboxed commands
+	 * may modify, ", "-joined (malloc'd): a reload warns again only when
+	 * that set changes. */
+	char *pack_warned;
 };
 
 /** One access to decide, and what was decided. */

@@ -48,6 +48,8 @@ static const char usage[] =
 	"Without --core the core is embedded and the run seals its backup cycle when\n"
 	"CMD ends; with --core it attaches to a running `fsbroker serve`, whose host\n"
 	"commits the turn. A summary follows on stderr, naming each refusal and its rule.\n"
+	"fsbroker's own lines come before CMD starts and after it ends, never among\n"
+	"CMD's stderr (with --summary-fd, in the summary's diagnostics).\n"
 	"\n"
 	"options:\n"
 	"  --rules PACK              the rule pack: a name under FSBROKER_LUA_DIR/rules\n"
@@ -772,6 +774,12 @@ static int finish(struct run *r, const struct run_opts *o, const char *session,
 	sum->signal = r->term_signal;
 	sum->rerun = rerun_command(o, session, r->broker.cfg.state_dir, r->broker.cfg.workspace);
 	fsb_run_summary_collect(sum, cycle > 0 ? (unsigned)cycle : 0, audit_from);
+	/* CMD is gone: what the core said meanwhile comes now, before the
+	 * summary on stderr, or inside it. */
+	if (o->summary_fd >= 0)
+		fsb_log_release(&sum->diagnostics, &sum->ndiagnostics);
+	else
+		fsb_log_release(NULL, NULL);
 	if (o->summary_fd >= 0) {
 		cJSON *js = fsb_run_summary_json(sum);
 		int wrc = fsb_run_write_json(o->summary_fd, js);
@@ -893,6 +901,11 @@ int fsb_cli_run(int argc, char **argv)
 		fputs(usage, stdout);
 		return 0;
 	}
+	/* stderr is CMD's: a program reading --summary-fd gets the core's
+	 * lines in the summary; without it they come before CMD starts and
+	 * after it ends, never among CMD's own (docs/runtime.md). */
+	if (o.summary_fd >= 0)
+		fsb_log_hold();
 	rc = FSB_EXIT_RUN;
 	tool_call = o.tool_call;
 	if (tool_call == NULL) {
@@ -1069,6 +1082,7 @@ int fsb_cli_run(int argc, char **argv)
 	}
 	audit_from = audit_size(r->broker.cfg.state_dir, session);
 	r->own_group = !mode.namespaces;
+	fsb_log_hold();
 	if ((rc = spawn_sandbox(r, bargv, r->init_sock)) != 0)
 		goto out;
 	fsb_debug("running session %s tool call %s with pack %s", session, tool_call,
@@ -1081,12 +1095,22 @@ out:
 	/* A program reading --summary-fd gets an object for a failed run too. */
 	if (o.summary_fd >= 0 && !summary_written && rc == FSB_EXIT_RUN && last_error[0]) {
 		cJSON *js = cJSON_CreateObject();
+		char **lines = NULL;
+		size_t nlines = 0;
 
+		fsb_log_release(&lines, &nlines);
 		cJSON_AddNumberToObject(js, "exitStatus", FSB_EXIT_RUN);
 		cJSON_AddStringToObject(js, "error", last_error);
+		cJSON_AddItemToObject(js, "diagnostics", fsb_run_diagnostics_json(lines, nlines));
 		fsb_run_write_json(o.summary_fd, js);
 		cJSON_Delete(js);
+		for (size_t i = 0; i < nlines; i++)
+			free(lines[i]);
+		free(lines);
 	}
+	/* Held and not yet said (a run that failed): CMD has ended, or never
+	 * started. */
+	fsb_log_release(NULL, NULL);
 	fsb_run_summary_free(&sum);
 	fsb_policy_summary_free(&pol);
 	free(o.shell_cmd);

@@ -3,6 +3,7 @@
  */
 #include <poll.h>
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,6 +22,12 @@ static unsigned long dropped;		/* lines stderr could not take */
 static unsigned long suppressed;	/* limited lines over the rate */
 static time_t limit_second;
 static unsigned limit_count;
+/* Held lines (fsb_log_hold): the messages, NUL-separated. */
+#define HELD_MAX (64 * 1024)
+static bool holding;
+static char *held;
+static size_t held_len;
+static unsigned long held_lost;
 
 void fsb_log_init(void)
 {
@@ -43,6 +50,25 @@ static void emit(const char *line, size_t len)
 		dropped++;
 }
 
+/* The message as a line would say it, after "fsbroker: ". */
+static void keep(enum fsb_log_level level, const char *msg)
+{
+	char text[2304];
+	int n = snprintf(text, sizeof(text), "%s%s%s",
+			 level <= FSB_LOG_WARN ? level_names[level] : "",
+			 level <= FSB_LOG_WARN ? ": " : "", msg);
+	size_t len = n < 0 ? 0 : (size_t)n >= sizeof(text) ? sizeof(text) - 1 : (size_t)n;
+	char *grown;
+
+	if (held_len + len + 1 > HELD_MAX || (grown = realloc(held, held_len + len + 1)) == NULL) {
+		held_lost++;
+		return;
+	}
+	held = grown;
+	memcpy(held + held_len, text, len + 1);
+	held_len += len + 1;
+}
+
 static void vlog(enum fsb_log_level level, const char *fmt, va_list ap)
 {
 	char msg[2048], line[2304];
@@ -50,6 +76,10 @@ static void vlog(enum fsb_log_level level, const char *fmt, va_list ap)
 
 	if (vsnprintf(msg, sizeof(msg), fmt, ap) < 0)
 		return;
+	if (holding) {
+		keep(level, msg);
+		return;
+	}
 	if (dropped > 0) {
 		n = snprintf(line, sizeof(line), "fsbroker: warning: %lu log line(s) dropped "
 			     "while stderr was not being read\n", dropped);
@@ -114,4 +144,55 @@ void fsb_log_limited(enum fsb_log_level level, const char *fmt, ...)
 		suppressed++;
 	}
 	pthread_mutex_unlock(&log_lock);
+}
+
+void fsb_log_hold(void)
+{
+	pthread_mutex_lock(&log_lock);
+	holding = true;
+	pthread_mutex_unlock(&log_lock);
+}
+
+void fsb_log_release(char ***lines, size_t *n)
+{
+	char **v = NULL, line[2400];
+	size_t count = 0, i = 0;
+	int len;
+
+	pthread_mutex_lock(&log_lock);
+	holding = false;
+	for (size_t off = 0; off < held_len; off += strlen(held + off) + 1)
+		count++;
+	if (held_lost > 0)
+		count++;
+	/* Out of memory for the array: the lines go to stderr after all. */
+	if (lines != NULL && count > 0)
+		v = calloc(count, sizeof(*v));
+	for (size_t off = 0; off < held_len; off += strlen(held + off) + 1) {
+		if (v != NULL) {
+			if ((v[i] = strdup(held + off)) != NULL)
+				i++;
+		} else {
+			len = snprintf(line, sizeof(line), "fsbroker: %s\n", held + off);
+			emit(line, len < (int)sizeof(line) ? (size_t)len : sizeof(line) - 1);
+		}
+	}
+	if (held_lost > 0) {
+		len = snprintf(line, sizeof(line), "warning: %lu log line(s) left out: "
+			       "more than %d KiB were held", held_lost, HELD_MAX / 1024);
+		if (v != NULL && (v[i] = strdup(line)) != NULL)
+			i++;
+		else if (v == NULL)
+			say(FSB_LOG_WARN, "%lu log line(s) left out: more than %d KiB were held",
+			    held_lost, HELD_MAX / 1024);
+	}
+	free(held);
+	held = NULL;
+	held_len = 0;
+	held_lost = 0;
+	pthread_mutex_unlock(&log_lock);
+	if (lines != NULL) {
+		*lines = v;
+		*n = v != NULL ? i : 0;
+	}
 }

@@ -2,7 +2,9 @@
  * log.h — the core's diagnostics on stderr, one line each, prefixed with
  * "fsbroker: ". stdout belongs to the control channel. A line that stderr
  * cannot take at once is dropped and counted: a host that stops reading the
- * core's stderr must not stop the core.
+ * core's stderr must not stop the core. While held (fsb_log_hold), lines
+ * are kept instead: `fsbroker run` shares stderr with CMD and must not
+ * write into it while CMD runs.
  */
 #ifndef FSB_LOG_H
 #define FSB_LOG_H
@@ -27,6 +29,19 @@ void fsb_log(enum fsb_log_level level, const char *fmt, ...)
  */
 void fsb_log_limited(enum fsb_log_level level, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
+
+/**
+ * Keep the lines from now on instead of writing them (up to 64 KiB, the rest
+ * counted), until fsb_log_release().
+ */
+void fsb_log_hold(void);
+
+/**
+ * Stop holding. The lines kept, without "fsbroker: " and the newline, in
+ * `*lines` (malloc'd, each and the array; *n of them; a last line says how
+ * many were left out), or, when `lines` is NULL, written to stderr now.
+ */
+void fsb_log_release(char ***lines, size_t *n);
 
 /** Read FSBROKER_LOG from the environment. */
 void fsb_log_init(void);

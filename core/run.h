@@ -41,6 +41,10 @@ struct fsb_run_summary {
 	 * mask scan could not look into it); not owned. */
 	char *const *mask_warnings;
 	size_t nmask_warnings;
+	/* The core's log lines held while CMD ran (--summary-fd: from the
+	 * start of the run); owned. */
+	char **diagnostics;
+	size_t ndiagnostics;
 	/* Filled by fsb_run_summary_collect(). */
 	unsigned cycle;		/* the sealed cycle (embedded), the open one (attached), or 0 */
 	char **changed;		/* real paths the tool call changed, in order */
@@ -67,6 +71,9 @@ void fsb_run_summary_collect(struct fsb_run_summary *s, unsigned cycle, off_t au
 
 /** The summary for people: lines on `f`, each led by `who` ("fsbroker run"). */
 void fsb_run_summary_print(const struct fsb_run_summary *s, const char *who, FILE *f);
+
+/** Log lines as the summary's `diagnostics` array. */
+cJSON *fsb_run_diagnostics_json(char *const *lines, size_t n);
 
 /** The summary as one JSON object (docs/runtime.md has the schema). */
 cJSON *fsb_run_summary_json(const struct fsb_run_summary *s);

@@ -402,6 +402,15 @@ static cJSON *refusals_json(const struct fsb_run_refusal *v, size_t n)
 	return list;
 }
 
+cJSON *fsb_run_diagnostics_json(char *const *lines, size_t n)
+{
+	cJSON *list = cJSON_CreateArray();
+
+	for (size_t i = 0; i < n; i++)
+		cJSON_AddItemToArray(list, cJSON_CreateString(lines[i]));
+	return list;
+}
+
 cJSON *fsb_run_summary_json(const struct fsb_run_summary *s)
 {
 	cJSON *o = cJSON_CreateObject(), *changed = cJSON_CreateArray(), *undone = cJSON_CreateArray();
@@ -429,6 +438,8 @@ cJSON *fsb_run_summary_json(const struct fsb_run_summary *s)
 	for (size_t i = 0; i < s->nmask_warnings; i++)
 		cJSON_AddItemToArray(warnings, cJSON_CreateString(s->mask_warnings[i]));
 	cJSON_AddItemToObject(o, "maskWarnings", warnings);
+	cJSON_AddItemToObject(o, "diagnostics", fsb_run_diagnostics_json(s->diagnostics,
+									  s->ndiagnostics));
 	cJSON_AddNumberToObject(o, "backedUp", (double)s->backed_up);
 	cJSON_AddItemToObject(o, "denied", refusals_json(s->denied, s->ndenied));
 	cJSON_AddItemToObject(o, "waiting", refusals_json(s->waiting, s->nwaiting));
@@ -489,6 +500,9 @@ void fsb_run_summary_free(struct fsb_run_summary *s)
 	for (size_t i = 0; i < s->nundone; i++)
 		free(s->undone[i]);
 	free(s->undone);
+	for (size_t i = 0; i < s->ndiagnostics; i++)
+		free(s->diagnostics[i]);
+	free(s->diagnostics);
 	free_refusals(s->denied, s->ndenied);
 	free_refusals(s->waiting, s->nwaiting);
 	free_refusals(s->unsaved, s->nunsaved);

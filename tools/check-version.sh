@@ -17,7 +17,7 @@ check() { # WHAT GOT
     fi
 }
 
-if [ -n "$1" ]; then echo "1..7"; else echo "1..5"; fi
+if [ -n "$1" ]; then echo "1..8"; else echo "1..6"; fi
 case $want in
     [0-9]*.[0-9]*.[0-9]*) check "VERSION (MAJOR.MINOR.PATCH)" "$want" ;;
     *) check "VERSION (MAJOR.MINOR.PATCH)" "not a version: $want" ;;
@@ -33,6 +33,8 @@ rocks=$(ls rockspec/*.rockspec)
 rv=$(sed -n 's/^version = "\(.*\)-[0-9]*"$/\1/p' $rocks)
 [ "$rocks" = "rockspec/fsbroker-policy-$rv-1.rockspec" ] || rv="$rv (file $rocks)"
 check "the rockspec" "$rv"
+# The newest entry of debian/changelog: the Debian package's version.
+check debian/changelog "$(sed -n '1s/^fsbroker (\([^)]*\)).*/\1/p' debian/changelog)"
 if [ -n "$1" ]; then
     check "$1 --version" "$("$1" --version | sed -n 's/^fsbroker //p')"
     check "$1 version --json" \

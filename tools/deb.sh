@@ -1,84 +1,50 @@
-#!/bin/sh
-# deb.sh BUILD VERSION — make deb: build/fsbroker_VERSION_ARCH.deb with
-# dpkg-deb from what make install puts under DESTDIR=build/deb/... PREFIX=/usr
-# (tools/install.sh, so the package holds what make install installs, the
-# patched zsh and toybox included when they were built).
+#!/bin/bash
+# deb.sh VERSION — make deb: build/fsbroker_VERSION_ARCH.deb, built by
+# dpkg-buildpackage (debhelper) from debian/, in a copy of the source tree
+# (build/deb/fsbroker-VERSION: the files git tracks, and those it would
+# track, as they are in the work tree) so that the package's clean and build
+# never touch this tree's build/. The unpacked zsh and toybox sources
+# (build/src, from make zsh toybox) go into the copy too when they are here:
+# debian/rules then builds the patched clients into the package.
 #
-# Depends: what dpkg-shlibdeps finds the package's binaries link (libuv1,
-# libcjson1, liblua5.4-0, lua-lpeg, libssl3, libc6, and libtinfo6 with the
-# zsh), and what fsbroker runs: bubblewrap (fsbroker run) and diffutils
-# (backup diff). The manual pages are gzipped, the copyright is the LICENSE,
-# a changelog.gz points to CHANGELOG.md, md5sums are listed and the binaries
-# stripped, as Debian's policy asks; make uninstall's manifest is left out
-# (dpkg keeps its own list). DEB_MAINTAINER ("Name <address>") names the
-# maintainer; the default's address is no real one, which lintian reports
-# (bogus-mail-host, bogus-mail-host-in-debian-changelog).
-set -eu
-build=$1
-version=$2
+# DEB_MAINTAINER ("Name <address>") names the maintainer in the copy's
+# debian/control and debian/changelog; the default's address is no real one,
+# which lintian reports (bogus-mail-host, bogus-mail-host-in-debian-changelog).
+set -euo pipefail
+version=$1
 work=build/deb
-root=$work/debian/fsbroker
+src=$work/fsbroker-$version
 arch=$(dpkg --print-architecture)
 out=build/fsbroker_${version}_$arch.deb
 
+[ "$(dpkg-parsechangelog -S Version)" = "$version" ] || {
+    echo "deb.sh: debian/changelog says $(dpkg-parsechangelog -S Version), VERSION $version" >&2
+    exit 1
+}
 rm -rf "$work"
-mkdir -p "$work/debian"
-DESTDIR=$root PREFIX=/usr BUILD=$build CLIENTS=build/clients MANDIR_BUILD=build/man \
-    sh tools/install.sh install >/dev/null
-rm -f "$root/usr/share/fsbroker/install-manifest"
-gzip -9n "$root/usr/share/man/man1/fsbroker.1" "$root/usr/share/man/man5/fsbroker-pack.5"
-{
-    echo "Format: https://www.debian.org/doc/packaging-manuals/copyright-format/1.0/"
-    echo "Upstream-Name: fsbroker"
-    echo
-    echo "Files: *"
-    echo "Copyright: 2026 the fsbroker authors"
-    echo "License: MIT"
-    sed 's/^$/./; s/^/ /' LICENSE
-} >"$root/usr/share/doc/fsbroker/copyright"
-rm -f "$root/usr/share/doc/fsbroker/LICENSE"
-# A native package's changelog.gz is in Debian's format; it points to
-# CHANGELOG.md, which stays the one record of the changes.
-maintainer=${DEB_MAINTAINER:-the fsbroker authors <fsbroker@localhost>}
-when=$(git log -1 --format=%ct 2>/dev/null || date +%s)
-{
-    echo "fsbroker ($version) unstable; urgency=medium"
-    echo
-    echo "  * Release $version: see /usr/share/doc/fsbroker/CHANGELOG.md."
-    echo
-    echo " -- $maintainer  $(LC_ALL=C date -R -u -d "@$when")"
-} | gzip -9n >"$root/usr/share/doc/fsbroker/changelog.gz"
-find "$root" -type d -exec chmod 0755 {} +
-
-# dpkg-shlibdeps reads debian/control for the package's name.
-printf 'Source: fsbroker\n\nPackage: fsbroker\nArchitecture: any\n' >"$work/debian/control"
-bins=$(cd "$work" && find debian/fsbroker -type f -perm -0100 -exec sh -c \
-    'head -c 4 "$1" | grep -q ELF' _ {} \; -print)
-# shellcheck disable=SC2086
-shlibs=$(cd "$work" && dpkg-shlibdeps -O $bins 2>/dev/null | sed -n 's/^shlibs:Depends=//p')
-[ -n "$shlibs" ] || { echo "deb.sh: dpkg-shlibdeps found no libraries" >&2; exit 1; }
-# Debian ships binaries stripped (the symbols would go to a -dbgsym
-# package, which this is not).
-# shellcheck disable=SC2086
-(cd "$work" && strip --strip-unneeded --remove-section=.comment --remove-section=.note $bins)
-
-mkdir "$root/DEBIAN"
-size=$(du -sk --exclude=DEBIAN "$root" | cut -f1)
-cat >"$root/DEBIAN/control" <<EOF
-Package: fsbroker
-Version: $version
-Architecture: $arch
-Maintainer: $maintainer
-Installed-Size: $size
-Depends: $shlibs, bubblewrap, diffutils
-Section: admin
-Priority: optional
-Description: file-access broker for the commands a coding agent runs
- fsbroker runs a command in a sandbox (bubblewrap, Landlock, a seccomp
- supervisor) where every file change is judged by a Lua rule pack, backed
- up first and audited; one command restores what the command changed.
- fsbroker serve is the same core for an agent host.
-EOF
-(cd "$root" && find usr -type f -exec md5sum {} + | sort -k2 >DEBIAN/md5sums)
-dpkg-deb --root-owner-group -Zxz --build "$root" "$out" >/dev/null
+mkdir -p "$src"
+git ls-files -z --cached --others --exclude-standard |
+    while IFS= read -r -d '' f; do [ -e "$f" ] && printf '%s\0' "$f"; done |
+    tar --null -T - -cf - | tar -xf - -C "$src"
+for c in zsh toybox; do
+    if [ -f "build/src/$c/.fetched" ]; then
+        mkdir -p "$src/build/src"
+        cp -a "build/src/$c" "$src/build/src/"
+        [ -d build/src/dl ] && [ ! -d "$src/build/src/dl" ] && cp -a build/src/dl "$src/build/src/"
+    fi
+done
+if [ -n "${DEB_MAINTAINER:-}" ]; then
+    sed -i "s|^Maintainer: .*|Maintainer: $DEB_MAINTAINER|" "$src/debian/control"
+    sed -i "s|^ -- [^>]*>| -- $DEB_MAINTAINER|" "$src/debian/changelog"
+fi
+# The package builds with its own flags (debian/rules), not those of the
+# make that called this one: a WERROR=1 given to it would turn the
+# hardening flags' warnings into a failed package.
+(cd "$src" && env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL -u WERROR -u SANITIZE dpkg-buildpackage -us -uc -b) \
+    >"$work/build.log" 2>&1 || {
+    tail -20 "$work/build.log" >&2
+    echo "deb.sh: dpkg-buildpackage failed; the whole log is $work/build.log" >&2
+    exit 1
+}
+cp "$work/fsbroker_${version}_$arch.deb" "$out"
 echo "  DEB     $out"

@@ -3,7 +3,8 @@
  * and the safety of the Lua host (§4.4): reload on a file change, on SIGHUP
  * and on Reload; a broken pack keeps the old one serving; decide hooks that
  * loop, eat memory or raise are denied while the core keeps answering;
- * approvals survive a reload.
+ * approvals survive a reload; packs in the workspace are warned of in one
+ * line, not again at a reload unless the set of their files changed.
  */
 #include <errno.h>
 #include <signal.h>
@@ -11,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "harness.h"
@@ -287,6 +289,53 @@ static void approval_survives_a_reload(void **state)
 	fsbt_close(fd);
 }
 
+static size_t count_in(const char *hay, const char *needle)
+{
+	size_t n = 0;
+
+	for (const char *p = hay; (p = strstr(p, needle)) != NULL; p += strlen(needle))
+		n++;
+	return n;
+}
+
+static void reload(struct fsbt_core *c)
+{
+	cJSON *r = fsbt_control_cmd(c, "Reload", NULL);
+
+	assert_true(fsbt_ok(r));
+	cJSON_Delete(r);
+}
+
+/* Every command used to repeat a warning per pack file, and a reload again. */
+static void packs_in_the_workspace_are_one_warning_said_again_only_when_they_change(void **state)
+{
+	struct fsbt_core *c = *state;
+	char dir[PATH_MAX + 16];
+	char *log;
+
+	snprintf(dir, sizeof(dir), "%s/packs", c->ws);
+	assert_int_equal(mkdir(dir, 0755), 0);
+	fsbt_put(dir, "extra.lua", "return { name = \"extra\" }\n");
+	fsbt_put(dir, "more.lua", "return { name = \"more\" }\n");
+	snprintf(c->rules_dir, sizeof(c->rules_dir), "%s", dir);
+	write_pack(c, "\"${workspace}/secret*\"", "  include = { \"extra\" },\n");
+	fsbt_core_start(c);
+	reload(c);
+	reload(c);
+	log = fsbt_core_log(c);
+	assert_int_equal(count_in(log, "pack file"), 1);
+	if (strstr(log, "2 pack files lie in a tree sandboxed commands may modify") == NULL)
+		fail_msg("no one line for both pack files:\n%s", log);
+	free(log);
+	/* A third file: the set changed, so the warning is said once more. */
+	write_pack(c, "\"${workspace}/secret*\"", "  include = { \"extra\", \"more\" },\n");
+	reload(c);
+	log = fsbt_core_log(c);
+	assert_int_equal(count_in(log, "pack file"), 2);
+	assert_non_null(strstr(log, "3 pack files lie in a tree sandboxed commands may modify"));
+	free(log);
+}
+
 int main(void)
 {
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup_layout, fsbt_teardown_core)
@@ -298,6 +347,7 @@ int main(void)
 		T(memory_bomb_in_decide_is_denied_and_core_lives),
 		T(raising_decide_is_denied),
 		T(approval_survives_a_reload),
+		T(packs_in_the_workspace_are_one_warning_said_again_only_when_they_change),
 	};
 
 	return fsbt_run_group(tests, NULL, NULL);

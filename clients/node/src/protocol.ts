@@ -129,6 +129,8 @@ export interface RunSummary {
   waiting?: { blockId: string; path?: string; pathBytes?: string; op: string; rule: string; approveCommand: string }[];
   restoreCommand?: string | null;
   rerunCommand?: string;
+  /** The core's log lines of the run, kept out of the command's stderr. */
+  diagnostics?: string[];
   /** Only when the run failed before the command ran. */
   error?: string;
 }
