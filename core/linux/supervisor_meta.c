@@ -50,6 +50,7 @@
 #include <unistd.h>
 
 #include "at.h"
+#include "log.h"
 #include "modify_backup.h"
 #include "supervisor_call.h"
 
@@ -469,6 +470,30 @@ static int do_chmod_own_fd(struct obj *o)
 	return chmod(self, mode) < 0 ? -errno : 1;
 }
 
+/*
+ * Give the node just made as `name` in `pfd` exactly `perm`: the core's
+ * own umask took more than the target's. The name is opened without
+ * following a symlink, and only a node of the type made, with one link,
+ * is changed (through its fd): a name swapped meanwhile for a symlink or
+ * another name of some file is left alone, with a warning.
+ */
+static void set_made_mode(int pfd, const char *name, mode_t type, mode_t perm)
+{
+	char proc[64];
+	struct stat st;
+	int fd = openat(pfd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+
+	if (fd >= 0 && fstat(fd, &st) == 0 && (st.st_mode & S_IFMT) == (type & S_IFMT) &&
+	    st.st_nlink == 1 && chmod(fsb_at_fd_path(fd, proc, sizeof(proc)), perm) == 0) {
+		close(fd);
+		return;
+	}
+	fsb_log_limited(FSB_LOG_WARN, "mknod of %s: its mode was left as the core's umask made "
+			"it (%s)", name, fd < 0 ? strerror(errno) : "it changed after it was made");
+	if (fd >= 0)
+		close(fd);
+}
+
 static int do_mknod(struct obj *o)
 {
 	const unsigned long long *a = o->req->data.args;
@@ -532,7 +557,7 @@ static int do_mknod(struct obj *o)
 	}
 	/* The core's umask is not the target's: the mode it asked for. */
 	if (err == 0)
-		fchmodat(pfd, name, mode & 07777 & ~creds.umask, 0);
+		set_made_mode(pfd, name, mode, mode & 07777 & ~creds.umask);
 	close(pfd);
 	return err;
 }

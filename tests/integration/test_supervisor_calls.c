@@ -44,7 +44,7 @@ struct seen {
 	int truncate_ok, truncate_denied;
 	int utimensat_ok, utimes_ok, omit_ok, futimens_ok, nofollow_ok, utime_denied;
 	int chown_same, chown_other, chown_denied, lchown_ok;
-	int mkfifo_ok, mknod_reg_ok, mknod_dev, mknod_denied;
+	int mkfifo_ok, mknod_reg_ok, mknod_dev, mknod_denied, mkfifo_umask002;
 	int exchange_ok, exchange_denied, whiteout, exchange_bad;
 	int link_fd_ok, link_proc_ok, link_nofollow_ok, link_denied;
 	int setflags;
@@ -143,6 +143,10 @@ static void child(struct fsbt_core *c, int report)
 	/* 4. mknod */
 	s.mkfifo_ok = ERR(mkfifo("fifo", 0666));
 	s.mknod_reg_ok = ERR(mknod("plain", S_IFREG | 0666, 0));
+	/* The target's umask, not the core's (022), makes the mode. */
+	umask(002);
+	s.mkfifo_umask002 = ERR(mkfifo("fifo-g", 0666));
+	umask(022);
 	s.mknod_dev = ERR(mknod("null2", S_IFCHR | 0600, makedev(1, 3)));
 	s.mknod_denied = ERR(mknod("sub/.envrc", S_IFIFO | 0600, 0));
 	/* 5. renameat2 flags */
@@ -311,6 +315,9 @@ static void calls_are_performed_backed_up_and_undone(void **state)
 	lstat_of(c, "fifo", &st);
 	assert_true(S_ISFIFO(st.st_mode));
 	assert_int_equal(st.st_mode & 0777, 0644);
+	assert_int_equal(s.mkfifo_umask002, 0);
+	lstat_of(c, "fifo-g", &st);
+	assert_int_equal(st.st_mode & 0777, 0664);
 	assert_int_equal(s.mknod_reg_ok, 0);
 	lstat_of(c, "plain", &st);
 	assert_true(S_ISREG(st.st_mode));
