@@ -224,9 +224,13 @@ int fsb_broker_init(struct fsb_broker *b, uv_loop_t *loop,
 	if (fsb_config_find_init(found, sizeof(found)) == 0 && realpath(found, exe) != NULL)
 		fsb_protected_add(&b->protected, exe, FSB_PROTECT_READONLY, "fsbroker-init",
 				  false);
-	if (fsb_config_find_clients(found, sizeof(found)) == 0 && realpath(found, exe) != NULL)
-		fsb_protected_add(&b->protected, exe, FSB_PROTECT_READONLY, "brokered clients",
-				  false);
+	/* The clients themselves, not the directory: in the build tree it
+	 * also holds their sources and test trees. */
+	for (const char *const *c = (const char *const[]){ "zsh", "toybox", "bin", NULL }; *c; c++)
+		if (fsb_config_find_client(*c, found, sizeof(found)) == 0 &&
+		    realpath(found, exe) != NULL)
+			fsb_protected_add(&b->protected, exe, FSB_PROTECT_READONLY,
+					  "brokered client", false);
 
 	if ((rc = load_policy(b, &b->policy, err, errlen)) < 0)
 		return rc;

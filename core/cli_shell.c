@@ -133,8 +133,7 @@ static void on_signal(uv_signal_t *h, int signum)
 static int find_client(const char *env, const char *name, char *out, size_t len)
 {
 	const char *v = getenv(env);
-	char exe[PATH_MAX], built[64], installed[80];
-	const char *const places[] = { built, installed };
+	char exe[PATH_MAX];
 
 	if (v != NULL && v[0] != '\0') {
 		snprintf(out, len, "%s", v);
@@ -143,9 +142,7 @@ static int find_client(const char *env, const char *name, char *out, size_t len)
 		snprintf(out, len, "%s", exe);
 		return 0;
 	}
-	snprintf(built, sizeof(built), "/clients/%s", name);
-	snprintf(installed, sizeof(installed), "/../libexec/fsbroker/clients/%s", name);
-	return fsb_config_find_beside_binary(places, 2, F_OK, out, len);
+	return fsb_config_find_client(name, out, len);
 }
 
 int fsb_shell_clients(char *zsh, size_t zlen, char *bin, size_t blen, char *err, size_t errlen)

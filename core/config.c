@@ -62,10 +62,13 @@ int fsb_config_find_init(char *out, size_t len)
 	return fsb_config_find_beside_binary(places, 2, X_OK, out, len);
 }
 
-int fsb_config_find_clients(char *out, size_t len)
+int fsb_config_find_client(const char *name, char *out, size_t len)
 {
-	static const char *const places[] = { "/clients", "/../libexec/fsbroker/clients" };
+	char built[64], installed[80];
+	const char *const places[] = { built, installed };
 
+	snprintf(built, sizeof(built), "/clients/%s", name);
+	snprintf(installed, sizeof(installed), "/../libexec/fsbroker/clients/%s", name);
 	return fsb_config_find_beside_binary(places, 2, F_OK, out, len);
 }
 

@@ -33,10 +33,10 @@ int fsb_config_build(struct fsb_broker_config *cfg, const char *rules,
  * libexec/fsbroker/ beside bin/ once installed. 0 or -errno. */
 int fsb_config_find_init(char *out, size_t len);
 
-/** The brokered clients' directory (the patched zsh, toybox and its
- * shims): clients/ beside this binary, or libexec/fsbroker/clients/.
- * 0 or -errno. */
-int fsb_config_find_clients(char *out, size_t len);
+/** A brokered client `name` ("zsh", "toybox", "bin": the shims):
+ * clients/NAME beside this binary (build/clients/NAME next to
+ * build/fsbroker), or libexec/fsbroker/clients/NAME. 0 or -errno. */
+int fsb_config_find_client(const char *name, char *out, size_t len);
 
 int fsb_config_find_beside_binary(const char *const *places, size_t nplaces, int mode,
 				  char *out, size_t len);

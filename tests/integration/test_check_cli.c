@@ -349,6 +349,19 @@ static void test_fsbroker_init_and_the_clients_are_protected_like_the_binary(voi
 	assert_int_equal(r.status, 1);
 	assert_non_null(strstr(r.out, "rule: protected fsbroker-init"));
 	assert_non_null(strstr(r.out, "rule: protected fsbroker binary"));
+	/* The clients themselves, when they were built; not what lies beside
+	 * them in the build tree (toybox's own tests run there). */
+	snprintf(init, sizeof(init), "%s/clients/zsh", dirp);
+	snprintf(self, sizeof(self), "%s/clients/toybox-build/testdir-file", dirp);
+	if (access(init, X_OK) != 0)
+		return;
+	run_fsbroker(&r, (const char *[]){ "check", "--workspace", dirp, "--op", "write", init,
+					   NULL });
+	assert_int_equal(r.status, 1);
+	assert_non_null(strstr(r.out, "rule: protected brokered client"));
+	run_fsbroker(&r, (const char *[]){ "check", "--workspace", dirp, "--op", "write", self,
+					   NULL });
+	assert_int_equal(r.status, 0);
 }
 
 static void test_default_pack_without_workspace_says_so(void **state)
