@@ -43,7 +43,7 @@ PREFIX   ?= /usr/local
 DESTDIR  ?=
 
 CC       ?= cc
-PKGS     := lua5.4 libuv libcjson libcrypto
+PKGS     := lua5.4 libuv libcjson libcrypto libmicrohttpd
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 # Debian's lua-lpeg ships the module as a shared library with no link name;
@@ -114,6 +114,9 @@ $(BUILD)/core/%.o: core/%.c $(CORE_HDR)
 	@mkdir -p $(@D)
 	@echo "  CC      $<"
 	$(Q)$(CC) $(CFLAGS) -c -o $@ $<
+
+# The page fsbroker ui serves is assembled into this object (.incbin).
+$(BUILD)/core/ui_page.o: ui/index.html
 
 $(BUILD)/libfsbcore.a: $(CORE_OBJ)
 	@echo "  AR      $@"

@@ -15,6 +15,7 @@ int fsb_cli_audit(int argc, char **argv);
 int fsb_cli_backup(int argc, char **argv);
 int fsb_cli_delete(int argc, char **argv);
 int fsb_cli_shell(int argc, char **argv);
+int fsb_cli_ui(int argc, char **argv);
 
 /**
  * fsb_cli_unknown_option - say on stderr that PROG does not know the option
