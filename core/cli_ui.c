@@ -61,6 +61,7 @@ static const char usage[] =
 	"  -h, --help           show this help\n"
 	"\n"
 	"exit: 0 stopped by a signal, 1 cannot listen, 2 usage error or no such session\n"
+	"environment: HOME, XDG_STATE_HOME (where the state directory is)\n"
 	"docs: docs/ui.md\n";
 
 struct ui {
