@@ -27,6 +27,7 @@
 #include "backup_read.h"
 #include "cli.h"
 #include "config.h"
+#include "op.h"
 #include "proto_json.h"
 #include "restore.h"
 #include "restore_undo.h"
@@ -109,28 +110,34 @@ static unsigned cycle_num(const char *s)
 	return *end == '\0' && errno == 0 && v <= UINT_MAX ? (unsigned)v : 0;
 }
 
-/*
- * What the cycle did to the path of `p`, in the words of the timeline.
- * "renamed-to" is the other end of a rename: it is not counted twice.
- */
-static const char *kind_of(const struct fsb_pick *p, const struct fsb_moves *m)
+/* What a cycle did to a path, as the timeline counts it. RENAMED_TO is the
+ * other end of a rename: listed, not counted twice. */
+enum kind { K_CREATED, K_MODIFIED, K_DELETED, K_RENAMED, K_METADATA, K_RENAMED_TO, K__COUNTED =
+		K_RENAMED_TO };
+
+static const char *const kind_name[] = {
+	"created", "modified", "deleted", "renamed", "metadata", "renamed-to",
+};
+
+static enum kind kind_of(const struct fsb_pick *p, const struct fsb_moves *m)
 {
 	const struct fsb_journal_rec *r = p->rec;
+	enum fsb_op op;
 
 	if (r->prior.exists && r->moved_to != NULL)
-		return "renamed";
+		return K_RENAMED;
 	if (fsb_moves_into(m, p) != NULL)
-		return "renamed-to";
+		return K_RENAMED_TO;
 	if (!r->prior.exists)
-		return "created";
+		return K_CREATED;
 	if (p->end != NULL && !p->end->exists)
-		return "deleted";
-	if (p->end == NULL && (strcmp(r->op, "delete") == 0 || strcmp(r->op, "unlink") == 0 ||
-			       strcmp(r->op, "rmdir") == 0))
-		return "deleted";
+		return K_DELETED;
+	/* An open cycle has no end states yet: its delete records say it. */
+	if (p->end == NULL && fsb_op_parse(r->op, &op) == 0 && op == FSB_OP_DELETE)
+		return K_DELETED;
 	if (r->prior.metadata_only)
-		return "metadata";
-	return "modified";
+		return K_METADATA;
+	return K_MODIFIED;
 }
 
 /* `s` onto array `arr` in the form fsb_json_add_path gives a field, so
@@ -169,13 +176,11 @@ static cJSON *tool_calls_json(const struct fsb_journal_rec *const *recs, size_t 
 /* The cycle's entry on the timeline, and with `paths` each path it touched. */
 static cJSON *cycle_json(const struct fsb_cycle *cy, bool paths)
 {
-	static const char *const kinds[] = { "created", "modified", "deleted", "renamed",
-					     "metadata" };
 	const struct fsb_journal_rec **all = NULL;
 	struct fsb_picks pk = { 0 };
 	struct fsb_moves mv = { 0 };
 	cJSON *o = cJSON_CreateObject(), *counts, *arr = NULL;
-	unsigned nk[5] = { 0 };
+	unsigned nk[K__COUNTED] = { 0 };
 
 	cJSON_AddNumberToObject(o, "cycle", cy->number);
 	cJSON_AddStringToObject(o, "state", fsb_cycle_state_name(cy->state));
@@ -194,17 +199,15 @@ static cJSON *cycle_json(const struct fsb_cycle *cy, bool paths)
 	if (paths)
 		arr = cJSON_AddArrayToObject(o, "paths");
 	for (size_t i = 0; i < pk.n; i++) {
-		const char *k = kind_of(&pk.v[i], &mv);
+		enum kind k = kind_of(&pk.v[i], &mv);
 
-		for (size_t j = 0; j < 5; j++) {
-			if (strcmp(k, kinds[j]) == 0)
-				nk[j]++;
-		}
+		if (k < K__COUNTED)
+			nk[k]++;
 		if (arr != NULL) {
 			cJSON *e = cJSON_CreateObject();
 
 			fsb_json_add_path(e, "path", pk.v[i].rec->resolved, false);
-			cJSON_AddStringToObject(e, "kind", k);
+			cJSON_AddStringToObject(e, "kind", kind_name[k]);
 			cJSON_AddStringToObject(e, "type", pk.v[i].rec->prior.exists ?
 						pk.v[i].rec->prior.type : pk.v[i].rec->made_type);
 			if (pk.v[i].rec->moved_to != NULL)
@@ -215,8 +218,8 @@ static cJSON *cycle_json(const struct fsb_cycle *cy, bool paths)
 		}
 	}
 	counts = cJSON_AddObjectToObject(o, "counts");
-	for (size_t j = 0; j < 5; j++)
-		cJSON_AddNumberToObject(counts, kinds[j], nk[j]);
+	for (size_t j = 0; j < K__COUNTED; j++)
+		cJSON_AddNumberToObject(counts, kind_name[j], nk[j]);
 	cJSON_AddNumberToObject(o, "pathCount", (double)pk.n);
 out:
 	free(all);
@@ -518,7 +521,7 @@ static void api_history(struct ui *u, const struct fsb_ui_req *rq, struct fsb_ui
 				cJSON_AddNumberToObject(e, "cycle", cy.number);
 				fsb_json_add_path(e, "message", cy.message, false);
 				cJSON_AddStringToObject(e, "opened", cy.opened);
-				cJSON_AddStringToObject(e, "kind", kind_of(&pk.v[j], &mv));
+				cJSON_AddStringToObject(e, "kind", kind_name[kind_of(&pk.v[j], &mv)]);
 				cJSON_AddItemToObject(e, "toolCalls",
 						      tool_calls_json(pk.v[j].all, pk.v[j].nall));
 				cJSON_AddItemToArray(arr, e);
