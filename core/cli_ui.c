@@ -4,7 +4,7 @@
  * store and answers the page's requests: the timeline of cycles, one
  * cycle's changes, a path's diff and history, and restore / undo through
  * the store's restore engine (fsb_restore_plan, fsb_restore_perform), a
- * dry run first. ui_http.c lets a request in; core/ui_page.c is the page.
+ * dry run first. ui_http.c lets a request in; ui_page.c is the page.
  * Only paths a cycle of this store journaled are ever read or restored.
  */
 #include <errno.h>
@@ -33,14 +33,11 @@
 #include "restore_undo.h"
 #include "session_name.h"
 #include "ui_http.h"
+#include "ui_page.h"
 
 #define DIFF_MAX_FILE (1024 * 1024)	/* larger files are described, not diffed */
 #define DIFF_MAX_OUT (4 * 1024 * 1024)
 #define BINARY_PROBE 8192
-
-/* The page (core/ui_page.c: ui/index.html, built into the binary). */
-extern const char fsb_ui_page[];
-extern const char fsb_ui_page_end[];
 
 static const char usage[] =
 	"usage: fsbroker ui [--workspace DIR | --session S] [--state-dir DIR]\n"
@@ -672,7 +669,7 @@ out:
 /* The page, with the CSRF token where it says @CSRF@. */
 static void page(struct ui *u, struct fsb_ui_resp *rs)
 {
-	size_t len = (size_t)(fsb_ui_page_end - fsb_ui_page);
+	size_t len = (size_t)fsb_ui_page_len;
 	const char *mark = memmem(fsb_ui_page, len, "@CSRF@", 6);
 	const char *csrf = fsb_ui_csrf(u->srv);
 	size_t head = mark != NULL ? (size_t)(mark - fsb_ui_page) : len;
