@@ -6,7 +6,8 @@
  * nothing, and an undo brings the restored-over bytes back. A request
  * without the token, with a wrong Host, with a wrong Origin, a cross-site
  * form POST (no CSRF token) and a path no cycle touched are refused, and
- * the file stays as it was.
+ * the file stays as it was. --listen takes a Unix socket (mode 0600) and
+ * refuses an address that is not loopback.
  */
 #include "run_fixture.h"
 
@@ -316,6 +317,66 @@ static void test_requests_without_token_host_origin_or_csrf_are_refused(void **s
 	ui_stop(&u);
 }
 
+static void test_listen_on_a_unix_socket_and_only_on_loopback(void **state)
+{
+	struct fixture *f = *state;
+	char sock[PATH_MAX + 16], listen_at[PATH_MAX + 32], printed[PATH_MAX + 16], url[128];
+	char *out = NULL, *body, *tok;
+	struct stat st;
+	pid_t pid;
+	int status;
+
+	make_cycles(f);
+	snprintf(sock, sizeof(sock), "%s/ui.sock", f->root);
+	snprintf(listen_at, sizeof(listen_at), "unix:%s", sock);
+	snprintf(printed, sizeof(printed), "%s/ui.out", f->root);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		int fd = open(printed, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+
+		dup2(fd, 1);
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		execl(fsbt_binary(), "fsbroker", "ui", "--state-dir", f->state, "--session", "s",
+		      "--listen", listen_at, (char *)NULL);
+		_exit(127);
+	}
+	for (int i = 0; i < 200 && stat(sock, &st) != 0; i++)
+		fsbt_sleep_ms(10);
+	assert_int_equal(stat(sock, &st), 0);
+	assert_true(S_ISSOCK(st.st_mode));
+	assert_int_equal(st.st_mode & 077, 0);
+	snprintf(url, sizeof(url), "http://localhost/api/cycles");
+	assert_int_equal(http(url, &body, (const char *const[]){ "--unix-socket", sock, NULL }),
+			 403);
+	free(body);
+	for (int i = 0; i < 200 && (out = fsbt_read_file(printed, NULL)) != NULL &&
+			strchr(out, '\n') == NULL; i++) {
+		free(out);
+		out = NULL;
+		fsbt_sleep_ms(10);
+	}
+	assert_non_null(out);
+	tok = strstr(out, "?token=");
+	assert_non_null(tok);
+	snprintf(url, sizeof(url), "http://localhost/api/cycles?token=%.32s", tok + 7);
+	free(out);
+	assert_int_equal(http(url, &body, (const char *const[]){ "--unix-socket", sock, NULL }),
+			 200);
+	assert_non_null(strstr(body, "\"cycle\":3"));
+	free(body);
+	kill(pid, SIGTERM);
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	assert_int_not_equal(stat(sock, &st), 0);	/* removed at exit */
+
+	status = fsbt_run((char *[]){ (char *)fsbt_binary(), "ui", "--state-dir", f->state,
+				      "--session", "s", "--listen", "0.0.0.0:0", NULL }, &out);
+	assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 1);
+	assert_non_null(strstr(out, "only a loopback address"));
+	free(out);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -328,6 +389,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(
 			test_requests_without_token_host_origin_or_csrf_are_refused, setup,
 			teardown),
+		cmocka_unit_test_setup_teardown(test_listen_on_a_unix_socket_and_only_on_loopback,
+						setup, teardown),
 	};
 
 	return fsbt_run_group(tests, NULL, NULL);
