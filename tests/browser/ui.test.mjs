@@ -81,6 +81,11 @@ try {
   const diff = await page.locator("pre.diff").innerText();
   ok(diff.includes("-old a") && diff.includes("+new a"), "the diff shows the old line against the new", diff);
   await page.screenshot({ path: path.join(artefacts, "diff.png") });
+  await page.locator("#side").check();
+  const side = await page.locator("table.side").innerText();
+  ok(/old a\s+new a/.test(side), "side by side puts the old line beside the new", side);
+  await page.screenshot({ path: path.join(artefacts, "diff-side.png") });
+  await page.locator("#side").uncheck();
 
   await page.getByText("Restore this path…").click();
   await page.waitForSelector("#confirm");
