@@ -40,7 +40,7 @@
 #define BINARY_PROBE 8192
 
 static const char usage[] =
-	"usage: fsbroker ui [--workspace DIR | --session S] [--state-dir DIR]\n"
+	"usage: fsbroker ui [--workspace DIR | --session S | --all] [--state-dir DIR]\n"
 	"                   [--listen 127.0.0.1:PORT | --listen unix:PATH]\n"
 	"\n"
 	"Serve a page for the backups of one session on a loopback address and print\n"
@@ -53,6 +53,7 @@ static const char usage[] =
 	"  --workspace DIR      the session whose backups are of DIR (default: the\n"
 	"                       current directory)\n"
 	"  --session S          the session S\n"
+	"  --all                every session of the state directory, one at a time\n"
 	"  --state-dir DIR      the state directory (default: $XDG_STATE_HOME/fsbroker)\n"
 	"  --listen ADDR        127.0.0.1:PORT (default 127.0.0.1:0, a free port) or\n"
 	"                       unix:PATH\n"
@@ -63,6 +64,7 @@ static const char usage[] =
 	"docs: docs/ui.md\n";
 
 struct ui {
+	bool all;		/* --all: each request names its session */
 	char state[PATH_MAX];
 	char session[NAME_MAX + 1];
 	char store[PATH_MAX];
@@ -664,6 +666,53 @@ out:
 	cJSON_Delete(b);
 }
 
+/* ---- sessions ------------------------------------------------------------ */
+
+/* Point `u` at session `name`'s stores: 0, or -ENOENT when the state dir
+ * has no such session (or `name` is not a session id). */
+static int use_session(struct ui *u, const char *name)
+{
+	char dir[PATH_MAX + NAME_MAX + 16];
+	struct stat st;
+
+	if (name == NULL || strlen(name) >= sizeof(u->session) ||
+	    fsb_backup_store_dir(u->state, name, u->store, sizeof(u->store)) < 0 ||
+	    fsb_undo_store_dir(u->state, name, u->undo_store, sizeof(u->undo_store)) < 0)
+		return -ENOENT;
+	snprintf(dir, sizeof(dir), "%s/sessions/%s", u->state, name);
+	if (lstat(dir, &st) < 0 || !S_ISDIR(st.st_mode))
+		return -ENOENT;
+	snprintf(u->session, sizeof(u->session), "%s", name);
+	return 0;
+}
+
+/* The sessions the page may show: every one with --all, else its own. */
+static void api_sessions(struct ui *u, struct fsb_ui_resp *rs)
+{
+	cJSON *o = cJSON_CreateObject(), *arr;
+	char **names = NULL;
+	size_t n = 0;
+	int rc;
+
+	cJSON_AddBoolToObject(o, "all", u->all);
+	arr = cJSON_AddArrayToObject(o, "sessions");
+	if (!u->all) {
+		add_str(arr, u->session);
+		reply_json(rs, 200, o);
+		return;
+	}
+	rc = fsb_backup_sessions(u->state, &names, &n);
+	if (rc < 0 && rc != -ENOENT) {
+		cJSON_Delete(o);
+		reply_error(rs, 500, strerror(-rc));
+		return;
+	}
+	for (size_t i = 0; i < n; i++)
+		add_str(arr, names[i]);
+	fsb_backup_sessions_free(names, n);
+	reply_json(rs, 200, o);
+}
+
 /* ---- the handler -------------------------------------------------------- */
 
 /* The page, with the CSRF token where it says @CSRF@. */
@@ -697,9 +746,21 @@ static void handle(void *arg, const struct fsb_ui_req *rq, struct fsb_ui_resp *r
 	struct ui *u = arg;
 	bool get = strcmp(rq->method, "GET") == 0;
 
-	if (get && strcmp(rq->url, "/") == 0)
+	if (get && strcmp(rq->url, "/") == 0) {
 		page(u, rs);
-	else if (get && strcmp(rq->url, "/api/cycles") == 0)
+		return;
+	}
+	if (get && strcmp(rq->url, "/api/sessions") == 0) {
+		api_sessions(u, rs);
+		return;
+	}
+	/* With --all, every request names its session; never one outside
+	 * the state dir (fsb_backup_store_dir refuses '/', "." and ".."). */
+	if (u->all && use_session(u, fsb_ui_query(rq, "session")) < 0) {
+		reply_error(rs, 404, "name a session of the state directory with ?session=ID");
+		return;
+	}
+	if (get && strcmp(rq->url, "/api/cycles") == 0)
 		api_cycles(u, rs);
 	else if (get && strcmp(rq->url, "/api/cycle") == 0)
 		api_cycle(u, rq, rs);
@@ -725,6 +786,14 @@ static int locate(struct ui *u, const char *workspace)
 	struct stat st;
 	int rc;
 
+	if (u->all) {
+		snprintf(dir, sizeof(dir), "%s/sessions", u->state);
+		if (lstat(dir, &st) < 0 || !S_ISDIR(st.st_mode)) {
+			fprintf(stderr, "fsbroker ui: there are no sessions under %s\n", u->state);
+			return 2;
+		}
+		return 0;
+	}
 	if (u->session[0] == '\0') {
 		if (realpath(workspace != NULL ? workspace : ".", real) == NULL) {
 			fprintf(stderr, "fsbroker ui: workspace %s: %s\n",
@@ -760,6 +829,7 @@ int fsb_cli_ui(int argc, char **argv)
 		{ "session", required_argument, NULL, 'S' },
 		{ "state-dir", required_argument, NULL, 's' },
 		{ "listen", required_argument, NULL, 'l' },
+		{ "all", no_argument, NULL, 'a' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -790,6 +860,9 @@ int fsb_cli_ui(int argc, char **argv)
 		case 'l':
 			listen_at = optarg;
 			break;
+		case 'a':
+			u.all = true;
+			break;
 		case 'h':
 			fputs(usage, stdout);
 			return 0;
@@ -801,9 +874,9 @@ int fsb_cli_ui(int argc, char **argv)
 		fprintf(stderr, "fsbroker ui: takes no arguments; see fsbroker ui --help\n");
 		return 2;
 	}
-	if (workspace != NULL && u.session[0] != '\0') {
-		fprintf(stderr, "fsbroker ui: --workspace and --session name the session both; "
-			"give one\n");
+	if ((workspace != NULL) + (u.session[0] != '\0') + u.all > 1) {
+		fprintf(stderr, "fsbroker ui: --workspace, --session and --all each say which "
+			"sessions to show; give one\n");
 		return 2;
 	}
 	rc = locate(&u, workspace);
@@ -820,7 +893,10 @@ int fsb_cli_ui(int argc, char **argv)
 		fprintf(stderr, "fsbroker ui: %s\n", err);
 		return 1;
 	}
-	printf("Backups of session %s: open %s\n", u.session, fsb_ui_url(u.srv));
+	if (u.all)
+		printf("Backups of every session under %s: open %s\n", u.state, fsb_ui_url(u.srv));
+	else
+		printf("Backups of session %s: open %s\n", u.session, fsb_ui_url(u.srv));
 	fflush(stdout);
 	while (sigwait(&set, &sig) != 0)
 		;

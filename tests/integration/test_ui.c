@@ -7,7 +7,8 @@
  * without the token, with a wrong Host, with a wrong Origin, a cross-site
  * form POST (no CSRF token) and a path no cycle touched are refused, and
  * the file stays as it was. --listen takes a Unix socket (mode 0600) and
- * refuses an address that is not loopback.
+ * refuses an address that is not loopback. With --all every request names
+ * its session, and a name that is not one of the state dir's is refused.
  */
 #include "run_fixture.h"
 
@@ -41,8 +42,9 @@ static void make_cycles(struct fixture *f)
 	}
 }
 
-/* Start `fsbroker ui` on a free port and read the URL it prints. */
-static void ui_start(struct fixture *f, struct ui *u)
+/* Start `fsbroker ui --state-dir ST SEL` (SEL: "--session s" or "--all")
+ * on a free port and read the URL it prints. */
+static void ui_start_with(struct fixture *f, struct ui *u, const char *sel, const char *sel_arg)
 {
 	int pfd[2];
 	char line[512];
@@ -58,7 +60,7 @@ static void ui_start(struct fixture *f, struct ui *u)
 	if (u->pid == 0) {
 		dup2(pfd[1], 1);
 		prctl(PR_SET_PDEATHSIG, SIGKILL);
-		execl(fsbt_binary(), "fsbroker", "ui", "--state-dir", f->state, "--session", "s",
+		execl(fsbt_binary(), "fsbroker", "ui", "--state-dir", f->state, sel, sel_arg,
 		      (char *)NULL);
 		_exit(127);
 	}
@@ -85,6 +87,11 @@ static void ui_start(struct fixture *f, struct ui *u)
 	snprintf(u->base, sizeof(u->base), "%.*s", (int)(tok - u->url), u->url);
 	snprintf(u->token, sizeof(u->token), "%s", tok + 8);
 	assert_int_equal(strlen(u->token), 32);
+}
+
+static void ui_start(struct fixture *f, struct ui *u)
+{
+	ui_start_with(f, u, "--session", "s");
 }
 
 static void ui_stop(struct ui *u)
@@ -377,6 +384,41 @@ static void test_listen_on_a_unix_socket_and_only_on_loopback(void **state)
 	free(out);
 }
 
+static void test_all_serves_each_session_it_is_asked_for(void **state)
+{
+	struct fixture *f = *state;
+	char url[PATH_MAX], *out = NULL, *body;
+	struct ui u;
+	cJSON *j;
+	int st;
+
+	make_cycles(f);
+	st = fsbt_run((char *[]){ (char *)fsbt_binary(), "run", "--workspace", f->ws,
+				  "--state-dir", f->state, "--session", "t", "--", "sh", "-c",
+				  "echo t > t.txt", NULL }, &out);
+	if (st != 0)
+		fsbt_fail_long("fsbroker run --session t: %d\n%s", st, out);
+	free(out);
+	ui_start_with(f, &u, "--all", NULL);
+	j = get_json(&u, "/api/sessions");
+	assert_true(cJSON_IsTrue(cJSON_GetObjectItem(j, "all")));
+	assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(j, "sessions")), 2);
+	cJSON_Delete(j);
+	j = get_json(&u, "/api/cycles?session=s");
+	assert_int_equal(cJSON_GetArraySize(j), 3);
+	cJSON_Delete(j);
+	j = get_json(&u, "/api/cycles?session=t");
+	assert_int_equal(cJSON_GetArraySize(j), 1);
+	assert_non_null(strstr(fsbt_str(cJSON_GetArrayItem(j, 0), "message"), "t.txt"));
+	cJSON_Delete(j);
+	snprintf(url, sizeof(url), "%s/api/cycles?token=%s", u.base, u.token);
+	assert_int_equal(http(url, NULL, NULL), 404);
+	snprintf(url, sizeof(url), "%s/api/cycles?session=..&token=%s", u.base, u.token);
+	assert_int_equal(http(url, &body, NULL), 404);
+	free(body);
+	ui_stop(&u);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -391,6 +433,8 @@ int main(void)
 			teardown),
 		cmocka_unit_test_setup_teardown(test_listen_on_a_unix_socket_and_only_on_loopback,
 						setup, teardown),
+		cmocka_unit_test_setup_teardown(test_all_serves_each_session_it_is_asked_for, setup,
+						teardown),
 	};
 
 	return fsbt_run_group(tests, NULL, NULL);
