@@ -24,6 +24,7 @@
 
 #include <cJSON.h>
 
+#include "audit.h"
 #include "backup_read.h"
 #include "cli.h"
 #include "config.h"
@@ -275,13 +276,49 @@ static int load_cycle(struct ui *u, const char *num, struct fsb_cycle *cy, struc
 	return rc;
 }
 
+/*
+ * The state of the session's audit chain as `fsbroker audit verify --head`
+ * would say it for cycle `cy`: "intact" (and it holds the head the cycle
+ * sealed with), "broken" (with the report), "unreadable", or "none" when
+ * the cycle recorded no head (open, or recovered after a crash).
+ */
+static cJSON *audit_json(const struct ui *u, const struct fsb_cycle *cy)
+{
+	char path[PATH_MAX * 2 + 16], *report = NULL;
+	cJSON *o = cJSON_CreateObject();
+	size_t rlen = 0;
+	FILE *f;
+	int rc;
+
+	if (cy->audit_head[0] == '\0') {
+		cJSON_AddStringToObject(o, "state", "none");
+		return o;
+	}
+	snprintf(path, sizeof(path), "%s/audit/%s.jsonl", u->state, u->session);
+	f = open_memstream(&report, &rlen);
+	rc = f != NULL ? fsb_audit_verify(path, cy->audit_head, f) : -ENOMEM;
+	if (f != NULL)
+		fclose(f);
+	cJSON_AddStringToObject(o, "state", rc == 0 ? "intact" : rc == 1 ? "broken" :
+				"unreadable");
+	if (rc < 0)
+		cJSON_AddStringToObject(o, "report", strerror(-rc));
+	else if (report != NULL && report[0] != '\0')
+		fsb_json_add_path(o, "report", report, false);
+	free(report);
+	return o;
+}
+
 static void api_cycle(struct ui *u, const struct fsb_ui_req *rq, struct fsb_ui_resp *rs)
 {
 	struct fsb_cycle cy;
+	cJSON *o;
 
 	if (load_cycle(u, fsb_ui_query(rq, "cycle"), &cy, rs) < 0)
 		return;
-	reply_json(rs, 200, cycle_json(&cy, true));
+	o = cycle_json(&cy, true);
+	cJSON_AddItemToObject(o, "audit", audit_json(u, &cy));
+	reply_json(rs, 200, o);
 	fsb_cycle_free(&cy);
 }
 

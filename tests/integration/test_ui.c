@@ -1,7 +1,7 @@
 /*
  * test_ui.c — `fsbroker ui` over plain HTTP (curl), on a store of three
  * cycles that `fsbroker run` made: the timeline JSON lists them with their
- * counts, a diff shows the old bytes against the file now, a restore from
+ * counts, a cycle says whether the audit chain is intact, a diff shows the old bytes against the file now, a restore from
  * the page's API puts the old bytes on disk after a dry run that changed
  * nothing, and an undo brings the restored-over bytes back. A request
  * without the token, with a wrong Host, with a wrong Origin, a cross-site
@@ -213,10 +213,10 @@ static void test_timeline_lists_three_cycles_with_their_counts(void **state)
 	ui_stop(&u);
 }
 
-static void test_diff_shows_the_old_bytes_against_the_file_now(void **state)
+static void test_diff_and_audit_state_of_a_cycle(void **state)
 {
 	struct fixture *f = *state;
-	char q[PATH_MAX * 2];
+	char q[PATH_MAX * 2], *log, *edit;
 	struct ui u;
 	cJSON *d, *c, *paths, *it;
 	bool seen = false;
@@ -228,6 +228,7 @@ static void test_diff_shows_the_old_bytes_against_the_file_now(void **state)
 	assert_non_null(strstr(fsbt_str(d, "unified"), "\n-old a\n+new a\n"));
 	cJSON_Delete(d);
 	c = get_json(&u, "/api/cycle?cycle=3");
+	assert_string_equal(fsbt_str(cJSON_GetObjectItem(c, "audit"), "state"), "intact");
 	paths = cJSON_GetObjectItem(c, "paths");
 	cJSON_ArrayForEach(it, paths) {
 		if (strstr(fsbt_str(it, "path"), "/b.txt") != NULL) {
@@ -236,6 +237,19 @@ static void test_diff_shows_the_old_bytes_against_the_file_now(void **state)
 		}
 	}
 	assert_true(seen);
+	cJSON_Delete(c);
+
+	/* An edited audit line: the cycle's page says the chain is broken. */
+	snprintf(q, sizeof(q), "%s/audit/s.jsonl", f->state);
+	log = fsbt_read_file(q, NULL);
+	assert_non_null(log);
+	edit = strstr(log, "\"op\"");
+	assert_non_null(edit);
+	edit[2] = 'q';
+	fsbt_write_file(q, log);
+	free(log);
+	c = get_json(&u, "/api/cycle?cycle=3");
+	assert_string_equal(fsbt_str(cJSON_GetObjectItem(c, "audit"), "state"), "broken");
 	cJSON_Delete(c);
 	ui_stop(&u);
 }
@@ -424,8 +438,8 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_timeline_lists_three_cycles_with_their_counts,
 						setup, teardown),
-		cmocka_unit_test_setup_teardown(test_diff_shows_the_old_bytes_against_the_file_now,
-						setup, teardown),
+		cmocka_unit_test_setup_teardown(test_diff_and_audit_state_of_a_cycle, setup,
+						teardown),
 		cmocka_unit_test_setup_teardown(test_restore_from_the_page_then_undo, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(
