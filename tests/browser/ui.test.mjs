@@ -97,7 +97,7 @@ try {
 
   page.on("dialog", d => d.accept());
   await page.locator("#undo").click();
-  await page.waitForSelector("#status >> text=undone");
+  await page.waitForSelector("#status >> text=Undo finished");
   ok(fs.readFileSync(a, "utf8") === "new a\n", "the undo brought the newer bytes back");
   ok(requests.every(u => u.startsWith(base)), "the page fetched nothing but its own origin",
      requests.filter(u => !u.startsWith(base)).join(" "));
