@@ -173,6 +173,119 @@ static cJSON *tool_calls_json(const struct fsb_journal_rec *const *recs, size_t 
 	return arr;
 }
 
+/* A request the pack refused, from the audit log. */
+struct refusal {
+	unsigned cycle;
+	cJSON *line;		/* the audit line, parsed */
+};
+
+struct refusals {
+	struct refusal *v;
+	size_t n;
+};
+
+static void refusals_free(struct refusals *r)
+{
+	for (size_t i = 0; i < r->n; i++)
+		cJSON_Delete(r->v[i].line);
+	free(r->v);
+	r->v = NULL;
+	r->n = 0;
+}
+
+static bool is_str(const cJSON *o, const char *name, const char *want)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, name);
+
+	return cJSON_IsString(v) && strcmp(v->valuestring, want) == 0;
+}
+
+/*
+ * Every refusal of the session's audit log with the cycle it belongs to:
+ * the audit log marks each seal with a finalization-modify-backup line that
+ * names its cycle, so a refusal belongs to the cycle the next such line
+ * seals. Refusals after the last seal (an open cycle's, or a run that
+ * backed nothing up) are left out. 0 (also without a log) or -errno.
+ */
+static int load_refusals(const struct ui *u, struct refusals *out)
+{
+	char path[PATH_MAX * 2 + 16], *line = NULL;
+	size_t cap = 0, pending = 0;
+	ssize_t len;
+	FILE *f;
+	int err = 0;
+
+	out->v = NULL;
+	out->n = 0;
+	snprintf(path, sizeof(path), "%s/audit/%s.jsonl", u->state, u->session);
+	f = fopen(path, "re");
+	if (f == NULL)
+		return errno == ENOENT ? 0 : -errno;
+	while ((len = getline(&line, &cap, f)) > 0) {
+		cJSON *o = cJSON_ParseWithLength(line, (size_t)len);
+		const cJSON *cy = cJSON_GetObjectItemCaseSensitive(o, "cycle");
+
+		if (is_str(o, "phase", "finalization-modify-backup") && cJSON_IsNumber(cy)) {
+			for (size_t i = out->n - pending; i < out->n; i++)
+				out->v[i].cycle = (unsigned)cy->valuedouble;
+			pending = 0;
+		} else if (is_str(o, "decision", "deny")) {
+			struct refusal *nv = realloc(out->v, (out->n + 1) * sizeof(*nv));
+
+			if (nv == NULL) {
+				cJSON_Delete(o);
+				err = -ENOMEM;
+				break;
+			}
+			out->v = nv;
+			out->v[out->n++] = (struct refusal){ .cycle = 0, .line = o };
+			pending++;
+			continue;
+		}
+		cJSON_Delete(o);
+	}
+	free(line);
+	fclose(f);
+	if (err < 0)
+		refusals_free(out);
+	return err;
+}
+
+static unsigned refusals_of(const struct refusals *r, unsigned cycle)
+{
+	unsigned n = 0;
+
+	for (size_t i = 0; i < r->n; i++)
+		n += r->v[i].cycle == cycle;
+	return n;
+}
+
+/* The refusals of `cycle`: [{op, path, rule, toolCall}]. */
+static cJSON *refusals_json(const struct refusals *r, unsigned cycle)
+{
+	static const char *const keep[][2] = {
+		{ "op", "op" }, { "normalisedPath", "path" }, { "rule", "rule" },
+		{ "toolCallId", "toolCall" },
+	};
+	cJSON *arr = cJSON_CreateArray();
+
+	for (size_t i = 0; i < r->n; i++) {
+		cJSON *e;
+
+		if (r->v[i].cycle != cycle)
+			continue;
+		e = cJSON_CreateObject();
+		for (size_t k = 0; k < sizeof(keep) / sizeof(keep[0]); k++) {
+			const cJSON *v = cJSON_GetObjectItemCaseSensitive(r->v[i].line, keep[k][0]);
+
+			if (v != NULL)
+				cJSON_AddItemToObject(e, keep[k][1], cJSON_Duplicate(v, true));
+		}
+		cJSON_AddItemToArray(arr, e);
+	}
+	return arr;
+}
+
 /* The cycle's entry on the timeline, and with `paths` each path it touched. */
 static cJSON *cycle_json(const struct fsb_cycle *cy, bool paths)
 {
@@ -230,6 +343,8 @@ out:
 
 static void api_cycles(struct ui *u, struct fsb_ui_resp *rs)
 {
+	struct refusals ref = { 0 };
+	bool ref_ok = true;
 	unsigned *nums = NULL;
 	size_t n = 0;
 	cJSON *arr;
@@ -239,10 +354,13 @@ static void api_cycles(struct ui *u, struct fsb_ui_resp *rs)
 		reply_error(rs, 500, strerror(-rc));
 		return;
 	}
+	if (load_refusals(u, &ref) < 0)
+		ref_ok = false;
 	arr = cJSON_CreateArray();
 	for (size_t i = 0; i < n; i++) {
 		struct fsb_cycle cy;
 		char err[PATH_MAX + 256];
+		cJSON *o;
 
 		if (fsb_cycle_load(u->store, nums[i], &cy, NULL, err, sizeof(err)) < 0) {
 			cJSON *e = cJSON_CreateObject();
@@ -252,10 +370,17 @@ static void api_cycles(struct ui *u, struct fsb_ui_resp *rs)
 			cJSON_AddItemToArray(arr, e);
 			continue;
 		}
-		cJSON_AddItemToArray(arr, cycle_json(&cy, false));
+		o = cycle_json(&cy, false);
+		/* null: the audit log could not be read, not "none". */
+		if (ref_ok)
+			cJSON_AddNumberToObject(o, "refusals", refusals_of(&ref, cy.number));
+		else
+			cJSON_AddNullToObject(o, "refusals");
+		cJSON_AddItemToArray(arr, o);
 		fsb_cycle_free(&cy);
 	}
 	free(nums);
+	refusals_free(&ref);
 	reply_json(rs, 200, arr);
 }
 
@@ -311,6 +436,7 @@ static cJSON *audit_json(const struct ui *u, const struct fsb_cycle *cy)
 
 static void api_cycle(struct ui *u, const struct fsb_ui_req *rq, struct fsb_ui_resp *rs)
 {
+	struct refusals ref;
 	struct fsb_cycle cy;
 	cJSON *o;
 
@@ -318,6 +444,12 @@ static void api_cycle(struct ui *u, const struct fsb_ui_req *rq, struct fsb_ui_r
 		return;
 	o = cycle_json(&cy, true);
 	cJSON_AddItemToObject(o, "audit", audit_json(u, &cy));
+	if (load_refusals(u, &ref) == 0) {
+		cJSON_AddItemToObject(o, "refusals", refusals_json(&ref, cy.number));
+		refusals_free(&ref);
+	} else {
+		cJSON_AddNullToObject(o, "refusals");
+	}
 	reply_json(rs, 200, o);
 	fsb_cycle_free(&cy);
 }

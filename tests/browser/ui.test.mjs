@@ -37,7 +37,8 @@ try { ({ chromium } = await import("playwright-core")); } catch { skip("playwrig
 const root = fs.mkdtempSync("/var/tmp/fsbt-ui-");
 fs.chmodSync(root, 0o755);
 const ws = path.join(root, "ws"), state = path.join(root, "state");
-for (const d of ["home", "ws", "tmp"]) fs.mkdirSync(path.join(root, d));
+for (const d of ["home", "home/.ssh", "ws", "tmp"]) fs.mkdirSync(path.join(root, d));
+fs.writeFileSync(path.join(root, "home/.ssh/id_ed25519"), "PRIVATE KEY\n");
 const env = { ...process.env, HOME: path.join(root, "home"), TMPDIR: path.join(root, "tmp") };
 for (const k of ["XDG_RUNTIME_DIR", "XDG_STATE_HOME", "XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_CACHE_HOME"]) delete env[k];
 const a = path.join(ws, "a.txt");
@@ -46,7 +47,7 @@ fs.writeFileSync(path.join(ws, "b.txt"), "bee\n");
 
 let ui, browser;
 try {
-  for (const script of ["echo 'new a' > a.txt", "echo made > d.txt", "rm b.txt"]) {
+  for (const script of ["echo 'new a' > a.txt", "echo made > d.txt", "echo stolen > ~/.ssh/id_ed25519; rm b.txt"]) {
     const r = spawnSync(fsb, ["run", "--workspace", ws, "--state-dir", state, "--session", "s", "--",
       "sh", "-c", script], { cwd: ws, env, encoding: "utf8" });
     if (r.status !== 0) {
@@ -72,6 +73,7 @@ try {
   ok((await page.locator(".cycle").count()) === 3, "the timeline shows three cycles");
   ok((await page.locator(".cycle", { hasText: "new a" }).count()) === 1, "a cycle shows its message");
   ok(!page.url().includes("token="), "the token is gone from the address bar");
+  ok((await page.locator('.cycle[data-cycle="3"]').innerText()).includes("1 refused"), "a cycle shows its refusals");
   fs.mkdirSync(artefacts, { recursive: true });
   await page.screenshot({ path: path.join(artefacts, "timeline.png") });
 

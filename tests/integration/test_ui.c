@@ -1,7 +1,8 @@
 /*
  * test_ui.c — `fsbroker ui` over plain HTTP (curl), on a store of three
  * cycles that `fsbroker run` made: the timeline JSON lists them with their
- * counts, a cycle says whether the audit chain is intact, a diff shows the old bytes against the file now, a restore from
+ * counts and refusals, a cycle says whether the audit chain is intact and
+ * what the pack refused in it, a diff shows the old bytes against the file now, a restore from
  * the page's API puts the old bytes on disk after a dry run that changed
  * nothing, and an undo brings the restored-over bytes back. A request
  * without the token, with a wrong Host, with a wrong Origin, a cross-site
@@ -22,11 +23,13 @@ struct ui {
 	char a[PATH_MAX + 16];		/* ws/a.txt */
 };
 
-/* Three cycles: a.txt rewritten, d.txt created, b.txt deleted. */
+/* Three cycles: a.txt rewritten, d.txt created, b.txt deleted (and a write
+ * to the home's key refused). */
 static void make_cycles(struct fixture *f)
 {
 	static const char *const scripts[] = {
-		"echo 'new a' > a.txt", "echo made > d.txt", "rm b.txt",
+		"echo 'new a' > a.txt", "echo made > d.txt",
+		"echo stolen > ~/.ssh/id_ed25519; rm b.txt",
 	};
 	char why[256], *out = NULL;
 
@@ -209,6 +212,8 @@ static void test_timeline_lists_three_cycles_with_their_counts(void **state)
 	assert_int_equal(fsbt_num(counts_of(cycles, 2), "deleted"), 1);
 	assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(cJSON_GetArrayItem(cycles, 0),
 								"toolCalls")), 1);
+	assert_int_equal(fsbt_num(cJSON_GetArrayItem(cycles, 0), "refusals"), 0);
+	assert_int_equal(fsbt_num(cJSON_GetArrayItem(cycles, 2), "refusals"), 1);
 	cJSON_Delete(cycles);
 	ui_stop(&u);
 }
@@ -229,6 +234,10 @@ static void test_diff_and_audit_state_of_a_cycle(void **state)
 	cJSON_Delete(d);
 	c = get_json(&u, "/api/cycle?cycle=3");
 	assert_string_equal(fsbt_str(cJSON_GetObjectItem(c, "audit"), "state"), "intact");
+	it = cJSON_GetArrayItem(cJSON_GetObjectItem(c, "refusals"), 0);
+	assert_non_null(it);
+	assert_non_null(strstr(fsbt_str(it, "path"), "/.ssh/id_ed25519"));
+	assert_true(strlen(fsbt_str(it, "rule")) > 0);
 	paths = cJSON_GetObjectItem(c, "paths");
 	cJSON_ArrayForEach(it, paths) {
 		if (strstr(fsbt_str(it, "path"), "/b.txt") != NULL) {
