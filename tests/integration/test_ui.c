@@ -8,7 +8,8 @@
  * without the token, with a wrong Host, with a wrong Origin, a cross-site
  * form POST (no CSRF token) and a path no cycle touched are refused, and
  * the file stays as it was. --listen takes a Unix socket (mode 0600) and
- * refuses an address that is not loopback. With --all every request names
+ * refuses an address that is not loopback. A binary file and one over
+ * 1 MiB are described, not diffed. With --all every request names
  * its session, and a name that is not one of the state dir's is refused.
  */
 #include "run_fixture.h"
@@ -442,6 +443,45 @@ static void test_all_serves_each_session_it_is_asked_for(void **state)
 	ui_stop(&u);
 }
 
+static void test_binary_and_large_files_are_described_not_dumped(void **state)
+{
+	struct fixture *f = *state;
+	char q[PATH_MAX * 2], big[PATH_MAX + 16], bin[PATH_MAX + 16], *out = NULL;
+	struct ui u;
+	cJSON *d;
+	FILE *fp;
+	int st;
+
+	make_cycles(f);
+	snprintf(bin, sizeof(bin), "%s/bin.dat", f->ws);
+	fp = fopen(bin, "we");
+	assert_non_null(fp);
+	fwrite("\x7f" "ELF\0\0\0binary", 1, 13, fp);
+	fclose(fp);
+	snprintf(big, sizeof(big), "%s/big.txt", f->ws);
+	fp = fopen(big, "we");
+	assert_non_null(fp);
+	for (int i = 0; i < 40000; i++)
+		fputs("a line of a file larger than a mebibyte\n", fp);
+	fclose(fp);
+	st = run_sh(f, NULL, "echo more >> bin.dat; echo more >> big.txt", &out);
+	if (st != 0)
+		fsbt_fail_long("fsbroker run: %d\n%s", st, out);
+	free(out);
+	ui_start(f, &u);
+	snprintf(q, sizeof(q), "/api/diff?cycle=4&path=%s", bin);
+	d = get_json(&u, q);
+	assert_true(cJSON_IsTrue(cJSON_GetObjectItem(d, "binary")));
+	assert_null(cJSON_GetObjectItem(d, "unified"));
+	cJSON_Delete(d);
+	snprintf(q, sizeof(q), "/api/diff?cycle=4&path=%s", big);
+	d = get_json(&u, q);
+	assert_true(cJSON_IsTrue(cJSON_GetObjectItem(d, "tooLarge")));
+	assert_null(cJSON_GetObjectItem(d, "unified"));
+	cJSON_Delete(d);
+	ui_stop(&u);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -458,6 +498,8 @@ int main(void)
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(test_all_serves_each_session_it_is_asked_for, setup,
 						teardown),
+		cmocka_unit_test_setup_teardown(test_binary_and_large_files_are_described_not_dumped,
+						setup, teardown),
 	};
 
 	return fsbt_run_group(tests, NULL, NULL);
