@@ -13,6 +13,8 @@
 #                        manual pages against them, bash and zsh completion,
 #                        make install and uninstall, make deb
 #   make test-version    VERSION against package.json, the rockspec, the binary
+#   make test-browser    fsbroker ui in Debian's headless Chromium (skipped
+#                        without /usr/bin/chromium; npm ci in tests/browser)
 #   make test-workloads  real programs under fsbroker run against the same
 #                        command bare, then restored (tests/workloads/)
 #   make toybox-tests    toybox's own tests of the shimmed applets, stock and
