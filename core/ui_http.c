@@ -1,7 +1,8 @@
 /*
  * ui_http.c — the gate of `fsbroker ui` (docs/ui.md, "Security"): HTTP is
  * libmicrohttpd's; this file binds the socket, makes the tokens and lets
- * a request through to cli_ui.c's handler only when it carries the token,
+ * a request through to cli_ui.c's handler only when it carries the token
+ * (in the query, or in the X-FSB-Token header the page sends),
  * names our own address in Host (no DNS rebinding), comes from our own
  * origin, and, for a POST, carries the CSRF token in a header a
  * cross-site form cannot set. Everything else is answered 403.
@@ -23,7 +24,6 @@
 #include <microhttpd.h>
 
 #define BODY_MAX (64 * 1024)
-#define COOKIE "fsb_ui"
 
 struct fsb_ui_server {
 	struct MHD_Daemon *d;
@@ -78,7 +78,7 @@ static bool same_secret(const char *got, const char *want)
 }
 
 static enum MHD_Result answer(struct MHD_Connection *conn, unsigned status, const char *type,
-			      char *body, size_t len, const char *cookie)
+			      char *body, size_t len)
 {
 	struct MHD_Response *r;
 	enum MHD_Result ret;
@@ -98,8 +98,6 @@ static enum MHD_Result answer(struct MHD_Connection *conn, unsigned status, cons
 				"default-src 'none'; script-src 'unsafe-inline'; style-src "
 				"'unsafe-inline'; connect-src 'self'; img-src 'self' data:; "
 				"form-action 'none'; frame-ancestors 'none'; base-uri 'none'");
-	if (cookie != NULL)
-		MHD_add_response_header(r, "Set-Cookie", cookie);
 	ret = MHD_queue_response(conn, status, r);
 	MHD_destroy_response(r);
 	return ret;
@@ -112,7 +110,7 @@ static enum MHD_Result refuse(struct MHD_Connection *conn, unsigned status, cons
 
 	if (n < 0)
 		return MHD_NO;
-	return answer(conn, status, "application/json", body, (size_t)n, NULL);
+	return answer(conn, status, "application/json", body, (size_t)n);
 }
 
 /* The request's own checks: NULL when it may go on, else why not. */
@@ -121,7 +119,7 @@ static const char *gate(const struct fsb_ui_server *s, struct MHD_Connection *co
 	const char *host = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Host");
 	const char *origin = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Origin");
 	const char *tok = MHD_lookup_connection_value(conn, MHD_GET_ARGUMENT_KIND, "token");
-	const char *cookie = MHD_lookup_connection_value(conn, MHD_COOKIE_KIND, COOKIE);
+	const char *hdr = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "X-FSB-Token");
 	const char *csrf = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "X-FSB-CSRF");
 
 	/* A browser reaches a Unix socket only through something the user
@@ -134,7 +132,10 @@ static const char *gate(const struct fsb_ui_server *s, struct MHD_Connection *co
 		return "wrong Origin header";
 	if (post && origin == NULL && !s->unix_sock)
 		return "a POST needs an Origin header";
-	if (!same_secret(tok, s->token) && !same_secret(cookie, s->token))
+	/* No cookie: a browser sends cookies to every port of 127.0.0.1, so
+	 * any local server the user visits would get it. The page holds the
+	 * token and sends it in a header of its own. */
+	if (!same_secret(tok, s->token) && !same_secret(hdr, s->token))
 		return "no token, or a wrong one";
 	if (post && !same_secret(csrf, s->csrf))
 		return "no CSRF token, or a wrong one";
@@ -150,8 +151,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 	struct fsb_ui_req rq = { .method = method, .url = url, .conn = conn };
 	struct fsb_ui_resp rs = { .status = 500, .type = "application/json" };
 	bool post = strcmp(method, "POST") == 0;
-	const char *why, *tok;
-	char cookie[128];
+	const char *why;
 
 	(void)version;
 	if (up == NULL) {
@@ -187,18 +187,11 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 	rq.body = up->buf != NULL ? up->buf : "";
 	rq.body_len = up->len;
 	s->h(s->arg, &rq, &rs);
-	/* The page came with the token in its URL: the cookie carries it for
-	 * the page's own requests, and for a browser only (HttpOnly), only
-	 * same-site (Strict). */
-	tok = MHD_lookup_connection_value(conn, MHD_GET_ARGUMENT_KIND, "token");
-	snprintf(cookie, sizeof(cookie), COOKIE "=%s; Path=/; HttpOnly; SameSite=Strict",
-		 s->token);
 	if (rs.body == NULL) {
 		rs.body = strdup("");
 		rs.len = 0;
 	}
-	return answer(conn, rs.status, rs.type, rs.body, rs.len,
-		      tok != NULL && strcmp(url, "/") == 0 ? cookie : NULL);
+	return answer(conn, rs.status, rs.type, rs.body, rs.len);
 }
 
 static void on_done(void *cls, struct MHD_Connection *conn, void **con_cls,

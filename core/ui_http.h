@@ -1,7 +1,7 @@
 /*
  * ui_http.h — the HTTP side of `fsbroker ui` (docs/ui.md): a libmicrohttpd
  * daemon on a loopback port or a Unix socket that lets a request reach the
- * page's handler only with the session's token (query or cookie), a Host
+ * page's handler only with the session's token (query or X-FSB-Token), a Host
  * header naming the address it listens on, a same-origin Origin and, for a
  * POST, the CSRF token the page was served with. What a request may do once
  * it is let in is cli_ui.c's.

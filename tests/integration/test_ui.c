@@ -19,7 +19,7 @@
 struct ui {
 	pid_t pid;
 	char url[256], base[128], token[64];
-	char cookie[PATH_MAX + 32];	/* curl's cookie jar */
+	char tokhdr[96];		/* "X-FSB-Token: <token>", as the page sends it */
 	char csrf[64];
 	char a[PATH_MAX + 16];		/* ws/a.txt */
 };
@@ -57,7 +57,6 @@ static void ui_start_with(struct fixture *f, struct ui *u, const char *sel, cons
 
 	memset(u, 0, sizeof(*u));
 	snprintf(u->a, sizeof(u->a), "%s/a.txt", f->ws);
-	snprintf(u->cookie, sizeof(u->cookie), "%s/cookies", f->root);
 	assert_int_equal(pipe2(pfd, O_CLOEXEC), 0);
 	u->pid = fork();
 	assert_true(u->pid >= 0);
@@ -91,6 +90,7 @@ static void ui_start_with(struct fixture *f, struct ui *u, const char *sel, cons
 	snprintf(u->base, sizeof(u->base), "%.*s", (int)(tok - u->url), u->url);
 	snprintf(u->token, sizeof(u->token), "%s", tok + 8);
 	assert_int_equal(strlen(u->token), 32);
+	snprintf(u->tokhdr, sizeof(u->tokhdr), "X-FSB-Token: %s", u->token);
 }
 
 static void ui_start(struct fixture *f, struct ui *u)
@@ -153,26 +153,28 @@ static cJSON *get_json(const struct ui *u, const char *path_query)
 	return j;
 }
 
-/* Load the page as a browser would: the cookie it sets and its CSRF token. */
+/* Load the page as a browser would: its CSRF token, and no cookie. */
 static void open_page(struct ui *u)
 {
-	const char *const args[] = { "-c", u->cookie, NULL };
+	const char *const args[] = { "-D", "-", NULL };
 	char *body, *m;
 
 	assert_int_equal(http(u->url, &body, args), 200);
 	assert_non_null(strstr(body, "fsbroker backups"));
 	assert_null(strstr(body, "@CSRF@"));
+	/* A cookie would go to every port of 127.0.0.1. */
+	assert_null(strcasestr(body, "Set-Cookie"));
 	m = strstr(body, "name=\"csrf\" content=\"");
 	assert_non_null(m);
 	snprintf(u->csrf, sizeof(u->csrf), "%.32s", m + 21);
 	free(body);
 }
 
-/* POST `json` to `path` with the cookie, our Origin and the CSRF token. */
+/* POST `json` to `path` as the page does: token, our Origin, CSRF token. */
 static int post(const struct ui *u, const char *path, const char *json, char **body)
 {
 	char url[256], origin[192], csrf[96];
-	const char *const args[] = { "-b", u->cookie, "-H", origin, "-H", csrf, "-H",
+	const char *const args[] = { "-H", u->tokhdr, "-H", origin, "-H", csrf, "-H",
 				     "Content-Type: application/json", "--data-binary", json,
 				     NULL };
 
@@ -323,19 +325,18 @@ static void test_requests_without_token_host_origin_or_csrf_are_refused(void **s
 	snprintf(csrf, sizeof(csrf), "X-FSB-CSRF: %s", u.csrf);
 	snprintf(host, sizeof(host), "Origin: http://evil.example");
 	/* Everything right but the Origin. */
-	assert_int_equal(http(url, NULL, (const char *const[]){ "-b", u.cookie, "-H", host, "-H",
-								   csrf, "--data-binary", json,
+	assert_int_equal(http(url, NULL, (const char *const[]){ "-H", u.tokhdr, "-H", host,
+								   "-H", csrf, "--data-binary", json,
 								   NULL }), 403);
-	/* A cross-site form: the browser sends the cookie, never the header. */
-	assert_int_equal(http(url, NULL, (const char *const[]){ "-b", u.cookie, "-H", host,
-								   "--data-urlencode", json, NULL }),
-			 403);
+	/* A cross-site form: it cannot add a header, so neither token comes. */
+	assert_int_equal(http(url, NULL, (const char *const[]){ "-H", host, "--data-urlencode",
+								   json, NULL }), 403);
 	/* Same origin, but no CSRF token. */
-	assert_int_equal(http(url, NULL, (const char *const[]){ "-b", u.cookie, "-H", origin,
+	assert_int_equal(http(url, NULL, (const char *const[]){ "-H", u.tokhdr, "-H", origin,
 								   "--data-binary", json, NULL }),
 			 403);
 	/* No Origin at all on a POST. */
-	assert_int_equal(http(url, NULL, (const char *const[]){ "-b", u.cookie, "-H", csrf,
+	assert_int_equal(http(url, NULL, (const char *const[]){ "-H", u.tokhdr, "-H", csrf,
 								   "--data-binary", json, NULL }),
 			 403);
 	assert_file(u.a, "new a\n");
