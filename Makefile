@@ -13,6 +13,8 @@
 #                        manual pages against them, bash and zsh completion,
 #                        make install and uninstall, make deb
 #   make test-version    VERSION against package.json, the rockspec, the binary
+#   make test-browser    fsbroker ui in Debian's headless Chromium (skipped
+#                        without /usr/bin/chromium; npm ci in tests/browser)
 #   make test-workloads  real programs under fsbroker run against the same
 #                        command bare, then restored (tests/workloads/)
 #   make toybox-tests    toybox's own tests of the shimmed applets, stock and
@@ -43,7 +45,7 @@ PREFIX   ?= /usr/local
 DESTDIR  ?=
 
 CC       ?= cc
-PKGS     := lua5.4 libuv libcjson libcrypto
+PKGS     := lua5.4 libuv libcjson libcrypto libmicrohttpd
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 # Debian's lua-lpeg ships the module as a shared library with no link name;
@@ -104,7 +106,7 @@ CLIENT_LIB := $(BUILD)/clients/libfsbclient.a
 BENCH_SRC := $(wildcard bench/*.c)
 BENCH_BIN := $(BENCH_SRC:bench/%.c=$(BUILD)/bench/%)
 
-.PHONY: all deps man test test-c test-lua test-version test-cli test-integration test-workloads test-c-sanitize demo bench \
+.PHONY: all deps man test test-c test-browser test-lua test-version test-cli test-integration test-workloads test-c-sanitize demo bench \
         bench-peers install uninstall deb lint clean clients toybox toybox-tests zsh zsh-tests node-test \
         fuzz fuzz-build test-fuzz-replay test-valgrind
 
@@ -114,6 +116,9 @@ $(BUILD)/core/%.o: core/%.c $(CORE_HDR)
 	@mkdir -p $(@D)
 	@echo "  CC      $<"
 	$(Q)$(CC) $(CFLAGS) -c -o $@ $<
+
+# The page fsbroker ui serves is assembled into this object (.incbin).
+$(BUILD)/core/ui_page.o: ui/index.html
 
 $(BUILD)/libfsbcore.a: $(CORE_OBJ)
 	@echo "  AR      $@"
@@ -365,6 +370,14 @@ test-c: $(UNIT_BIN)
 # VERSION against the npm package, the rockspec and the binary.
 test-version: all
 	$(Q)sh tools/tap-sum.sh "version" "sh tools/check-version.sh $(BUILD)/fsbroker"
+
+# fsbroker ui in Debian's headless Chromium (tests/browser; playwright-core
+# from npm drives /usr/bin/chromium and downloads no browser). Skipped (77)
+# without chromium. Screenshots in $(BUILD)/ui-artifacts/.
+test-browser: all
+	$(Q)cd tests/browser && PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 npm ci --no-audit --no-fund >/dev/null
+	$(Q)FSBROKER=$(CURDIR)/$(BUILD)/fsbroker node tests/browser/ui.test.mjs; st=$$?; \
+	    [ $$st -eq 77 ] && st=0; exit $$st
 
 # Every command's --help, unknown options, --version (tests/cli/help.sh);
 # the manual pages against the help texts and docs (tests/cli/man.sh);

@@ -18,6 +18,9 @@ int fsb_cli_shell(int argc, char **argv);
 /** `fsbroker hooks install|uninstall|run claude-code …` (cli_hooks.c). */
 int fsb_cli_hooks(int argc, char **argv);
 
+/** `fsbroker ui …`: the backup browser (cli_ui.c). */
+int fsb_cli_ui(int argc, char **argv);
+
 /**
  * fsb_cli_unknown_option - say on stderr that PROG does not know the option
  * ARG ("fsbroker run: unknown option --frobnicate; see fsbroker run --help"),

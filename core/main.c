@@ -31,6 +31,7 @@ static const char usage[] =
 	"  check     print the verdict a rule pack gives for paths\n"
 	"  approve   approve a call a run left waiting, then rerun the command\n"
 	"  backup    list, show, restore, undo, diff and prune backup cycles\n"
+	"  ui        browse and restore backups in a web browser (a local page)\n"
 	"  delete    ask the core to delete paths (to the trash, backed up first)\n"
 	"  audit     verify an audit log's hash chain\n"
 	"  hooks     install, remove and run the hooks of an agent host (Claude Code)\n"
@@ -154,6 +155,7 @@ static const struct command commands[] = {
 	{ "approve", fsb_cli_approve },
 	{ "check", fsb_cli_check },
 	{ "backup", fsb_cli_backup },
+	{ "ui", fsb_cli_ui },
 	{ "delete", fsb_cli_delete },
 	{ "audit", fsb_cli_audit },
 	{ "hooks", fsb_cli_hooks },
