@@ -52,11 +52,23 @@ bool fsbt_starts(const char *s, const char *prefix)
 	return s != NULL && strncmp(s, prefix, strlen(prefix)) == 0;
 }
 
+/* Absolute, found once, before main: a test may chdir before it runs the
+ * binary (resolve_binary below). */
 const char *fsbt_binary(void)
 {
+	static char abs[PATH_MAX];
 	const char *b = getenv("FSBROKER");
 
-	return b != NULL && b[0] != '\0' ? b : "build/fsbroker";
+	if (b == NULL || b[0] == '\0')
+		b = "build/fsbroker";
+	if (abs[0] == '\0' && realpath(b, abs) == NULL)
+		snprintf(abs, sizeof(abs), "%s", b);
+	return abs;
+}
+
+__attribute__((constructor)) static void resolve_binary(void)
+{
+	fsbt_binary();
 }
 
 const char *fsbt_core_wrapper(void)
