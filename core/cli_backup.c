@@ -1402,8 +1402,12 @@ static int cat_prior(const struct cli *c, unsigned num, const struct fsb_journal
 	}
 	fflush(stdout);
 	if (pr->object[0] != '\0') {
+		/* Checked whole before a byte goes out: the copy below checks
+		 * only once it has written. */
 		fd = fsb_backup_object_open(c->store, pr->object);
-		rc = fd < 0 ? fd : fsb_backup_object_restore(fd, pr, STDOUT_FILENO);
+		rc = fd < 0 ? fd : fsb_backup_object_check(fd, pr);
+		if (rc == 0)
+			rc = fsb_backup_object_restore(fd, pr, STDOUT_FILENO);
 	} else {
 		/* Moved, not copied: the bytes are under the name it went to. */
 		const char *now = r->moved_now != NULL ? r->moved_now : r->moved_to;

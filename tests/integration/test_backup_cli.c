@@ -1500,6 +1500,24 @@ static void test_diff_refuses_corrupted_object(void **state)
 	assert_null(strstr(r.out, "not what was backed up"));
 }
 
+/* cat checks the object before it prints a byte: a damaged one prints
+ * nothing of what is in it now. */
+static void test_cat_refuses_corrupted_object(void **state)
+{
+	char obj[PATH_MAX * 3];
+	struct run r;
+
+	(void)state;
+	scene(false);
+	object_path(S.a_hex, obj, sizeof(obj));
+	assert_int_equal(chmod(obj, 0600), 0);
+	fsbt_write_file(obj, "not what was backed up\n");
+	BACKUP(&r, "cat", "--last", S.a);
+	assert_int_equal(r.status, 2);
+	assert_non_null(strstr(r.err, "does not match its SHA-256"));
+	assert_string_equal(r.out, "");
+}
+
 /* ---- prune --------------------------------------------------------------- */
 
 /* Cycle `n` with one `write` record per object in `hexes` (NULL-ended);
@@ -2156,6 +2174,7 @@ int main(void)
 		T(test_diff_of_created_file),
 		T(test_diff_stat_and_name_only),
 		T(test_cat_prints_the_old_version_and_log_the_cycles),
+		T(test_cat_refuses_corrupted_object),
 		T(test_diff_json_parses),
 		T(test_show_and_diff_say_a_rename_is_a_rename),
 		T(test_diff_refuses_corrupted_object),
