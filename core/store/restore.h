@@ -26,6 +26,9 @@ struct fsb_restore_opts {
 	bool force;			/* also paths changed since, open cycles */
 	bool no_undo;			/* keep no copy of what the restore changes */
 	bool undo;			/* `backup undo`: the cycle is restore_backup's */
+	const char *workspace;		/* where the other names of a hard-linked
+					 * file are looked for; NULL: the
+					 * session's workspace, when known */
 };
 
 /* ACT_META: a file whose cycle changed only its metadata, put back in place.
@@ -99,6 +102,20 @@ int fsb_restore_plan(const struct fsb_restore_opts *o, const struct fsb_cycle *c
  */
 int fsb_restore_perform(const struct fsb_restore_opts *o, const struct fsb_cycle *cy,
 			struct fsb_restore *r);
+
+/**
+ * Make hard-link groups whole again after the items were performed: the
+ * restored names of one file before the cycle become links of one of them,
+ * and when the file had names the restore did not touch, a walk of
+ * `workspace` (NULL: none) finds one still holding the restored bytes,
+ * mode, owner and mtime, and the restored names become links of it.
+ * Best effort: a name that cannot be joined keeps its restored copy.
+ */
+void fsb_restore_rejoin_links(int root, const char *workspace, struct fsb_restore_item *items,
+			      size_t n);
+
+/** A fresh name ".fsbroker-restore-…" for a file built beside its target. */
+void fsb_restore_temp_name(char *buf, size_t len);
 
 /** Close the moved files still held and free the plan; `r` may be zeroed. */
 void fsb_restore_free(struct fsb_restore *r);
