@@ -29,6 +29,7 @@
 #include "log.h"
 #include "modify_backup.h"
 #include "proto_json.h"
+#include "session_name.h"
 #include "view.h"
 
 static struct fsb_store *store_of(struct fsb_broker *b, struct fsb_session *s,
@@ -48,6 +49,12 @@ static struct fsb_store *store_of(struct fsb_broker *b, struct fsb_session *s,
 		 * guard would have undone at the seal. */
 		fsb_git_guard_commit(b, s->id, fsb_store_dir(s->store), crashed);
 	}
+	/* Where its files live: `fsbroker backup` run inside the project
+	 * finds the session, and a restore looks there for the other names
+	 * of a hard-linked file. */
+	if (s->store != NULL && b->cfg.workspace[0] != '\0' &&
+	    (rc = fsb_session_note_workspace(b->cfg.state_dir, s->id, b->cfg.workspace)) < 0)
+		fsb_warn("cannot record the workspace of session %s: %s", s->id, strerror(-rc));
 	return s->store;
 }
 

@@ -271,6 +271,9 @@ struct fsbt_entry {
 	struct timespec mtime, ctime;
 	char sha[65];		/* SHA-256 of a regular file's content, else "" */
 	char *target;		/* a symlink's target, else NULL */
+	uint64_t dev, ino;
+	size_t link_first;	/* the entry of the tree's first path (by name)
+				 * that is the same inode: its link group */
 };
 
 struct fsbt_tree {
@@ -284,6 +287,8 @@ struct fsbt_tree {
 #define FSBT_TREE_DIR_MTIME 0x2	/* mtime of directories */
 #define FSBT_TREE_CTIME 0x4	/* ctime of everything (nothing touched it at all) */
 #define FSBT_TREE_NLINK 0x8	/* link count of everything but directories */
+#define FSBT_TREE_LINKS 0x10	/* link groups: the paths of the tree that are
+				 * one inode (names outside the tree aside) */
 
 /**
  * Snapshot the tree at `root` (the root included; a root that is a symlink
