@@ -18,8 +18,20 @@ export interface RunOptions {
   onStderr?: (chunk: Buffer) => void;
   /** Bytes of stdout/stderr kept in the result, each; default 16 MiB (the rest is only streamed). */
   maxBuffer?: number;
-  /** Kill the run (SIGTERM to fsbroker run, which passes it on) after this many ms. */
+  /**
+   * Kill the run after this many ms: SIGTERM to `fsbroker run`, which ends
+   * the sandbox and every process in it and still writes its summary;
+   * SIGKILL after killGraceMs more. The result's timedOut says it happened.
+   */
   timeoutMs?: number;
+  /** How long a run that was sent SIGTERM at its timeout has before SIGKILL, ms; default 5000. */
+  killGraceMs?: number;
+  /**
+   * The directory the command starts in (it must exist inside the
+   * sandbox, as every workspace path does); default the workspace. The
+   * command is then started through `/bin/sh -c 'cd -- DIR && exec "$@"'`.
+   */
+  cwd?: string;
   /** Environment of `fsbroker run` (the pack decides what reaches the command). */
   env?: NodeJS.ProcessEnv;
 }
@@ -29,6 +41,8 @@ export interface RunResult {
   /** The command's exit status (128+N when a signal N killed it). */
   exitStatus: number;
   signal: number | null;
+  /** Whether the run was killed at its timeoutMs. */
+  timedOut: boolean;
   summary: RunSummary;
   stdout: Buffer;
   stderr: Buffer;
@@ -54,7 +68,12 @@ interface CoreLike {
 
 export function runToolCall(core: CoreLike, toolCallId: string, argv: string[], opts: RunOptions = {}): ToolCall {
   if (argv.length === 0) throw new FsbrokerError("ERUNSTART", "run: the command is empty");
-  const args = ["run", "--core", core.stateDir, "--tool-call", toolCallId, "--summary-fd", "3", "--", ...argv];
+  /* fsbroker run starts every command in the workspace; a shell in the
+   * sandbox moves it on (a failed cd exits 125 with sh's own message). */
+  const cmd = opts.cwd !== undefined
+    ? ["/bin/sh", "-c", 'cd -- "$1" || exit 125; shift; exec "$@"', "fsbroker-cwd", opts.cwd, ...argv]
+    : argv;
+  const args = ["run", "--core", core.stateDir, "--tool-call", toolCallId, "--summary-fd", "3", "--", ...cmd];
   const child = spawn(core.binary, args, {
     stdio: [opts.stdin !== undefined ? "pipe" : "ignore", "pipe", "pipe", "pipe"],
     env: opts.env ?? process.env,
@@ -95,13 +114,22 @@ export function runToolCall(core: CoreLike, toolCallId: string, argv: string[], 
     child.stdin.end(opts.stdin);
   }
   let timer: NodeJS.Timeout | undefined;
-  if (opts.timeoutMs !== undefined) timer = setTimeout(() => child.kill("SIGTERM"), opts.timeoutMs);
+  let killer: NodeJS.Timeout | undefined;
+  let timedOut = false;
+  if (opts.timeoutMs !== undefined) {
+    timer = setTimeout(() => {
+      timedOut = true;
+      child.kill("SIGTERM");
+      killer = setTimeout(() => child.kill("SIGKILL"), opts.killGraceMs ?? 5000);
+    }, opts.timeoutMs);
+  }
 
   const result = new Promise<RunResult>((resolve, reject) => {
     let spawnError: Error | null = null;
     child.on("error", (err) => { spawnError = err; });
     child.on("close", (code, sig) => {
       if (timer) clearTimeout(timer);
+      if (killer) clearTimeout(killer);
       ended = true;
       for (const it of iterators) it.wake?.();
       const stderr = Buffer.concat(kept.stderr);
@@ -136,6 +164,7 @@ export function runToolCall(core: CoreLike, toolCallId: string, argv: string[], 
         toolCallId,
         exitStatus: summary.exitStatus ?? (code ?? 128),
         signal: summary.signal ?? null,
+        timedOut,
         summary,
         stdout: Buffer.concat(kept.stdout),
         stderr,
