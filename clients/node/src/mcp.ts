@@ -121,8 +121,8 @@ export class FileTools {
 
   /**
    * An ask the server met itself (its own CheckAccess or ModifyBackup):
-   * put to the user, then Approve or Deny for the block. Resolves true
-   * when approved (the caller then asks the core again); throws EDENIED with
+   * put to the user, then Approve or Deny for the block. Resolves once
+   * approved (the caller then asks the core again); throws EDENIED with
    * what to do otherwise. Any error on the way is a deny.
    */
   private async settleAsk(blockId: string, op: string, path: string, rule: string, toolCallId: string): Promise<void> {
@@ -148,7 +148,12 @@ export class FileTools {
     }
   }
 
-  /** run_command's cwd: a directory inside the workspace (absolute, or relative to the workspace); its real path. */
+  /**
+   * run_command's cwd: a directory inside the workspace (absolute, or
+   * relative to the workspace); its real path. A scope for the caller, not
+   * a boundary: whatever the command then touches, wherever it started, is
+   * judged by the pack.
+   */
   async checkCwd(cwd: string): Promise<string> {
     if (cwd === "" || cwd.includes("\0"))
       throw new FsbrokerError("ECWD", "cwd is empty or holds a NUL byte");
