@@ -5,6 +5,7 @@
  */
 export { Core, startCore, defaultBinary, resolveBinary } from "./core.js";
 export type { CoreOptions, TurnOptions, ApprovalAnswer } from "./core.js";
+export { endAllRuns } from "./run.js";
 export type { RunOptions, RunResult, ToolCall, OutputChunk } from "./run.js";
 export type { DiffResult, RestoreOptions } from "./backup.js";
 export { FsbrokerError } from "./errors.js";

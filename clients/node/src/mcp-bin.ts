@@ -10,6 +10,7 @@ import { parseArgs } from "node:util";
 import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js";
 
 import { resolveBinary, startCore, type Core } from "./core.js";
+import { endAllRuns } from "./run.js";
 import { createMcpServer, type McpOptions } from "./mcp.js";
 
 const usage = `usage: fsbroker-mcp --workspace DIR [--state-dir DIR] [--rules PACK] [--session ID]
@@ -73,6 +74,9 @@ async function main(): Promise<void> {
   const stop = async () => {
     if (stopping) return;
     stopping = true;
+    /* The commands still running first (a stopped core does not end
+     * them), so that what they changed is journaled before it seals. */
+    await endAllRuns();
     await core?.close();
     process.exit(0);
   };

@@ -39,6 +39,8 @@ type Content =
   | { type: "text"; text: string }
   | { type: "resource"; resource: { uri: string; mimeType: string; blob: string } };
 type ToolResult = { content: Content[]; isError?: boolean };
+/** What the SDK hands a tool's callback besides its arguments (the part used here). */
+type RequestExtra = { signal: AbortSignal };
 
 function ok(r: string | Content[]): ToolResult {
   return { content: typeof r === "string" ? [{ type: "text", text: r }] : r };
@@ -401,13 +403,14 @@ export function createMcpServer(core: Core | CoreFactory, opts: McpOptions = {})
   });
   toolsReady.catch(() => {});
 
-  const wrap = <A>(fn: (t: FileTools, a: A) => Promise<string | Content[]>) => async (a: A): Promise<ToolResult> => {
-    try {
-      return ok(await fn(await toolsReady, a));
-    } catch (err) {
-      return failure(err);
-    }
-  };
+  const wrap = <A>(fn: (t: FileTools, a: A, extra: RequestExtra) => Promise<string | Content[]>) =>
+    async (a: A, extra: RequestExtra): Promise<ToolResult> => {
+      try {
+        return ok(await fn(await toolsReady, a, extra));
+      } catch (err) {
+        return failure(err);
+      }
+    };
 
   server.registerTool("read_file", {
     title: "Read a file",
@@ -466,10 +469,13 @@ export function createMcpServer(core: Core | CoreFactory, opts: McpOptions = {})
     },
     /* Any command: it may change or delete files (backed up) and reach the network. */
     annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: true },
-  }, wrap(async (tools, { argv, stdin, cwd, timeoutMs }: { argv: string[]; stdin?: string; cwd?: string; timeoutMs?: number }) => {
+  }, wrap(async (tools, { argv, stdin, cwd, timeoutMs }: { argv: string[]; stdin?: string; cwd?: string; timeoutMs?: number },
+    extra) => {
     const dir = cwd !== undefined ? await tools.checkCwd(cwd) : undefined;
     const tc = tools.nextToolCall();
+    /* A request the client cancels ends its command: nobody reads the answer. */
     const r = await tools.core.run(tc, argv, {
+      signal: extra.signal,
       ...(stdin !== undefined ? { stdin } : {}),
       ...(dir !== undefined ? { cwd: dir } : {}),
       ...(timeoutMs !== undefined ? { timeoutMs } : {}),

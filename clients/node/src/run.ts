@@ -5,7 +5,7 @@
  * summary is read from fd 3 only, so nothing the command prints can pass
  * for it.
  */
-import { spawn } from "node:child_process";
+import { spawn, type ChildProcess } from "node:child_process";
 import type { Readable } from "node:stream";
 
 import { FsbrokerError } from "./errors.js";
@@ -26,6 +26,8 @@ export interface RunOptions {
   timeoutMs?: number;
   /** How long a run that was sent SIGTERM at its timeout has before SIGKILL, ms; default 5000. */
   killGraceMs?: number;
+  /** Ends the run as timeoutMs does when it aborts (an MCP request the client cancelled). */
+  signal?: AbortSignal;
   /**
    * The directory the command starts in (it must exist inside the
    * sandbox, as every workspace path does); default the workspace. The
@@ -43,6 +45,8 @@ export interface RunResult {
   signal: number | null;
   /** Whether the run was killed at its timeoutMs. */
   timedOut: boolean;
+  /** Whether the run was ended because its signal aborted. */
+  aborted: boolean;
   summary: RunSummary;
   stdout: Buffer;
   stderr: Buffer;
@@ -64,6 +68,32 @@ export interface ToolCall extends PromiseLike<RunResult>, AsyncIterable<OutputCh
 interface CoreLike {
   binary: string;
   stateDir: string;
+}
+
+/* The `fsbroker run` children still running, each with how to end it. */
+const liveRuns = new Map<ChildProcess, { end: () => void; closed: Promise<void> }>();
+let exitHookInstalled = false;
+
+/**
+ * End every tool call still running (SIGTERM to its `fsbroker run`, which
+ * ends the sandbox and every process in it, then SIGKILL after the grace),
+ * for a host that stops with calls in flight: a stopped core does not end
+ * the runs attached to it at once. Resolves once each has exited.
+ */
+export async function endAllRuns(): Promise<void> {
+  const all = [...liveRuns.values()];
+  for (const r of all) r.end();
+  await Promise.all(all.map((r) => r.closed));
+}
+
+/* A host that exits without endAllRuns() still ends its commands: the
+ * sandbox dies with its `fsbroker run` (bwrap --die-with-parent). */
+function installExitHook(): void {
+  if (exitHookInstalled) return;
+  exitHookInstalled = true;
+  process.on("exit", () => {
+    for (const child of liveRuns.keys()) child.kill("SIGKILL");
+  });
 }
 
 export function runToolCall(core: CoreLike, toolCallId: string, argv: string[], opts: RunOptions = {}): ToolCall {
@@ -116,13 +146,27 @@ export function runToolCall(core: CoreLike, toolCallId: string, argv: string[], 
   let timer: NodeJS.Timeout | undefined;
   let killer: NodeJS.Timeout | undefined;
   let timedOut = false;
+  let aborted = false;
+  const end = () => {
+    if (killer) return;
+    child.kill("SIGTERM");
+    killer = setTimeout(() => child.kill("SIGKILL"), opts.killGraceMs ?? 5000);
+  };
   if (opts.timeoutMs !== undefined) {
     timer = setTimeout(() => {
       timedOut = true;
-      child.kill("SIGTERM");
-      killer = setTimeout(() => child.kill("SIGKILL"), opts.killGraceMs ?? 5000);
+      end();
     }, opts.timeoutMs);
   }
+  const onAbort = () => {
+    aborted = true;
+    end();
+  };
+  if (opts.signal?.aborted) onAbort();
+  else opts.signal?.addEventListener("abort", onAbort, { once: true });
+  let closed!: () => void;
+  liveRuns.set(child, { end, closed: new Promise<void>((res) => { closed = res; }) });
+  installExitHook();
 
   const result = new Promise<RunResult>((resolve, reject) => {
     let spawnError: Error | null = null;
@@ -130,6 +174,9 @@ export function runToolCall(core: CoreLike, toolCallId: string, argv: string[], 
     child.on("close", (code, sig) => {
       if (timer) clearTimeout(timer);
       if (killer) clearTimeout(killer);
+      opts.signal?.removeEventListener("abort", onAbort);
+      liveRuns.delete(child);
+      closed();
       ended = true;
       for (const it of iterators) it.wake?.();
       const stderr = Buffer.concat(kept.stderr);
@@ -165,6 +212,7 @@ export function runToolCall(core: CoreLike, toolCallId: string, argv: string[], 
         exitStatus: summary.exitStatus ?? (code ?? 128),
         signal: summary.signal ?? null,
         timedOut,
+        aborted,
         summary,
         stdout: Buffer.concat(kept.stdout),
         stderr,

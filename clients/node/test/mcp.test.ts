@@ -243,3 +243,41 @@ test("fsbroker-mcp without the native fsbroker: it says what to install and how 
   assert.equal(r2.status, 1);
   assert.match(r2.stderr, /names \/no\/such\/fsbroker, which is not an executable file/);
 });
+
+/* Wait for `cond`, checking every 100 ms, failing after `boundMs`: the bound is a hang guard, not a timing asserted. */
+async function until(cond: () => boolean, what: string, boundMs = 30000): Promise<void> {
+  for (let waited = 0; !cond(); waited += 100) {
+    if (waited >= boundMs) assert.fail(`${what}: still not so after ${boundMs} ms`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+test("a run_command the client cancels is ended, its command and all it started killed", async () => {
+  const arg = `100.${process.pid}1`;
+  const ac = new AbortController();
+  const pending = client.callTool({ name: "run_command", arguments: { argv: ["sh", "-c", `trap '' TERM; sleep ${arg}`] } },
+    undefined, { signal: ac.signal });
+  pending.catch(() => {});
+  await until(() => sleepers(arg).length === 1, "the command started");
+  ac.abort();
+  await assert.rejects(pending);
+  await until(() => sleepers(arg).length === 0, "the cancelled command ended");
+});
+
+/* No command outlives the server, even one that ignores SIGTERM and SIGHUP. */
+test("a run_command in flight when the client goes away is ended with the server", async () => {
+  const l = layout();
+  try {
+    const c = new Client({ name: "fsbroker-test", version: "0.0.0" });
+    await c.connect(new StdioClientTransport({
+      command: process.execPath, args: mcpArgs(l), env: l.env as Record<string, string>, stderr: "ignore",
+    }));
+    const arg = `100.${process.pid}2`;
+    c.callTool({ name: "run_command", arguments: { argv: ["sh", "-c", `trap "" TERM HUP; echo x > left.txt; sleep ${arg}`] } }).catch(() => {});
+    await until(() => sleepers(arg).length === 1, "the command started");
+    await c.close();
+    await until(() => sleepers(arg).length === 0, "the command ended with the server");
+  } finally {
+    l.cleanup();
+  }
+});
