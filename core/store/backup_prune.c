@@ -18,6 +18,7 @@
 
 #include "backup_prune.h"
 #include "backup_read.h"
+#include "object_pack.h"
 
 #define HEXLEN FSB_SHA256_HEX_LEN
 
@@ -26,10 +27,14 @@ struct hexset {
 	size_t n, cap;
 };
 
-/* One file in objects/<hh>/, and how many cycles that stay name it. */
+/* One object, loose in objects/<hh>/ or packed (or both, after a crash
+ * while packing), and how many cycles that stay name it. */
 struct obj {
 	char hex[HEXLEN + 1];
-	uint64_t size;		/* 0 for anything but a regular file */
+	uint64_t size;		/* its bytes in the store, loose and packed; 0 for a
+				 * loose name that is not a regular file */
+	uint64_t loose_size;
+	bool loose;		/* a file objects/<hh>/<hex> */
 	unsigned refs;
 };
 
@@ -50,8 +55,10 @@ struct pruner {
 	const char *dir;
 	int rootfd, cycfd;
 	int rc;			/* the first failure */
-	struct obj *objs;	/* sorted by name */
+	struct obj *objs;	/* sorted by name, each once */
 	size_t nobjs, objcap;
+	struct fsb_objpack *packs;	/* the packs with a valid index */
+	size_t npacks;
 	struct cyc *cy;		/* ascending by number */
 	size_t n;
 };
@@ -234,6 +241,59 @@ static int obj_key_cmp(const void *key, const void *b)
 	return strcmp(key, ((const struct obj *)b)->hex);
 }
 
+/* Add every entry of every pack to p->objs, as not loose. */
+static int packed_list(struct pruner *p)
+{
+	size_t total = p->nobjs;
+	int rc = fsb_objpack_list(p->dir, &p->packs, &p->npacks);
+
+	if (rc < 0)
+		return rc;
+	for (size_t i = 0; i < p->npacks; i++)
+		total += p->packs[i].n;
+	if (total > p->objcap) {
+		void *v = realloc(p->objs, total * sizeof(*p->objs));
+
+		if (v == NULL)
+			return -ENOMEM;
+		p->objs = v;
+		p->objcap = total;
+	}
+	for (size_t i = 0; i < p->npacks; i++) {
+		for (size_t k = 0; k < p->packs[i].n; k++) {
+			struct obj *o = &p->objs[p->nobjs++];
+
+			memcpy(o->hex, p->packs[i].v[k].hex, sizeof(o->hex));
+			o->size = p->packs[i].v[k].len;
+			o->loose_size = 0;
+			o->loose = false;
+			o->refs = 0;
+		}
+	}
+	return 0;
+}
+
+/* One obj per name (sorted): the copies of an object, loose and in packs,
+ * count together and go together. */
+static int merge_copies(struct pruner *p)
+{
+	size_t w = 0;
+
+	for (size_t i = 0; i < p->nobjs; i++) {
+		if (w > 0 && strcmp(p->objs[w - 1].hex, p->objs[i].hex) == 0) {
+			struct obj *o = &p->objs[w - 1];
+
+			o->size += p->objs[i].size;
+			o->loose_size += p->objs[i].loose_size;
+			o->loose = o->loose || p->objs[i].loose;
+			continue;
+		}
+		p->objs[w++] = p->objs[i];
+	}
+	p->nobjs = w;
+	return 0;
+}
+
 /* Every object under objects/<hh>/ with its size, sorted by name. Only
  * names an object can have: a `.tmp-*` is the core's to clean. */
 static int objects_list(struct pruner *p)
@@ -288,14 +348,18 @@ static int objects_list(struct pruner *p)
 			o = &p->objs[p->nobjs++];
 			memcpy(o->hex, oe->d_name, sizeof(o->hex));
 			o->size = S_ISREG(st.st_mode) ? (uint64_t)st.st_size : 0;
+			o->loose_size = o->size;
+			o->loose = true;
 			o->refs = 0;
 		}
 		closedir(sd);
 	}
 	closedir(d);
+	if (rc == 0)
+		rc = packed_list(p);
 	if (p->nobjs > 0)
 		qsort(p->objs, p->nobjs, sizeof(*p->objs), obj_cmp);
-	return rc;
+	return rc < 0 ? rc : merge_copies(p);
 }
 
 /* The objects cycle `c` names, as indices into p->objs, each once. A name
@@ -511,6 +575,50 @@ static void remove_cycles(struct pruner *p)
 	}
 }
 
+/* The packed objects no remaining cycle names: a pack holding only such
+ * goes, one holding some is rewritten with the rest (fsb_objpack_rewrite
+ * writes the new pack and its index before the old ones go). */
+static void remove_packed(struct pruner *p)
+{
+	for (size_t i = 0; i < p->npacks; i++) {
+		const struct fsb_objpack *pk = &p->packs[i];
+		bool *keep = calloc(pk->n + 1, sizeof(*keep));
+		size_t dead = 0;
+		uint64_t freed = 0, dead_bytes = 0;
+		int rc;
+
+		if (keep == NULL) {
+			failed(p, -ENOMEM);
+			return;
+		}
+		for (size_t k = 0; k < pk->n; k++) {
+			const struct obj *o = bsearch(pk->v[k].hex, p->objs, p->nobjs,
+						      sizeof(*p->objs), obj_key_cmp);
+
+			keep[k] = o != NULL && o->refs > 0;
+			if (!keep[k]) {
+				dead++;
+				dead_bytes += pk->v[k].len;
+				/* Counted once: with the loose copy when it had one. */
+				if (o != NULL && !o->loose)
+					p->res->objects++;
+			}
+		}
+		if (dead > 0 && p->o->dry_run) {
+			p->res->bytes += dead == pk->n ? pk->bytes : dead_bytes;
+		} else if (dead > 0) {
+			rc = fsb_objpack_rewrite(p->dir, pk, keep, &freed);
+			if (rc < 0) {
+				say(p, FSB_PRUNE_ERROR, "cannot rewrite pack %s: %s", pk->id,
+				    strerror(-rc));
+				failed(p, rc);
+			}
+			p->res->bytes += freed;
+		}
+		free(keep);
+	}
+}
+
 /* Remove (or only count) the objects no remaining cycle names. Objects go
  * only after the cycles that named them, so a crash in between leaves
  * objects no cycle names, never a cycle naming a missing object. */
@@ -539,7 +647,7 @@ static void remove_objects(struct pruner *p)
 		int hfd = -1;
 
 		for (j = i; j < p->nobjs && strncmp(p->objs[j].hex, hh, 2) == 0; j++) {
-			if (p->objs[j].refs > 0)
+			if (p->objs[j].refs > 0 || !p->objs[j].loose)
 				continue;
 			if (!p->o->dry_run) {
 				if (hfd < 0)
@@ -556,7 +664,7 @@ static void remove_objects(struct pruner *p)
 			}
 			removed = true;
 			p->res->objects++;
-			p->res->bytes += p->objs[j].size;
+			p->res->bytes += p->objs[j].loose_size;
 		}
 		if (hfd >= 0) {
 			if (removed)
@@ -571,6 +679,7 @@ static void remove_objects(struct pruner *p)
 	if (!p->o->dry_run)
 		fsync(objfd);
 	close(objfd);
+	remove_packed(p);
 }
 
 int fsb_backup_prune(const char *store_dir, const struct fsb_prune_opts *o,
@@ -601,8 +710,10 @@ int fsb_backup_prune(const char *store_dir, const struct fsb_prune_opts *o,
 		}
 		goto out;
 	}
-	if (!o->dry_run)
+	if (!o->dry_run) {
 		finish_interrupted(&p);
+		fsb_objpack_clean(store_dir);
+	}
 	rc = fsb_cycles_list(store_dir, &nums, &n);
 	if (rc < 0) {
 		say(&p, FSB_PRUNE_ERROR, "cannot read %s/cycles: %s", store_dir, strerror(-rc));
@@ -666,6 +777,7 @@ out:
 	}
 	free(p.cy);
 	free(p.objs);
+	fsb_objpack_list_free(p.packs, p.npacks);
 	free(nums);
 	if (p.cycfd >= 0)
 		close(p.cycfd);
@@ -682,8 +794,10 @@ static int raw_size(const char *store_dir, uint64_t *out)
 	fd = open(store_dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0)
 		return errno == ENOENT ? 0 : -errno;
-	for (int i = 0; i < 2 && rc == 0; i++) {
-		rc = tree_walk(fd, i == 0 ? "objects" : "cycles", false, out);
+	static const char *const parts[] = { "objects", "packs", "cycles" };
+
+	for (size_t i = 0; i < 3 && rc == 0; i++) {
+		rc = tree_walk(fd, parts[i], false, out);
 		if (rc == -ENOENT)
 			rc = 0;
 	}

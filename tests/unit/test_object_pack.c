@@ -3,7 +3,8 @@
  * store in a temp dir: a sealed cycle's copies packed and compressed come
  * back byte for byte through a restore; a damaged pack is found by the
  * hash check and its object named while the others are restored; what a
- * crash while packing leaves reads as before and is cleaned away.
+ * crash while packing leaves reads as before and is cleaned away; prune
+ * rewrites or drops packs and keeps what a remaining cycle shares.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -382,6 +383,103 @@ static void a_pack_left_without_its_index_is_ignored_and_cleaned(void **state)
 	free(b);
 }
 
+/* Bytes of every .pack and .idx of the store. */
+static uint64_t packs_bytes(const struct fx *f, size_t *npacks)
+{
+	struct fsb_objpack *v;
+	uint64_t sum = 0;
+	size_t n;
+
+	assert_int_equal(fsb_objpack_list(fsb_store_dir(f->s), &v, &n), 0);
+	for (size_t i = 0; i < n; i++)
+		sum += v[i].bytes;
+	fsb_objpack_list_free(v, n);
+	*npacks = n;
+	return sum;
+}
+
+/* Is `hex` in any pack? */
+static bool packed(const struct fx *f, const char *hex)
+{
+	struct fsb_objpack *v;
+	bool hit = false;
+	size_t n;
+
+	assert_int_equal(fsb_objpack_list(fsb_store_dir(f->s), &v, &n), 0);
+	for (size_t i = 0; i < n; i++)
+		hit = hit || fsb_objpack_find(&v[i], hex) != NULL;
+	fsb_objpack_list_free(v, n);
+	return hit;
+}
+
+static void back_up(struct fx *f, const char *path, const char *b, size_t n)
+{
+	put_bytes(path, b, n);
+	record(f, "write", path, false, false, NULL);
+	put_bytes(path, "changed", 7);
+}
+
+/* Cycle 1 backs up a and b, cycle 2 b's same bytes again and c: pruning
+ * cycle 1 rewrites its pack without a (b is shared and stays, c's pack is
+ * untouched); pruning everything removes every pack. */
+static void prune_rewrites_a_partly_dead_pack_and_drops_a_dead_one(void **state)
+{
+	struct fx *f = *state;
+	char a[PATH_MAX], b[PATH_MAX], c[PATH_MAX], ha[65], hb[65], hc[65];
+	char *ba = make_bytes(3000, true, 1), *bb = make_bytes(4000, true, 2);
+	char *bc = make_bytes(5000, true, 3);
+	struct fsb_prune_opts o = { .keep = 1, .older_than = -1,
+				    .max_bytes = FSB_PRUNE_NO_LIMIT };
+	struct fsb_prune_result res;
+	struct fsb_objpack_stats st;
+	uint64_t before, after;
+	size_t n;
+
+	in_work(f, "a", a);
+	in_work(f, "b", b);
+	in_work(f, "c", c);
+	back_up(f, a, ba, 3000);
+	back_up(f, b, bb, 4000);
+	seal(f);
+	object_of(f, a, ha);
+	assert_int_equal(fsb_objpack_cycle(fsb_store_dir(f->s), f->cycle, &st), 0);
+	assert_int_equal(st.packed, 2);
+	back_up(f, b, bb, 4000);
+	back_up(f, c, bc, 5000);
+	seal(f);
+	object_of(f, b, hb);
+	object_of(f, c, hc);
+	assert_int_equal(fsb_objpack_cycle(fsb_store_dir(f->s), f->cycle, &st), 0);
+	assert_int_equal(st.already, 1);	/* b: cycle 1's pack has it */
+	assert_int_equal(st.packed, 1);
+	before = packs_bytes(f, &n);
+	assert_int_equal(n, 2);
+
+	assert_int_equal(fsb_backup_prune(fsb_store_dir(f->s), &o, &res), 0);
+	assert_int_equal(res.cycles, 1);
+	assert_int_equal(res.objects, 1);
+	after = packs_bytes(f, &n);
+	assert_int_equal(n, 2);
+	assert_true(after < before);
+	assert_true(res.bytes >= before - after);	/* and the cycle's own files */
+	assert_false(packed(f, ha));
+	assert_true(packed(f, hb));
+	assert_true(packed(f, hc));
+	restore_all(f);
+	assert_bytes(b, bb, 4000);
+	assert_bytes(c, bc, 5000);
+
+	/* Everything goes: the modify store holds no pack. */
+	o.keep = 0;
+	assert_int_equal(fsb_backup_prune(fsb_store_dir(f->s), &o, &res), 0);
+	assert_int_equal(res.cycles, 1);
+	packs_bytes(f, &n);
+	assert_int_equal(n, 0);
+	free(ba);
+	free(bb);
+	free(bc);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -391,6 +489,8 @@ int main(void)
 			a_corrupted_pack_is_reported_by_object_and_the_rest_restored, setup, teardown),
 		cmocka_unit_test_setup_teardown(a_pack_left_without_its_index_is_ignored_and_cleaned,
 						setup, teardown),
+		cmocka_unit_test_setup_teardown(
+			prune_rewrites_a_partly_dead_pack_and_drops_a_dead_one, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
