@@ -65,6 +65,7 @@ struct pruner {
 
 static void say(const struct pruner *p, enum fsb_prune_msg kind, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
+static int raw_size(const char *store_dir, uint64_t *out);
 
 static void say(const struct pruner *p, enum fsb_prune_msg kind, const char *fmt, ...)
 {
@@ -682,83 +683,126 @@ static void remove_objects(struct pruner *p)
 	remove_packed(p);
 }
 
-int fsb_backup_prune(const char *store_dir, const struct fsb_prune_opts *o,
-		     struct fsb_prune_result *res)
+/* Load cycles `nums` into p->cy: sealed or not, when sealed, the objects
+ * each names (cycle_scan) and the bytes of its own files. Only -ENOMEM
+ * stops it; a cycle that cannot be loaded is reported and kept. */
+static int load_cycles(struct pruner *p, const unsigned *nums, size_t n)
 {
-	struct pruner p = { .o = o, .res = res, .dir = store_dir, .rootfd = -1, .cycfd = -1 };
-	unsigned *nums = NULL;
-	size_t n = 0;
-	bool sized;
 	int rc;
 
-	memset(res, 0, sizeof(*res));
-	p.rootfd = open(store_dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (p.rootfd < 0) {
-		if (errno == ENOENT)
-			return 0;	/* no store: nothing to prune */
-		rc = -errno;
-		say(&p, FSB_PRUNE_ERROR, "cannot open %s: %s", store_dir, strerror(-rc));
-		return rc;
+	p->cy = calloc(n + 1, sizeof(*p->cy));
+	if (p->cy == NULL) {
+		failed(p, -ENOMEM);
+		return -ENOMEM;
 	}
-	p.cycfd = openat(p.rootfd, "cycles", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (p.cycfd < 0) {
-		if (errno != ENOENT) {
-			rc = -errno;
-			say(&p, FSB_PRUNE_ERROR, "cannot open %s/cycles: %s", store_dir,
-			    strerror(-rc));
-			failed(&p, rc);
-		}
-		goto out;
-	}
-	if (!o->dry_run) {
-		finish_interrupted(&p);
-		fsb_objpack_clean(store_dir);
-	}
-	rc = fsb_cycles_list(store_dir, &nums, &n);
-	if (rc < 0) {
-		say(&p, FSB_PRUNE_ERROR, "cannot read %s/cycles: %s", store_dir, strerror(-rc));
-		failed(&p, rc);
-		goto out;
-	}
-	rc = objects_list(&p);
-	if (rc < 0) {
-		say(&p, FSB_PRUNE_ERROR, "cannot read %s/objects: %s", store_dir, strerror(-rc));
-		failed(&p, rc);
-		goto out;
-	}
-	p.cy = calloc(n + 1, sizeof(*p.cy));
-	if (p.cy == NULL) {
-		failed(&p, -ENOMEM);
-		goto out;
-	}
-	p.n = n;
+	p->n = n;
 	for (size_t i = 0; i < n; i++) {
-		struct cyc *c = &p.cy[i];
+		struct cyc *c = &p->cy[i];
 		char err[PATH_MAX + 256], name[16];
 		struct fsb_cycle cy;
 
 		c->num = nums[i];
 		/* A cycle that cannot be loaded is kept: it is not known to be
 		 * sealed. Its journal's objects are kept with it. */
-		rc = fsb_cycle_load(store_dir, c->num, &cy, NULL, err, sizeof(err));
+		rc = fsb_cycle_load(p->dir, c->num, &cy, NULL, err, sizeof(err));
 		if (rc < 0) {
-			say(&p, FSB_PRUNE_ERROR, "%s", err);
-			failed(&p, rc);
+			say(p, FSB_PRUNE_ERROR, "%s", err);
+			failed(p, rc);
 		} else {
 			if (cy.state != FSB_CYCLE_OPEN) {
 				c->sealed = true;
-				res->sealed++;
+				p->res->sealed++;
 				c->sealed_at = strdup(cy.sealed);
 			}
 			fsb_cycle_free(&cy);
 			if (c->sealed && c->sealed_at == NULL) {
-				failed(&p, -ENOMEM);
-				goto out;
+				failed(p, -ENOMEM);
+				return -ENOMEM;
 			}
 		}
-		c->refs_err = cycle_scan(&p, c);
+		c->refs_err = cycle_scan(p, c);
 		snprintf(name, sizeof(name), "%u", c->num);
-		tree_walk(p.cycfd, name, false, &c->bytes);
+		tree_walk(p->cycfd, name, false, &c->bytes);
+	}
+	return 0;
+}
+
+/*
+ * Open the store and load what prune and du judge: its cycles (finishing
+ * an interrupted prune first, unless a dry run), every object with its
+ * size, and which cycles name which. 1 when there is no store or no
+ * cycles directory (nothing to judge), 0 when loaded, or -errno (reported).
+ */
+static int store_load(struct pruner *p)
+{
+	unsigned *nums = NULL;
+	size_t n = 0;
+	int rc;
+
+	p->rootfd = open(p->dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (p->rootfd < 0) {
+		if (errno == ENOENT)
+			return 1;
+		rc = -errno;
+		say(p, FSB_PRUNE_ERROR, "cannot open %s: %s", p->dir, strerror(-rc));
+		return rc;
+	}
+	p->cycfd = openat(p->rootfd, "cycles", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (p->cycfd < 0) {
+		if (errno == ENOENT)
+			return 1;
+		rc = -errno;
+		say(p, FSB_PRUNE_ERROR, "cannot open %s/cycles: %s", p->dir, strerror(-rc));
+		return rc;
+	}
+	if (!p->o->dry_run) {
+		finish_interrupted(p);
+		fsb_objpack_clean(p->dir);
+	}
+	rc = fsb_cycles_list(p->dir, &nums, &n);
+	if (rc < 0) {
+		say(p, FSB_PRUNE_ERROR, "cannot read %s/cycles: %s", p->dir, strerror(-rc));
+		return rc;
+	}
+	rc = objects_list(p);
+	if (rc < 0) {
+		say(p, FSB_PRUNE_ERROR, "cannot read %s/objects: %s", p->dir, strerror(-rc));
+		free(nums);
+		return rc;
+	}
+	rc = load_cycles(p, nums, n);
+	free(nums);
+	return rc;
+}
+
+static void pruner_free(struct pruner *p)
+{
+	for (size_t i = 0; i < p->n; i++) {
+		free(p->cy[i].sealed_at);
+		free(p->cy[i].refs);
+	}
+	free(p->cy);
+	free(p->objs);
+	fsb_objpack_list_free(p->packs, p->npacks);
+	if (p->cycfd >= 0)
+		close(p->cycfd);
+	if (p->rootfd >= 0)
+		close(p->rootfd);
+}
+
+int fsb_backup_prune(const char *store_dir, const struct fsb_prune_opts *o,
+		     struct fsb_prune_result *res)
+{
+	struct pruner p = { .o = o, .res = res, .dir = store_dir, .rootfd = -1, .cycfd = -1 };
+	bool sized;
+	int rc;
+
+	memset(res, 0, sizeof(*res));
+	rc = store_load(&p);
+	if (rc != 0) {
+		if (rc < 0)
+			failed(&p, rc);
+		goto out;
 	}
 	sized = all_refs_known(&p, true);
 	if (sized)
@@ -771,18 +815,72 @@ int fsb_backup_prune(const char *store_dir, const struct fsb_prune_opts *o,
 		res->size_after = store_size(&p);
 	}
 out:
-	for (size_t i = 0; i < p.n; i++) {
-		free(p.cy[i].sealed_at);
-		free(p.cy[i].refs);
-	}
-	free(p.cy);
-	free(p.objs);
-	fsb_objpack_list_free(p.packs, p.npacks);
-	free(nums);
-	if (p.cycfd >= 0)
-		close(p.cycfd);
-	close(p.rootfd);
+	pruner_free(&p);
 	return p.rc;
+}
+
+int fsb_backup_du(const char *store_dir, struct fsb_du *out)
+{
+	struct fsb_prune_opts o = { .keep = -1, .older_than = -1,
+				    .max_bytes = FSB_PRUNE_NO_LIMIT, .dry_run = true };
+	struct fsb_prune_result res = { 0 };
+	struct pruner p = { .o = &o, .res = &res, .dir = store_dir, .rootfd = -1, .cycfd = -1 };
+	int rc;
+
+	memset(out, 0, sizeof(*out));
+	rc = store_load(&p);
+	if (rc != 0)
+		goto out;
+	if (!all_refs_known(&p, true)) {
+		rc = -EBADMSG;	/* a journal that cannot be read: sizes unknown */
+		goto out;
+	}
+	out->v = calloc(p.n + 1, sizeof(*out->v));
+	if (out->v == NULL) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	out->bytes = store_size(&p);	/* leaves in each object how many name it */
+	for (size_t i = 0; i < p.n; i++) {
+		const struct cyc *c = &p.cy[i];
+		struct fsb_du_cycle *d = &out->v[out->n++];
+
+		d->number = c->num;
+		d->sealed = c->sealed;
+		d->files = c->bytes;
+		for (size_t k = 0; k < c->nrefs; k++) {
+			const struct obj *ob = &p.objs[c->refs[k]];
+
+			if (ob->refs == 1) {
+				d->own += ob->size;
+				d->nown++;
+			} else {
+				d->shared += ob->size;
+				d->nshared++;
+			}
+		}
+		/* What its prune frees: its own files and the objects no
+		 * other cycle names; a sealed cycle only (prune keeps an
+		 * open one). */
+		d->frees = c->sealed ? d->files + d->own : 0;
+	}
+	for (size_t i = 0; i < p.nobjs; i++) {
+		if (p.objs[i].refs == 0)
+			out->unreferenced += p.objs[i].size;
+		out->objects++;
+	}
+	raw_size(store_dir, &out->disk);
+out:
+	pruner_free(&p);
+	if (rc < 0)
+		fsb_du_free(out);
+	return rc < 0 ? rc : 0;
+}
+
+void fsb_du_free(struct fsb_du *d)
+{
+	free(d->v);
+	memset(d, 0, sizeof(*d));
 }
 
 /* Everything under the store: never less than what fsb_backup_prune counts. */

@@ -4,7 +4,8 @@
  * back byte for byte through a restore; a damaged pack is found by the
  * hash check and its object named while the others are restored; what a
  * crash while packing leaves reads as before and is cleaned away; prune
- * rewrites or drops packs and keeps what a remaining cycle shares.
+ * rewrites or drops packs and keeps what a remaining cycle shares; du
+ * counts what each cycle holds as the packs store it.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -480,6 +481,91 @@ static void prune_rewrites_a_partly_dead_pack_and_drops_a_dead_one(void **state)
 	free(bc);
 }
 
+/* The stored length of `hex` in the store's packs (0 when in none). */
+static uint64_t packed_len(const struct fx *f, const char *hex)
+{
+	struct fsb_objpack *v;
+	uint64_t len = 0;
+	size_t n;
+
+	assert_int_equal(fsb_objpack_list(fsb_store_dir(f->s), &v, &n), 0);
+	for (size_t i = 0; i < n; i++) {
+		const struct fsb_objpack_entry *e = fsb_objpack_find(&v[i], hex);
+
+		if (e != NULL)
+			len += e->len;
+	}
+	fsb_objpack_list_free(v, n);
+	return len;
+}
+
+/* Bytes of cycle `n`'s own files (journal, cycle.json). */
+static uint64_t cycle_files(const struct fx *f, unsigned n)
+{
+	char p[PATH_MAX + 80];
+	struct stat a, b;
+
+	snprintf(p, sizeof(p), "%s/cycles/%u/journal.jsonl", fsb_store_dir(f->s), n);
+	assert_int_equal(stat(p, &a), 0);
+	snprintf(p, sizeof(p), "%s/cycles/%u/cycle.json", fsb_store_dir(f->s), n);
+	assert_int_equal(stat(p, &b), 0);
+	return (uint64_t)a.st_size + (uint64_t)b.st_size;
+}
+
+/* Cycle 1 holds a alone and b with cycle 2; cycle 2 holds c alone: du
+ * says so, in the bytes the packs store, and what a prune of each frees. */
+static void du_counts_own_and_shared_objects_as_stored(void **state)
+{
+	struct fx *f = *state;
+	char a[PATH_MAX], b[PATH_MAX], c[PATH_MAX], ha[65], hb[65], hc[65];
+	char *ba = make_bytes(3000, true, 1), *bb = make_bytes(4000, true, 2);
+	char *bc = make_bytes(5000, true, 3);
+	uint64_t la, lb, lc, f1, f2;
+	struct fsb_du d;
+
+	in_work(f, "a", a);
+	in_work(f, "b", b);
+	in_work(f, "c", c);
+	back_up(f, a, ba, 3000);
+	back_up(f, b, bb, 4000);
+	seal(f);
+	object_of(f, a, ha);
+	object_of(f, b, hb);
+	assert_int_equal(fsb_objpack_cycle(fsb_store_dir(f->s), f->cycle, NULL), 0);
+	back_up(f, b, bb, 4000);
+	back_up(f, c, bc, 5000);
+	seal(f);
+	object_of(f, c, hc);
+	assert_int_equal(fsb_objpack_cycle(fsb_store_dir(f->s), f->cycle, NULL), 0);
+	la = packed_len(f, ha);
+	lb = packed_len(f, hb);
+	lc = packed_len(f, hc);
+	assert_true(la > 0 && la < 3000 && lb > 0 && lc > 0);
+	f1 = cycle_files(f, 1);
+	f2 = cycle_files(f, 2);
+
+	assert_int_equal(fsb_backup_du(fsb_store_dir(f->s), &d), 0);
+	assert_int_equal(d.n, 2);
+	assert_int_equal(d.v[0].number, 1);
+	assert_int_equal(d.v[0].own, la);
+	assert_int_equal(d.v[0].nown, 1);
+	assert_int_equal(d.v[0].shared, lb);
+	assert_int_equal(d.v[0].nshared, 1);
+	assert_int_equal(d.v[0].files, f1);
+	assert_int_equal(d.v[0].frees, f1 + la);
+	assert_int_equal(d.v[1].own, lc);
+	assert_int_equal(d.v[1].shared, lb);
+	assert_int_equal(d.v[1].frees, f2 + lc);
+	assert_int_equal(d.bytes, f1 + f2 + la + lb + lc);
+	assert_int_equal(d.objects, 3);
+	assert_int_equal(d.unreferenced, 0);
+	assert_true(d.disk >= d.bytes);
+	fsb_du_free(&d);
+	free(ba);
+	free(bb);
+	free(bc);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -491,6 +577,8 @@ int main(void)
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(
 			prune_rewrites_a_partly_dead_pack_and_drops_a_dead_one, setup, teardown),
+		cmocka_unit_test_setup_teardown(du_counts_own_and_shared_objects_as_stored, setup,
+						teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
