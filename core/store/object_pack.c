@@ -360,7 +360,7 @@ void fsb_objpack_list_free(struct fsb_objpack *v, size_t n)
 
 const struct fsb_objpack_entry *fsb_objpack_find(const struct fsb_objpack *p, const char *hex)
 {
-	struct fsb_objpack_entry key;
+	struct fsb_objpack_entry key = { .off = 0 };
 
 	if (p->n == 0 || strlen(hex) != 64)
 		return NULL;
