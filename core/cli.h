@@ -5,6 +5,7 @@
 #ifndef FSB_CLI_H
 #define FSB_CLI_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 int fsb_cli_serve(int argc, char **argv);
@@ -17,6 +18,10 @@ int fsb_cli_delete(int argc, char **argv);
 int fsb_cli_shell(int argc, char **argv);
 /** `fsbroker hooks install|uninstall|run claude-code …` (cli_hooks.c). */
 int fsb_cli_hooks(int argc, char **argv);
+
+/** `fsbroker backup du` of the store at STORE (cli_backup_du.c); the
+ * exit status. */
+int fsb_cli_backup_du(const char *store, const char *session, bool json);
 
 /** `fsbroker ui …`: the backup browser (cli_ui.c). */
 int fsb_cli_ui(int argc, char **argv);

@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "audit.h"
+#include "backup_read.h"
 #include "harness.h"
 #include "landlock.h"
 #include "seccomp_filter.h"
@@ -102,6 +103,25 @@ void fsbt_write_file(const char *path, const char *data)
 		off += (size_t)n;
 	}
 	close(fd);
+}
+
+char *fsbt_read_object(const char *store_dir, const char *hex)
+{
+	char tmp[] = "/tmp/fsbt-object-XXXXXX";
+	int fd = fsb_backup_object_open(store_dir, hex), out = -1;
+	char *text = NULL;
+
+	if (fd >= 0)
+		out = mkstemp(tmp);
+	if (out >= 0 && fsb_backup_object_copy(fd, hex, out) == 0)
+		text = fsbt_read_file(tmp, NULL);
+	if (out >= 0) {
+		close(out);
+		unlink(tmp);
+	}
+	if (fd >= 0)
+		close(fd);
+	return text;
 }
 
 char *fsbt_read_file(const char *path, size_t *lenp)

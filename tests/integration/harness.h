@@ -239,6 +239,11 @@ void fsbt_put(const char *dir, const char *name, const char *text);
 /** The content of `path` (malloc'd, NUL-terminated), or NULL. */
 char *fsbt_read_file(const char *path, size_t *len);
 
+/* Backup object `hex` of the store at `store_dir` (…/modify_backup), loose
+ * or packed, read through fsb_backup_object_open and checked against its
+ * SHA-256 name; NUL-terminated and malloc'd, NULL when missing or damaged. */
+char *fsbt_read_object(const char *store_dir, const char *hex);
+
 /**
  * Run `argv` (argv[0] a path), stdout and stderr into *output when not NULL
  * (malloc'd). Returns the wait status, or -1 when it could not run or took
