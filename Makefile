@@ -6,9 +6,11 @@
 #   make toybox          build/clients/toybox from Debian's toybox source, its
 #                        dispatcher and shims in build/clients/bin
 #   make zsh             build/clients/zsh from Debian's zsh source
-#   make test            C unit tests, Lua specs, integration tests, and the
+#   make test            C unit tests, Lua specs, cppcheck (make lint), the
+#                        command line (test-cli), integration tests, the
 #                        clients' external suites (toybox-tests, zsh-tests)
 #                        and the npm package's suite (node-test)
+#   make lint            cppcheck over core/ (one TAP point)
 #   make test-cli        every command's --help and unknown options, the
 #                        manual pages against them, bash and zsh completion,
 #                        make install and uninstall, make deb
@@ -343,6 +345,7 @@ test: deps
 	    "C unit" "sh tools/run-cmocka.sh $(UNIT_BIN)" \
 	    "Lua specs" "busted --lua=lua5.4 --output=TAP spec" \
 	    "version" "sh tools/check-version.sh $(BUILD)/fsbroker" \
+	    "static analysis" "sh tools/lint-tap.sh" \
 	    "command line" "bash tests/cli/help.sh $(BUILD)/fsbroker" \
 	    "manual pages" "bash tests/cli/man.sh $(BUILD)/fsbroker $(MAN_DIR)" \
 	    "completion" "bash tests/cli/completion.sh $(BUILD)/fsbroker" \
@@ -504,7 +507,7 @@ deb:
 	$(Q)bash tools/deb.sh $(VERSION)
 
 lint:
-	cppcheck --quiet --enable=warning,portability --error-exitcode=1 -Icore -Icore/store -Icore/linux core
+	$(Q)sh tools/lint-tap.sh
 
 clean:
 	rm -rf build
