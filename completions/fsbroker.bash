@@ -206,11 +206,11 @@ _fsbroker()
 
     # Operands: a cycle, or paths.
     case $cmd:$verb in
-        backup:show | backup:restore | backup:diff | backup:undo)
+        backup:show | backup:restore | backup:diff | backup:cat)
             _fsbroker_reply < <(compgen -W "$(_fsbroker_cycles)" -- "$cur")
             _fsbroker_add < <(compgen -f -- "$cur")
             ;;
-        check: | delete: | audit:verify)
+        check: | delete: | audit:verify | backup:undo | backup:redo | backup:log)
             _fsbroker_reply < <(compgen -f -- "$cur")
             ;;
         run: | shell:)

@@ -59,7 +59,8 @@ static const char usage[] =
 	"  list      the cycles of a session (list --all: of every session)\n"
 	"  show      what one cycle touched\n"
 	"  restore   put what a cycle or tool call changed back as it was\n"
-	"  undo      undo the last restore (or the last undo)\n"
+	"  undo      take back the last restore\n"
+	"  redo      do the restore the last undo took back again\n"
 	"  diff      what a cycle changed, line by line (--stat, --name-only)\n"
 	"  cat       print a file as it was before a cycle\n"
 	"  log       the cycles and tool calls that changed a path\n"
@@ -144,26 +145,46 @@ static const char restore_usage[] =
 	"docs: docs/restore.md\n";
 
 static const char undo_usage[] =
-	"usage: fsbroker backup undo [CYCLE|--last] [PATH...] [--dry-run] [--force]\n"
-	"                            [--no-undo] [--json] [--state-dir DIR]\n"
-	"                            [--session ID | --workspace DIR]\n"
+	"usage: fsbroker backup undo [PATH...] [--dry-run] [--force] [--json]\n"
+	"                            [--state-dir DIR] [--session ID | --workspace DIR]\n"
 	"\n"
-	"Undo the last restore: put back what it changed, from the copy it kept in the\n"
-	"store of the restores. An undo is itself undoable (a second undo redoes).\n"
-	"CYCLE names an older cycle of that store (`backup list --undo`); PATHs limit\n"
-	"it to those paths.\n"
+	"Take back the last restore (or redo): put back what it changed, from the copy it\n"
+	"kept in the store of the restores. It first says which restore it takes back,\n"
+	"of what, and when. What it changes is kept too, so `fsbroker backup redo` can do\n"
+	"the restore again. With nothing to undo (no restore yet, or the last one undone\n"
+	"already) it says so and changes nothing. PATHs limit it to those paths.\n"
 	"\n"
 	"options:\n"
-	"  --last                    the newest cycle of the restores' store (default)\n"
 	"  --dry-run                 say what would be put back; change nothing\n"
 	"  --force                   put back paths changed since the restore too\n"
-	"  --no-undo                 keep no copy of what the undo changes\n"
 	"  --json                    one JSON array, an object per path\n"
 	STORE_OPTS
 	HELP_OPT
 	"\n"
-	"exit: 0 undone, 1 something was skipped or failed, 2 usage error or no such\n"
-	"  session or cycle\n"
+	"exit: 0 undone, 1 something was skipped or failed, 2 usage error, no such\n"
+	"  session, or nothing to undo\n"
+	BACKUP_ENV
+	"docs: docs/restore.md (\"Undoing a restore\")\n";
+
+static const char redo_usage[] =
+	"usage: fsbroker backup redo [PATH...] [--dry-run] [--force] [--json]\n"
+	"                            [--state-dir DIR] [--session ID | --workspace DIR]\n"
+	"\n"
+	"Do the restore that the last `fsbroker backup undo` took back again. It first\n"
+	"says which undo it reverses, and when. What it changes is kept, so `fsbroker\n"
+	"backup undo` can take it back once more. With nothing to redo (no undo since\n"
+	"the last restore) it says so and changes nothing. PATHs limit it to those\n"
+	"paths.\n"
+	"\n"
+	"options:\n"
+	"  --dry-run                 say what would be put back; change nothing\n"
+	"  --force                   put back paths changed since the undo too\n"
+	"  --json                    one JSON array, an object per path\n"
+	STORE_OPTS
+	HELP_OPT
+	"\n"
+	"exit: 0 redone, 1 something was skipped or failed, 2 usage error, no such\n"
+	"  session, or nothing to redo\n"
 	BACKUP_ENV
 	"docs: docs/restore.md (\"Undoing a restore\")\n";
 
@@ -268,7 +289,8 @@ struct cli {
 	bool json, last, dry_run, force;
 	bool stat, name_only;	/* diff --stat, --name-only */
 	bool no_undo;		/* restore, undo: keep no copy of what they change */
-	bool undo_cmd;		/* `undo`: restore the last cycle of restore_backup */
+	bool undo_cmd;		/* `undo`, `redo`: restore the last cycle of restore_backup */
+	bool redo_cmd;		/* `redo` */
 	bool undo_store;	/* --undo: `store` is restore_backup */
 	long keep;		/* prune --keep N, else -1 */
 	long older_than;	/* prune --older-than DAYS, else -1 */
@@ -736,36 +758,49 @@ static void print_item(const struct fsb_restore_item *it)
 		printf(": %s\n", it->detail);
 }
 
-static int cmd_restore(const struct cli *c)
+/* What a restore of this kind is called in sentences. */
+static const char *restore_word(const struct cli *c)
+{
+	return c->redo_cmd ? "redo" : c->undo_cmd ? "undo" : "restore";
+}
+
+/* The last line of a restore, undo or redo: how to go back (or forth). */
+static void say_way_back(const struct cli *c, int undo_cycle)
+{
+	/* With --json, stdout holds only the JSON. */
+	FILE *f = c->json ? stderr : stdout;
+
+	if (c->undo_cmd && !c->redo_cmd)
+		fprintf(f, "`fsbroker backup redo` does the restore again (cycle %d of %s).\n",
+			undo_cycle, FSB_RESTORE_BACKUP);
+	else
+		fprintf(f, "This %s can be undone with `fsbroker backup undo` (cycle %d of %s).\n",
+			restore_word(c), undo_cycle, FSB_RESTORE_BACKUP);
+}
+
+/* Restore (or, from restore_backup, undo or redo) the loaded cycle `cy`. */
+static int restore_cycle(const struct cli *c, const struct fsb_cycle *cy)
 {
 	const struct fsb_restore_opts o = {
 		.store = c->store, .state = c->state, .session = c->session,
 		.tool_call = c->tool_call, .paths = c->paths, .npaths = c->npaths,
 		.dry_run = c->dry_run, .force = c->force, .no_undo = c->no_undo,
-		.undo = c->undo_cmd,
+		.undo = c->undo_cmd, .redo = c->redo_cmd,
 	};
 	struct fsb_restore r = { 0 };
-	struct fsb_cycle cy;
-	unsigned num;
 	int rc, status = 0;
 
-	rc = pick_cycle(c, &num);
-	if (rc != 0)
-		return rc;
-	rc = load(c, num, &cy);
-	if (rc < 0)
-		return rc == -ENOENT ? 2 : 1;
-	rc = fsb_restore_plan(&o, &cy, &r);
+	rc = fsb_restore_plan(&o, cy, &r);
 	if (rc == -EBUSY) {
 		fprintf(stderr, "fsbroker backup: cycle %u is still open (not sealed): it has no "
 			"end states, so restore cannot tell the cycle's own changes from later "
-			"ones. Restore it after it is sealed, or now with --force.\n", cy.number);
+			"ones. Restore it after it is sealed, or now with --force.\n", cy->number);
 		status = 1;
 		goto out;
 	}
 	if (rc == -ENOENT) {
 		fprintf(stderr, "fsbroker backup: tool call '%s' touched nothing in cycle %u (see "
-			"`fsbroker backup show %u`)\n", c->tool_call, cy.number, cy.number);
+			"`fsbroker backup show %u`)\n", c->tool_call, cy->number, cy->number);
 		status = 2;
 		goto out;
 	}
@@ -780,20 +815,20 @@ static int cmd_restore(const struct cli *c)
 	/* With --json, stdout holds only the JSON: sentences go to stderr. */
 	if (r.n + r.extra == 0) {
 		fprintf(c->json ? stderr : stdout,
-			"Cycle %u touched no paths: there is nothing to restore.\n", cy.number);
+			"Cycle %u touched no paths: there is nothing to restore.\n", cy->number);
 		if (c->json)
 			puts("[]");
 		goto out;
 	}
-	if (cy.state == FSB_CYCLE_OPEN)
+	if (cy->state == FSB_CYCLE_OPEN)
 		fprintf(c->json ? stderr : stdout, "Cycle %u is still open: restoring without "
-			"checking for changes made after it (--force).\n", cy.number);
-	if (fsb_restore_perform(&o, &cy, &r) < 0) {
+			"checking for changes made after it (--force).\n", cy->number);
+	if (fsb_restore_perform(&o, cy, &r) < 0) {
 		fflush(stdout);
 		fputs("fsbroker backup: ", stderr);
 		put_safe(stderr, r.undo_err);
 		fprintf(stderr, "\nNothing was %s: without that copy it could not be undone. %s",
-			c->undo_cmd ? "undone" : "restored",
+			c->redo_cmd ? "redone" : c->undo_cmd ? "undone" : "restored",
 			r.undo_rc == -EWOULDBLOCK ? "\n" : "Free some space, or go on without a way "
 			"back with --no-undo.\n");
 		status = 1;
@@ -822,19 +857,33 @@ static int cmd_restore(const struct cli *c)
 	fflush(stdout);
 	if (r.undo_cycle < 0) {
 		fprintf(stderr, "fsbroker backup: the %s is done, but the copy that undoes it "
-			"could not be sealed (%s): `fsbroker backup undo` will find it open and "
-			"need --force\n", c->undo_cmd ? "undo" : "restore", r.undo_err);
+			"could not be sealed (%s): `fsbroker backup %s` will find it open and "
+			"need --force\n", restore_word(c), r.undo_err,
+			c->undo_cmd && !c->redo_cmd ? "redo" : "undo");
 		status = 1;
 	} else if (r.undo_cycle > 0) {
-		/* With --json, stdout holds only the JSON. */
-		fprintf(c->json ? stderr : stdout, "%s can be undone with `fsbroker backup undo` "
-			"(cycle %d of %s).\n", c->undo_cmd ? "This undo" : "This restore",
-			r.undo_cycle, FSB_RESTORE_BACKUP);
+		say_way_back(c, r.undo_cycle);
 	}
 out:
 	fsb_restore_free(&r);
-	fsb_cycle_free(&cy);
 	return status;
+}
+
+static int cmd_restore(const struct cli *c)
+{
+	struct fsb_cycle cy;
+	unsigned num;
+	int rc;
+
+	rc = pick_cycle(c, &num);
+	if (rc != 0)
+		return rc;
+	rc = load(c, num, &cy);
+	if (rc < 0)
+		return rc == -ENOENT ? 2 : 1;
+	rc = restore_cycle(c, &cy);
+	fsb_cycle_free(&cy);
+	return rc;
 }
 
 /* ---- diff ---------------------------------------------------------------- */
@@ -1689,30 +1738,69 @@ static int cmd_prune(const struct cli *c)
 	return status;
 }
 
-/* ---- undo ---------------------------------------------------------------- */
+/* ---- undo, redo ------------------------------------------------------- */
 
-/* `undo`: restore the last cycle of restore_backup, which holds what the
- * last restore (or undo) changed, as it was just before. */
+/* "cycle 3 of restore_backup (restore of cycle 2, sealed 2026-12-02
+ * 05:40:01 UTC, 3 paths)": the cycle undo or redo acts on. */
+static void describe_undo_cycle(FILE *f, const struct fsb_cycle *cy)
+{
+	char t[32];
+
+	fprintf(f, "cycle %u of %s (", cy->number, FSB_RESTORE_BACKUP);
+	put_safe(f, cy->message);
+	if (cy->state == FSB_CYCLE_OPEN)
+		fputs(", still open", f);
+	else
+		fprintf(f, ", sealed %s UTC", short_time(cy->sealed, t, sizeof(t)));
+	fprintf(f, ", %zu path%s)", cy->npaths, cy->npaths == 1 ? "" : "s");
+}
+
+/*
+ * `undo`: restore the newest cycle of restore_backup when it is a restore
+ * (or a redo), which puts back what it changed; `redo`: restore it when it
+ * is an undo. Never a toggle: each refuses the other's cycle.
+ */
 static int cmd_undo(const struct cli *c)
 {
-	unsigned *nums;
-	size_t n;
+	FILE *f = c->json ? stderr : stdout;
+	char err[PATH_MAX + 256];
+	struct fsb_cycle cy;
 	int rc;
 
-	rc = fsb_cycles_list(c->store, &nums, &n);
-	if (rc < 0) {
-		fprintf(stderr, "fsbroker backup undo: cannot read %s/cycles: %s\n", c->store,
-			strerror(-rc));
-		return 1;
-	}
-	free(nums);
-	if (n == 0) {
-		fprintf(stderr, "fsbroker backup undo: session %s has no restore to undo (a restore "
-			"keeps what it changes in %s, unless it ran with --no-undo or --dry-run)\n",
-			c->session, c->store);
+	rc = fsb_undo_target(c->store, c->redo_cmd, &cy, err, sizeof(err));
+	if (rc == -ENOENT) {
+		fprintf(stderr, "fsbroker backup %s: nothing to %s: session %s has no restore to "
+			"undo (a restore keeps what it changes in %s, unless it ran with "
+			"--no-undo or --dry-run)\n", restore_word(c), restore_word(c), c->session,
+			c->store);
 		return 2;
 	}
-	return cmd_restore(c);
+	if (rc == -EALREADY) {
+		if (c->redo_cmd) {
+			fputs("fsbroker backup redo: nothing to redo; the last restore, ", stderr);
+			describe_undo_cycle(stderr, &cy);
+			fputs(", has not been undone: `fsbroker backup undo` takes it back\n",
+			      stderr);
+		} else {
+			fputs("fsbroker backup undo: nothing to undo; the last restore was undone "
+			      "already by ", stderr);
+			describe_undo_cycle(stderr, &cy);
+			fputs(": `fsbroker backup redo` does the restore again\n", stderr);
+		}
+		fsb_cycle_free(&cy);
+		return 2;
+	}
+	if (rc < 0) {
+		fprintf(stderr, "fsbroker backup %s: %s\n", restore_word(c), err);
+		return 1;
+	}
+	fputs(c->redo_cmd ? "Redoing what " : "Undoing ", f);
+	describe_undo_cycle(f, &cy);
+	fputs(c->redo_cmd ? " took back" : "", f);
+	fputs(c->dry_run ? " (dry run).\n" : ".\n", f);
+	rc = restore_cycle(c, &cy);
+	fsb_cycle_free(&cy);
+	return rc;
 }
 
 /* ---- the command --------------------------------------------------------- */
@@ -1733,7 +1821,8 @@ static const struct verb verbs[] = {
 	{ "list", list_usage, "sSwhaju" },
 	{ "show", show_usage, "sSwhjlu" },
 	{ "restore", restore_usage, "sSwhjltnfN" },
-	{ "undo", undo_usage, "sSwhjlnfN" },
+	{ "undo", undo_usage, "sSwhjnf" },
+	{ "redo", redo_usage, "sSwhjnf" },
 	{ "diff", diff_usage, "sSwhjluTO" },
 	{ "cat", cat_usage, "sSwhlu" },
 	{ "log", log_usage, "sSwhju" },
@@ -1780,8 +1869,8 @@ int fsb_cli_backup(int argc, char **argv)
 	c.keep = c.older_than = -1;
 	c.max_size = FSB_PRUNE_NO_LIMIT;
 	if (argc < 2) {
-		fprintf(stderr, "fsbroker backup: name a verb (list, show, restore, undo, diff, cat, "
-			"log, prune); see fsbroker backup --help\n");
+		fprintf(stderr, "fsbroker backup: name a verb (list, show, restore, undo, redo, diff, "
+			"cat, log, prune); see fsbroker backup --help\n");
 		return 2;
 	}
 	sub = argv[1];
@@ -1794,7 +1883,7 @@ int fsb_cli_backup(int argc, char **argv)
 	v = find_verb(sub);
 	if (v == NULL) {
 		fprintf(stderr, "fsbroker backup: unknown subcommand '%s' (list, show, restore, undo, "
-			"diff, cat, log, prune); see fsbroker backup --help\n", sub);
+			"redo, diff, cat, log, prune); see fsbroker backup --help\n", sub);
 		return 2;
 	}
 	snprintf(prog, sizeof(prog), "fsbroker backup %s", v->name);
@@ -1922,13 +2011,14 @@ int fsb_cli_backup(int argc, char **argv)
 		}
 		c.paths = argv + pos;
 		c.npaths = 1;
+	} else if (is(sub, "undo") || is(sub, "redo")) {
+		/* Always the newest cycle of restore_backup: every argument is a
+		 * PATH. */
+		c.undo_cmd = true;
+		c.redo_cmd = is(sub, "redo");
+		c.paths = argv + pos;
+		c.npaths = argc - pos;
 	} else {
-		/* `undo` alone undoes the last restore (or undo): the newest
-		 * cycle of restore_backup. */
-		if (is(sub, "undo")) {
-			c.undo_cmd = true;
-			c.last = c.last || pos == argc;
-		}
 		if (!c.last && pos == argc) {
 			fprintf(stderr, "fsbroker backup %s: name a cycle, or --last; see fsbroker "
 				"backup %s --help\n", sub, sub);

@@ -25,7 +25,9 @@ struct fsb_restore_opts {
 	bool dry_run;			/* plan and say, change nothing */
 	bool force;			/* also paths changed since, open cycles */
 	bool no_undo;			/* keep no copy of what the restore changes */
-	bool undo;			/* `backup undo`: the cycle is restore_backup's */
+	bool undo;			/* `backup undo` or `redo`: the cycle is
+					 * restore_backup's */
+	bool redo;			/* with undo: `backup redo` */
 };
 
 /* ACT_META: a file whose cycle changed only its metadata, put back in place.
@@ -47,6 +49,9 @@ struct fsb_restore_item {
 	int src_fd;			/* ACT_MOVED: the moved inode, opened at
 					 * planning (before its new name goes) */
 	struct stat now;		/* at planning, when `exists` */
+	bool stands_in;		/* what is there is what an undo left in place
+					 * of the cycle's end state (another inode,
+					 * nothing else changed) */
 	bool parent_missing;
 	int parent_err;		/* why: -ENOENT, -ENOTDIR, or -ELOOP (a symlink now) */
 	enum fsb_restore_res res;

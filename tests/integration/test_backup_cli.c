@@ -1966,20 +1966,48 @@ static void test_restore_then_undo_gives_back_the_state_before_the_restore(void 
 	take(&made2, S.made);
 	take(&del2, S.del);
 
+	/* Nothing has been undone: there is nothing to redo. */
+	BACKUP(&r, "redo");
+	assert_int_equal(r.status, 2);
+	assert_non_null(strstr(r.err, "nothing to redo; the last restore, cycle 1 of "
+				      "restore_backup (restore of cycle 1, sealed "));
+	assert_non_null(strstr(r.err, "`fsbroker backup undo` takes it back"));
+	assert_string_equal(r.out, "");
+	assert_int_equal(undo_cycles(), 1);
+
 	BACKUP(&r, "undo");
 	assert_int_equal(r.status, 0);
+	/* It says first what it takes back. */
+	assert_true(strncmp(r.out, "Undoing cycle 1 of restore_backup (restore of cycle 1, "
+			    "sealed ", 56) == 0);
+	assert_non_null(strstr(r.out, " UTC, 4 paths).\n"));
 	assert_true(has_line(r.out, "restored", S.a, " (content, mode, times"));
 	assert_true(has_line(r.out, "restored", S.made, " (content, mode, times"));
 	assert_true(has_line(r.out, "removed", S.del, " (created by the cycle)"));
-	assert_non_null(strstr(r.out, "This undo can be undone"));
+	assert_non_null(strstr(r.out, "`fsbroker backup redo` does the restore again (cycle 2 "
+				      "of restore_backup)."));
 	assert_as(&a, S.a);
 	assert_as(&made, S.made);
 	assert_as(&del, S.del);
 	assert_no_temp_files(S.ws);
 
-	/* The undo was kept too: undoing it redoes the restore. */
+	/* No toggle: a second undo changes nothing and points at redo. */
 	BACKUP(&r, "undo");
+	assert_int_equal(r.status, 2);
+	assert_non_null(strstr(r.err, "nothing to undo; the last restore was undone already by "
+				      "cycle 2 of restore_backup (undo of cycle 1, sealed "));
+	assert_non_null(strstr(r.err, "`fsbroker backup redo` does the restore again"));
+	assert_string_equal(r.out, "");
+	assert_content(S.a, A_AFTER);
+	assert_int_equal(undo_cycles(), 2);
+
+	/* redo does the restore again, and can itself be undone. */
+	BACKUP(&r, "redo");
 	assert_int_equal(r.status, 0);
+	assert_true(strncmp(r.out, "Redoing what cycle 2 of restore_backup (undo of cycle 1, "
+			    "sealed ", 57) == 0);
+	assert_non_null(strstr(r.out, "This redo can be undone with `fsbroker backup undo` "
+				      "(cycle 3 of restore_backup)."));
 	assert_as(&a2, S.a);
 	assert_as(&made2, S.made);
 	assert_as(&del2, S.del);
@@ -1987,6 +2015,18 @@ static void test_restore_then_undo_gives_back_the_state_before_the_restore(void 
 	BACKUP(&r, "show", "2", "--undo");
 	assert_int_equal(r.status, 0);
 	assert_non_null(strstr(r.out, "message: undo of cycle 1"));
+	BACKUP(&r, "show", "3", "--undo");
+	assert_int_equal(r.status, 0);
+	assert_non_null(strstr(r.out, "message: redo of cycle 2"));
+	BACKUP(&r, "redo");
+	assert_int_equal(r.status, 2);
+	/* (The times are those the redo found: reading a.txt above moved its
+	 * atime.) */
+	BACKUP(&r, "undo");
+	assert_int_equal(r.status, 0);
+	assert_content(S.a, A_AFTER);
+	assert_int_equal(access(S.del, F_OK), -1);
+	assert_int_equal(undo_cycles(), 4);
 	snap_free(&a);
 	snap_free(&made);
 	snap_free(&del);
@@ -2005,19 +2045,79 @@ static void test_undo_of_a_path_changed_after_the_restore_needs_force(void **sta
 	BACKUP(&r, "restore", "--last");
 	assert_int_equal(r.status, 0);
 	fsbt_write_file(S.a, "edited after the restore\n");
-	BACKUP(&r, "undo");
+	BACKUP(&r, "undo", "--dry-run");
 	assert_int_equal(r.status, 1);
 	assert_true(has_line(r.out, "skipped", S.a, ": changed since the cycle ended ("));
+	assert_true(has_line(r.out, "would restore", S.made, " (content, mode, times"));
 	assert_content(S.a, "edited after the restore\n");
-	assert_content(S.made, "made by the cycle\n");	/* the rest is undone */
-	/* That undo is kept as cycle 2; `undo` now would redo it. The skipped
-	 * path is forced back from cycle 1, by number. */
-	assert_int_equal(undo_cycles(), 2);
-	BACKUP(&r, "undo", "1", S.a, "--force");
+	assert_int_equal(undo_cycles(), 1);
+	BACKUP(&r, "undo", "--force");
 	assert_int_equal(r.status, 0);
 	assert_true(has_line(r.out, "restored", S.a, " (content, mode, times"));
 	assert_content(S.a, A_AFTER);
-	assert_int_equal(undo_cycles(), 3);
+	assert_content(S.made, "made by the cycle\n");
+	assert_int_equal(undo_cycles(), 2);
+	/* A partial undo counts as the undo: a second one is refused. */
+	BACKUP(&r, "undo", "--force");
+	assert_int_equal(r.status, 2);
+	assert_content(S.a, A_AFTER);
+}
+
+/* Restore, undo, restore again: the undo wrote the files anew (other
+ * inodes), which the second restore took for a later change and skipped
+ * ("its inode differs") unless --force. */
+static void test_restore_after_undo_needs_no_force(void **state)
+{
+	struct run r;
+
+	(void)state;
+	need_openat2();
+	scene(false);
+	for (int round = 0; round < 2; round++) {
+		BACKUP(&r, "restore", "--last");
+		assert_int_equal(r.status, 0);
+		assert_content(S.a, A_BEFORE);
+		assert_int_equal(access(S.made, F_OK), -1);
+		assert_content(S.del, D_BEFORE);
+		BACKUP(&r, "undo");
+		assert_int_equal(r.status, 0);
+		assert_content(S.a, A_AFTER);
+		assert_content(S.made, "made by the cycle\n");
+		assert_int_equal(access(S.del, F_OK), -1);
+	}
+	/* Twice undone: the chain of undos is followed back to the cycle. */
+	BACKUP(&r, "restore", "--last");
+	assert_int_equal(r.status, 0);
+	assert_null(strstr(r.out, "forced"));
+	assert_true(has_line(r.out, "restored", S.a, " (content, mode, times"));
+	assert_true(has_line(r.out, "removed", S.made, " (created by the cycle)"));
+	assert_content(S.a, A_BEFORE);
+	assert_int_equal(access(S.made, F_OK), -1);
+	assert_content(S.del, D_BEFORE);
+}
+
+/* What the undo left stands for the cycle's end only while nothing else
+ * changed it: an edit after the undo is still a later change. */
+static void test_restore_after_undo_and_an_edit_still_needs_force(void **state)
+{
+	struct run r;
+
+	(void)state;
+	need_openat2();
+	scene(false);
+	BACKUP(&r, "restore", "--last");
+	assert_int_equal(r.status, 0);
+	BACKUP(&r, "undo");
+	assert_int_equal(r.status, 0);
+	fsbt_write_file(S.a, "edited after the undo\n");
+	fsbt_write_file(S.made, "edited too\n");
+	BACKUP(&r, "restore", "--last");
+	assert_int_equal(r.status, 1);
+	assert_true(has_line(r.out, "skipped", S.a, ": changed since the cycle ended ("));
+	assert_true(has_line(r.out, "skipped", S.made, ": changed since the cycle ended ("));
+	assert_content(S.a, "edited after the undo\n");
+	assert_content(S.made, "edited too\n");
+	assert_content(S.del, D_BEFORE);	/* the rest is restored */
 }
 
 static void test_restore_refuses_when_the_undo_store_cannot_be_written(void **state)
@@ -2078,6 +2178,7 @@ static void test_restore_refuses_when_a_copy_fails_halfway(void **state)
 	assert_int_equal(undo_cycles(), 0);
 	BACKUP(&r, "undo");
 	assert_int_equal(r.status, 2);
+	assert_non_null(strstr(r.err, "nothing to undo: session "));
 	assert_non_null(strstr(r.err, "has no restore to undo"));
 }
 
@@ -2189,6 +2290,8 @@ int main(void)
 		T(test_prune_max_size_reads_units_and_refuses_junk),
 		T(test_restore_then_undo_gives_back_the_state_before_the_restore),
 		T(test_undo_of_a_path_changed_after_the_restore_needs_force),
+		T(test_restore_after_undo_needs_no_force),
+		T(test_restore_after_undo_and_an_edit_still_needs_force),
 		T(test_restore_refuses_when_the_undo_store_cannot_be_written),
 		T(test_restore_refuses_when_a_copy_fails_halfway),
 		T(test_dry_runs_of_restore_and_undo_write_nothing),
