@@ -24,6 +24,7 @@
 #include "backup_prune.h"
 #include "backup_read.h"
 #include "cli.h"
+#include "cli_term.h"
 #include "config.h"
 #include "op.h"
 #include "proto_json.h"
@@ -117,7 +118,7 @@ static const char show_usage[] =
 
 static const char restore_usage[] =
 	"usage: fsbroker backup restore CYCLE|--last [PATH...] [--tool-call ID]\n"
-	"                               [--dry-run] [--force] [--no-undo] [--json]\n"
+	"                               [--dry-run] [--force] [--no-undo] [--json] [-q]\n"
 	"                               [--state-dir DIR]\n"
 	"                               [--session ID | --workspace DIR]\n"
 	"\n"
@@ -136,6 +137,7 @@ static const char restore_usage[] =
 	"  --no-undo                 keep no copy of what the restore changes (then\n"
 	"                            nothing can undo it)\n"
 	"  --json                    one JSON array, an object per path\n"
+	"  -q, --quiet               no progress on a terminal (stderr), no total line\n"
 	STORE_OPTS
 	HELP_OPT
 	"\n"
@@ -145,7 +147,7 @@ static const char restore_usage[] =
 	"docs: docs/restore.md\n";
 
 static const char undo_usage[] =
-	"usage: fsbroker backup undo [PATH...] [--dry-run] [--force] [--json]\n"
+	"usage: fsbroker backup undo [PATH...] [--dry-run] [--force] [--json] [-q]\n"
 	"                            [--state-dir DIR] [--session ID | --workspace DIR]\n"
 	"\n"
 	"Take back the last restore (or redo): put back what it changed, from the copy it\n"
@@ -158,6 +160,7 @@ static const char undo_usage[] =
 	"  --dry-run                 say what would be put back; change nothing\n"
 	"  --force                   put back paths changed since the restore too\n"
 	"  --json                    one JSON array, an object per path\n"
+	"  -q, --quiet               no progress on a terminal (stderr), no total line\n"
 	STORE_OPTS
 	HELP_OPT
 	"\n"
@@ -167,7 +170,7 @@ static const char undo_usage[] =
 	"docs: docs/restore.md (\"Undoing a restore\")\n";
 
 static const char redo_usage[] =
-	"usage: fsbroker backup redo [PATH...] [--dry-run] [--force] [--json]\n"
+	"usage: fsbroker backup redo [PATH...] [--dry-run] [--force] [--json] [-q]\n"
 	"                            [--state-dir DIR] [--session ID | --workspace DIR]\n"
 	"\n"
 	"Do the restore that the last `fsbroker backup undo` took back again. It first\n"
@@ -180,6 +183,7 @@ static const char redo_usage[] =
 	"  --dry-run                 say what would be put back; change nothing\n"
 	"  --force                   put back paths changed since the undo too\n"
 	"  --json                    one JSON array, an object per path\n"
+	"  -q, --quiet               no progress on a terminal (stderr), no total line\n"
 	STORE_OPTS
 	HELP_OPT
 	"\n"
@@ -190,7 +194,7 @@ static const char redo_usage[] =
 
 static const char diff_usage[] =
 	"usage: fsbroker backup diff CYCLE|--last [PATH...] [--stat | --name-only]\n"
-	"                            [--undo] [--json] [--state-dir DIR]\n"
+	"                            [--undo] [--json] [-q] [--state-dir DIR]\n"
 	"                            [--session ID | --workspace DIR]\n"
 	"\n"
 	"Show what a cycle changed: for each path (or each PATH named), its state at\n"
@@ -205,6 +209,7 @@ static const char diff_usage[] =
 	UNDO_OPT
 	"  --json                    one JSON array, an object per path (with --stat:\n"
 	"                            its added and removed lines)\n"
+	"  -q, --quiet               no progress on a terminal (stderr)\n"
 	STORE_OPTS
 	HELP_OPT
 	"\n"
@@ -289,6 +294,7 @@ struct cli {
 	bool json, last, dry_run, force;
 	bool stat, name_only;	/* diff --stat, --name-only */
 	bool no_undo;		/* restore, undo: keep no copy of what they change */
+	bool quiet;		/* -q: no progress, no total line */
 	bool undo_cmd;		/* `undo`, `redo`: restore the last cycle of restore_backup */
 	bool redo_cmd;		/* `redo` */
 	bool undo_store;	/* --undo: `store` is restore_backup */
@@ -778,17 +784,58 @@ static void say_way_back(const struct cli *c, int undo_cycle)
 			restore_word(c), undo_cycle, FSB_RESTORE_BACKUP);
 }
 
+static void restore_progress(void *arg, size_t done, size_t total)
+{
+	(void)total;
+	fsb_progress_step(arg, done);
+}
+
+/*
+ * The total line of a restore, undo or redo: "restore: 10,000 paths in
+ * 1.2 s: 9,997 restored, 3 removed", each outcome (the verb of its lines)
+ * counted in the order it first appears.
+ */
+static void print_total(const struct cli *c, const struct fsb_restore *r,
+			const struct fsb_progress *p)
+{
+	FILE *f = c->json ? stderr : stdout;
+	size_t n = r->n + r->extra;
+	char num[32];
+
+	fprintf(f, "%s%s: %s path%s in %.1f s:", c->dry_run ? "dry run of " : "", restore_word(c),
+		fsb_term_count(n, num, sizeof(num)), n == 1 ? "" : "s", fsb_progress_seconds(p));
+	for (size_t i = 0; i < n; i++) {
+		size_t k = 0;
+		bool seen = false;
+
+		for (size_t j = 0; j < i && !seen; j++)
+			seen = strcmp(r->items[j].verb, r->items[i].verb) == 0;
+		if (seen)
+			continue;
+		for (size_t j = i; j < n; j++)
+			k += strcmp(r->items[j].verb, r->items[i].verb) == 0;
+		fprintf(f, "%s %s %s", i > 0 ? "," : "", fsb_term_count(k, num, sizeof(num)),
+			r->items[i].verb);
+	}
+	fputs("\n", f);
+}
+
 /* Restore (or, from restore_backup, undo or redo) the loaded cycle `cy`. */
 static int restore_cycle(const struct cli *c, const struct fsb_cycle *cy)
 {
+	struct fsb_progress prog;
 	const struct fsb_restore_opts o = {
 		.store = c->store, .state = c->state, .session = c->session,
 		.tool_call = c->tool_call, .paths = c->paths, .npaths = c->npaths,
 		.dry_run = c->dry_run, .force = c->force, .no_undo = c->no_undo,
 		.undo = c->undo_cmd, .redo = c->redo_cmd,
+		.progress = restore_progress, .progress_arg = &prog,
 	};
 	struct fsb_restore r = { 0 };
 	int rc, status = 0;
+
+	fsb_progress_start(&prog, c->redo_cmd ? "redoing" : c->undo_cmd ? "undoing" : "restoring",
+			   0, c->quiet);
 
 	rc = fsb_restore_plan(&o, cy, &r);
 	if (rc == -EBUSY) {
@@ -823,7 +870,10 @@ static int restore_cycle(const struct cli *c, const struct fsb_cycle *cy)
 	if (cy->state == FSB_CYCLE_OPEN)
 		fprintf(c->json ? stderr : stdout, "Cycle %u is still open: restoring without "
 			"checking for changes made after it (--force).\n", cy->number);
-	if (fsb_restore_perform(&o, cy, &r) < 0) {
+	prog.total = r.n;
+	rc = fsb_restore_perform(&o, cy, &r);
+	fsb_progress_clear(&prog);
+	if (rc < 0) {
 		fflush(stdout);
 		fputs("fsbroker backup: ", stderr);
 		put_safe(stderr, r.undo_err);
@@ -854,6 +904,8 @@ static int restore_cycle(const struct cli *c, const struct fsb_cycle *cy)
 		if (r.items[i].res != FSB_RES_OK)
 			status = 1;
 	}
+	if (!c->quiet)
+		print_total(c, &r, &prog);
 	fflush(stdout);
 	if (r.undo_cycle < 0) {
 		fprintf(stderr, "fsbroker backup: the %s is done, but the copy that undoes it "
@@ -1290,6 +1342,7 @@ static int cmd_diff(const struct cli *c)
 	struct fsb_picks picks = { 0 };
 	struct fsb_moves moves = { 0 };
 	struct stat_line *lines = NULL;
+	struct fsb_progress prog = { 0 };
 	size_t nlines = 0;
 	char **args = NULL;
 	bool *arg_used = NULL;
@@ -1308,6 +1361,9 @@ static int cmd_diff(const struct cli *c)
 		goto nomem;
 	if (c->json)
 		arr = cJSON_CreateArray();
+	/* Progress only where nothing is printed until the end (--stat,
+	 * --json): a line rewritten between diffs would break them up. */
+	fsb_progress_start(&prog, "diffing", picks.n, c->quiet || !(c->stat || c->json));
 	for (size_t i = 0; i < picks.n; i++) {
 		const struct fsb_pick *pk = &picks.v[i];
 		const struct fsb_journal_rec *from;
@@ -1336,8 +1392,10 @@ static int cmd_diff(const struct cli *c)
 			src = (struct fsb_pick){ .rec = from, .all = &from, .nall = 1 };
 			pk = &src;
 		}
+		fsb_progress_step(&prog, i);
 		d = diff_one(c, cy.number, pk, detail, sizeof(detail), &count);
 		if (d == D_ERROR) {
+			fsb_progress_clear(&prog);
 			fflush(stdout);
 			fputs("fsbroker backup diff: ", stderr);
 			put_safe(stderr, pk->rec->resolved);
@@ -1377,6 +1435,8 @@ static int cmd_diff(const struct cli *c)
 			nlines++;
 		}
 	}
+	fsb_progress_step(&prog, picks.n);
+	fsb_progress_clear(&prog);
 	if (c->stat && !c->json)
 		print_stat(lines, nlines);
 	for (int a = 0; a < c->npaths; a++) {
@@ -1394,6 +1454,7 @@ static int cmd_diff(const struct cli *c)
 	goto out;
 
 nomem:
+	fsb_progress_clear(&prog);
 	fprintf(stderr, "fsbroker backup: out of memory\n");
 	status = 2;
 out:
@@ -1820,10 +1881,10 @@ struct verb {
 static const struct verb verbs[] = {
 	{ "list", list_usage, "sSwhaju" },
 	{ "show", show_usage, "sSwhjlu" },
-	{ "restore", restore_usage, "sSwhjltnfN" },
-	{ "undo", undo_usage, "sSwhjnf" },
-	{ "redo", redo_usage, "sSwhjnf" },
-	{ "diff", diff_usage, "sSwhjluTO" },
+	{ "restore", restore_usage, "sSwhjltnfNq" },
+	{ "undo", undo_usage, "sSwhjnfq" },
+	{ "redo", redo_usage, "sSwhjnfq" },
+	{ "diff", diff_usage, "sSwhjluTOq" },
 	{ "cat", cat_usage, "sSwhlu" },
 	{ "log", log_usage, "sSwhju" },
 	{ "prune", prune_usage, "sSwhnukom" },
@@ -1856,6 +1917,7 @@ int fsb_cli_backup(int argc, char **argv)
 		{ "max-size", required_argument, NULL, 'm' },
 		{ "stat", no_argument, NULL, 'T' },
 		{ "name-only", no_argument, NULL, 'O' },
+		{ "quiet", no_argument, NULL, 'q' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -1891,7 +1953,7 @@ int fsb_cli_backup(int argc, char **argv)
 	argv++;
 	optind = 1;
 	opterr = 0;
-	while ((opt = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, ":hq", opts, NULL)) != -1) {
 		/* Another verb's option is as unknown to this one as any, also
 		 * when getopt found it given a value wrongly (optopt says which). */
 		int code = opt != ':' && opt != '?' ? opt :
@@ -1948,6 +2010,9 @@ int fsb_cli_backup(int argc, char **argv)
 			break;
 		case 'O':
 			c.name_only = true;
+			break;
+		case 'q':
+			c.quiet = true;
 			break;
 		case 'k':
 		case 'o': {

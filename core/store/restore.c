@@ -1182,6 +1182,8 @@ int fsb_restore_perform(const struct fsb_restore_opts *o, const struct fsb_cycle
 	for (size_t i = 0; i < n; i++) {
 		struct fsb_restore_item *it = &items[i];
 
+		if (o->progress != NULL)
+			o->progress(o->progress_arg, i, n);
 		if (it->res != FSB_RES_PENDING)
 			continue;
 		if (o->dry_run) {
@@ -1212,6 +1214,8 @@ int fsb_restore_perform(const struct fsb_restore_opts *o, const struct fsb_cycle
 			execute(c, &items[i], true);
 	unstamp_parents(c, stamped, nstamped);
 	free(stamped);
+	if (o->progress != NULL)
+		o->progress(o->progress_arg, n, n);
 	if (undo != NULL)
 		seal_undo(c, cy->number, undo, r);
 	return 0;

@@ -28,6 +28,9 @@ struct fsb_restore_opts {
 	bool undo;			/* `backup undo` or `redo`: the cycle is
 					 * restore_backup's */
 	bool redo;			/* with undo: `backup redo` */
+	/* Told after each path fsb_restore_perform settles (NULL: nobody). */
+	void (*progress)(void *arg, size_t done, size_t total);
+	void *progress_arg;
 };
 
 /* ACT_META: a file whose cycle changed only its metadata, put back in place.

@@ -26,10 +26,13 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/openat2.h>
+#include <poll.h>
+#include <pty.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -109,6 +112,89 @@ static void run_fsbroker(struct run *r, const char *const *argv)
 	if (getenv("FSBT_VERBOSE") != NULL)
 		fprintf(stderr, "--- exit %d\n%s%s", r->status, r->out, r->err);
 }
+
+/*
+ * As run_fsbroker, with stderr (and with `out_tty` stdout too) a terminal:
+ * the slave of a pty of 24 rows and 80 columns, TERM=xterm, environment
+ * `env` ("NAME=VALUE", NULL-ended, may be NULL) added. What the terminal
+ * showed goes into r->err (with out_tty: r->out, and r->err stays empty).
+ */
+static void run_fsbroker_tty(struct run *r, bool out_tty, const char *const *env,
+			     const char *const *argv)
+{
+	const char *bin = fsbt_binary();
+	struct winsize ws = { .ws_row = 24, .ws_col = 80 };
+	char *args[40], *term;
+	int m, sl, pipefd[2], n = 0, st;
+	size_t tlen = 0, plen = 0;
+	bool pty_open = true, pipe_open = true;
+	pid_t pid;
+
+	args[n++] = (char *)bin;
+	for (int i = 0; argv[i] != NULL && n < 39; i++)
+		args[n++] = (char *)argv[i];
+	args[n] = NULL;
+	memset(r, 0, sizeof(*r));
+	assert_int_equal(openpty(&m, &sl, NULL, NULL, &ws), 0);
+	assert_int_equal(pipe2(pipefd, O_CLOEXEC), 0);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		setsid();
+		ioctl(sl, TIOCSCTTY, 0);
+		dup2(out_tty ? sl : pipefd[1], 1);
+		dup2(sl, 2);
+		close(m);
+		close(sl);
+		unsetenv("XDG_STATE_HOME");
+		setenv("TERM", "xterm", 1);
+		for (int i = 0; env != NULL && env[i] != NULL; i++)
+			putenv((char *)env[i]);
+		alarm(60);
+		execv(args[0], args);
+		_exit(127);
+	}
+	close(sl);
+	close(pipefd[1]);
+	term = out_tty ? r->out : r->err;
+	/* Both at once: a full pipe must not hold the child while we read
+	 * the terminal. The pty reads EIO once the child is gone. */
+	while (pty_open || pipe_open) {
+		struct pollfd p[2] = { { pty_open ? m : -1, POLLIN, 0 },
+				       { pipe_open ? pipefd[0] : -1, POLLIN, 0 } };
+		ssize_t got;
+
+		assert_true(poll(p, 2, 60000) > 0);
+		if (p[0].revents != 0) {
+			got = read(m, term + tlen, sizeof(r->out) - 1 - tlen);
+			if (got <= 0)
+				pty_open = false;
+			else
+				tlen += (size_t)got;
+		}
+		if (p[1].revents != 0) {
+			got = read(pipefd[0], (out_tty ? r->err : r->out) + plen,
+				   sizeof(r->out) - 1 - plen);
+			if (got <= 0)
+				pipe_open = false;
+			else
+				plen += (size_t)got;
+		}
+	}
+	term[tlen] = '\0';
+	(out_tty ? r->err : r->out)[plen] = '\0';
+	close(m);
+	close(pipefd[0]);
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	r->status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+	if (getenv("FSBT_VERBOSE") != NULL)
+		fprintf(stderr, "--- exit %d\nOUT: %s\nERR: %s", r->status, r->out, r->err);
+}
+
+#define BACKUP_TTY(r, out_tty, env, ...)                                            \
+	run_fsbroker_tty((r), (out_tty), (env),                                      \
+			 (const char *const[]){ "backup", __VA_ARGS__, "--state-dir", S.state, \
+						"--session", SESSION, NULL })
 
 /* `fsbroker backup <args...> --state-dir S --session s1`. */
 #define BACKUP(r, ...)                                                              \
@@ -2248,6 +2334,85 @@ static void restore_of_an_old_cycle_removes_only_empty_created_paths(void **stat
 	assert_int_equal(access(dir, F_OK), -1);
 }
 
+
+/* ---- on a terminal ------------------------------------------------------ */
+
+static void test_restore_progress_on_a_terminal_and_a_total_line(void **state)
+{
+	struct run r;
+
+	(void)state;
+	need_openat2();
+	scene(false);
+	BACKUP_TTY(&r, false, NULL, "restore", "--last", "--dry-run");
+	assert_int_equal(r.status, 0);
+	/* The last count is always shown, rewritten in place, then cleared. */
+	assert_non_null(strstr(r.err, "\r\033[Krestoring 3/3"));
+	assert_non_null(strstr(r.err, "restoring 3/3\r\033[K"));
+	assert_non_null(strstr(r.out, "dry run of restore: 3 paths in "));
+	assert_non_null(strstr(r.out, " s: 1 would remove, 2 would restore\n"));
+
+	BACKUP_TTY(&r, false, NULL, "restore", "--last");
+	assert_int_equal(r.status, 0);
+	assert_non_null(strstr(r.err, "restoring 3/3"));
+	assert_non_null(strstr(r.out, "restore: 3 paths in "));
+	assert_non_null(strstr(r.out, " s: 1 removed, 2 restored\n"));
+	assert_content(S.a, A_BEFORE);
+
+	/* -q: neither progress nor total, the lines per path stay. */
+	BACKUP_TTY(&r, false, NULL, "undo", "-q");
+	assert_int_equal(r.status, 0);
+	assert_null(strstr(r.err, "undoing"));
+	assert_null(strstr(r.out, "undo: 4 paths"));
+	assert_true(has_line(r.out, "restored", S.a, " (content, mode, times"));
+	assert_content(S.a, A_AFTER);
+
+	BACKUP_TTY(&r, false, NULL, "redo");
+	assert_int_equal(r.status, 0);
+	assert_non_null(strstr(r.err, "redoing 4/4"));
+	assert_non_null(strstr(r.out, "redo: 4 paths in "));
+}
+
+static void test_restore_without_a_terminal_prints_the_total_but_no_progress(void **state)
+{
+	struct run r;
+
+	(void)state;
+	need_openat2();
+	scene(false);
+	BACKUP(&r, "restore", "--last");
+	assert_int_equal(r.status, 0);
+	assert_null(strstr(r.err, "restoring"));
+	assert_null(strchr(r.err, '\r'));
+	assert_non_null(strstr(r.out, "restore: 3 paths in "));
+	assert_non_null(strstr(r.out, " s: 1 removed, 2 restored\n"));
+	/* With --json the total goes to stderr: stdout holds the JSON alone. */
+	BACKUP(&r, "undo", "--json", "--dry-run");
+	assert_int_equal(r.status, 0);
+	assert_non_null(strstr(r.err, "dry run of undo: 4 paths in "));
+	assert_true(r.out[0] == '[');
+	BACKUP(&r, "undo", "--quiet");
+	assert_int_equal(r.status, 0);
+	assert_null(strstr(r.out, "undo: 4 paths"));
+}
+
+static void test_diff_stat_progress_on_a_terminal_only(void **state)
+{
+	struct run r;
+
+	(void)state;
+	scene(false);
+	BACKUP_TTY(&r, false, NULL, "diff", "--last", "--stat");
+	assert_int_equal(r.status, 1);
+	assert_non_null(strstr(r.err, "diffing 3/3"));
+	assert_non_null(strstr(r.out, " 3 paths changed"));
+	BACKUP_TTY(&r, false, NULL, "diff", "--last", "--stat", "-q");
+	assert_null(strstr(r.err, "diffing"));
+	BACKUP(&r, "diff", "--last", "--stat");
+	assert_int_equal(r.status, 1);
+	assert_null(strstr(r.err, "diffing"));
+}
+
 int main(void)
 {
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
@@ -2292,6 +2457,9 @@ int main(void)
 		T(test_undo_of_a_path_changed_after_the_restore_needs_force),
 		T(test_restore_after_undo_needs_no_force),
 		T(test_restore_after_undo_and_an_edit_still_needs_force),
+		T(test_restore_progress_on_a_terminal_and_a_total_line),
+		T(test_restore_without_a_terminal_prints_the_total_but_no_progress),
+		T(test_diff_stat_progress_on_a_terminal_only),
 		T(test_restore_refuses_when_the_undo_store_cannot_be_written),
 		T(test_restore_refuses_when_a_copy_fails_halfway),
 		T(test_dry_runs_of_restore_and_undo_write_nothing),
