@@ -784,10 +784,19 @@ static void say_way_back(const struct cli *c, int undo_cycle)
 			restore_word(c), undo_cycle, FSB_RESTORE_BACKUP);
 }
 
-static void restore_progress(void *arg, size_t done, size_t total)
+/* The copy for an undo first ("keeping a copy 4,213/10,000"), then the
+ * restore itself under the verb it was started with. */
+static void restore_progress(void *arg, bool copying, size_t done, size_t total)
 {
-	(void)total;
-	fsb_progress_step(arg, done);
+	struct fsb_progress *p = arg;
+
+	if (copying != p->copying) {
+		p->copying = copying;
+		p->verb = copying ? "keeping a copy for undo," : p->verb0;
+		p->last = p->start;
+	}
+	p->total = total;
+	fsb_progress_step(p, done);
 }
 
 /*

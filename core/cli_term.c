@@ -33,7 +33,7 @@ static double since(const struct timespec *a, const struct timespec *b)
 void fsb_progress_start(struct fsb_progress *p, const char *verb, size_t total, bool quiet)
 {
 	memset(p, 0, sizeof(*p));
-	p->verb = verb;
+	p->verb = p->verb0 = verb;
 	p->total = total;
 	/* Progress is for a person watching: never into a file or a pipe,
 	 * where the rewritten line would be noise. */

@@ -21,6 +21,8 @@ struct fsb_progress {
 	bool on;		/* stderr is a terminal and not quiet */
 	bool shown;		/* a line is on the screen */
 	const char *verb;	/* "restoring" */
+	const char *verb0;	/* the verb it started with */
+	bool copying;		/* a restore's copy for undo is being kept */
 	size_t total;
 	struct timespec start, last;
 };

@@ -1017,12 +1017,15 @@ static int keep_undo(const struct ctx *c, struct fsb_restore *r,
 	if (!any)
 		return 0;
 	rc = fsb_undo_open(c->o->state, c->o->session, &u, r->undo_err, sizeof(r->undo_err));
-	for (size_t i = 0; rc == 0 && i < r->n; i++)
+	for (size_t i = 0; rc == 0 && i < r->n; i++) {
+		if (c->o->progress != NULL)
+			c->o->progress(c->o->progress_arg, true, i, r->n);
 		if (r->items[i].res == FSB_RES_PENDING)
 			rc = fsb_undo_record(u, c->root, r->items[i].path,
 					     c->o->redo ? "redo" : c->o->undo ? "undo" : "restore",
 					     r->undo_err,
 					     sizeof(r->undo_err));
+	}
 	/* Durable before the first change, as the core's journal is. */
 	if (rc == 0)
 		rc = fsb_undo_sync(u, r->undo_err, sizeof(r->undo_err));
@@ -1183,7 +1186,7 @@ int fsb_restore_perform(const struct fsb_restore_opts *o, const struct fsb_cycle
 		struct fsb_restore_item *it = &items[i];
 
 		if (o->progress != NULL)
-			o->progress(o->progress_arg, i, n);
+			o->progress(o->progress_arg, false, i, n);
 		if (it->res != FSB_RES_PENDING)
 			continue;
 		if (o->dry_run) {
@@ -1215,7 +1218,7 @@ int fsb_restore_perform(const struct fsb_restore_opts *o, const struct fsb_cycle
 	unstamp_parents(c, stamped, nstamped);
 	free(stamped);
 	if (o->progress != NULL)
-		o->progress(o->progress_arg, n, n);
+		o->progress(o->progress_arg, false, n, n);
 	if (undo != NULL)
 		seal_undo(c, cy->number, undo, r);
 	return 0;

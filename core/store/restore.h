@@ -28,8 +28,9 @@ struct fsb_restore_opts {
 	bool undo;			/* `backup undo` or `redo`: the cycle is
 					 * restore_backup's */
 	bool redo;			/* with undo: `backup redo` */
-	/* Told after each path fsb_restore_perform settles (NULL: nobody). */
-	void (*progress)(void *arg, size_t done, size_t total);
+	/* Told as fsb_restore_perform goes (NULL: nobody): `copying` while
+	 * it keeps the copy for an undo, then after each path it settles. */
+	void (*progress)(void *arg, bool copying, size_t done, size_t total);
 	void *progress_arg;
 };
 
