@@ -105,7 +105,7 @@ _fsbroker_value()
             _fsbroker_reply < <(compgen -W "$(_fsbroker_packs)" -- "$cur")
             _fsbroker_add < <(compgen -f -- "$cur")
             ;;
-        --workspace | --state-dir | --core) _fsbroker_reply < <(compgen -d -- "$cur") ;;
+        --workspace | --state-dir | --core | --to) _fsbroker_reply < <(compgen -d -- "$cur") ;;
         --socket) _fsbroker_reply < <(compgen -f -- "$cur") ;;
         --op)
             _fsbroker_reply < <(compgen -W "read write create delete rename-from rename-to mkdir

@@ -118,7 +118,8 @@ static const char show_usage[] =
 
 static const char restore_usage[] =
 	"usage: fsbroker backup restore CYCLE|--last [PATH...] [--tool-call ID]\n"
-	"                               [--dry-run] [--force] [--no-undo] [--json] [-q]\n"
+	"                               [--to DIR] [--dry-run] [--force] [--no-undo]\n"
+	"                               [--json] [-q]\n"
 	"                               [--state-dir DIR]\n"
 	"                               [--session ID | --workspace DIR]\n"
 	"\n"
@@ -131,6 +132,9 @@ static const char restore_usage[] =
 	"options:\n"
 	"  --last                    the newest cycle\n"
 	"  --tool-call ID            only what that tool call changed\n"
+	"  --to DIR                  write the paths into DIR instead (made when missing,\n"
+	"                            else it must be empty), laid out as below the\n"
+	"                            workspace; nothing in place changes, no undo\n"
 	"  --dry-run                 say what would be restored or removed; change\n"
 	"                            nothing\n"
 	"  --force                   restore paths changed since the cycle ended too\n"
@@ -291,6 +295,7 @@ struct cli {
 	char **paths;		/* restore: the PATH arguments */
 	int npaths;
 	const char *tool_call;
+	const char *to;		/* restore --to DIR, else NULL */
 	bool json, last, dry_run, force;
 	bool stat, name_only;	/* diff --stat, --name-only */
 	bool no_undo;		/* restore, undo: keep no copy of what they change */
@@ -764,6 +769,35 @@ static void print_item(const struct fsb_restore_item *it)
 		printf(": %s\n", it->detail);
 }
 
+/* Each path's outcome: a line each, or with --json one array. 1 when any
+ * was not restored, else 0. */
+static int print_results(const struct cli *c, const struct fsb_restore *r)
+{
+	int status = 0;
+
+	if (c->json) {
+		cJSON *arr = cJSON_CreateArray();
+
+		for (size_t i = 0; i < r->n + r->extra; i++) {
+			cJSON *e = cJSON_CreateObject();
+
+			fsb_json_add_path(e, "path", r->items[i].path, false);
+			cJSON_AddStringToObject(e, "result", r->items[i].verb);
+			cJSON_AddStringToObject(e, "detail", r->items[i].detail);
+			cJSON_AddItemToArray(arr, e);
+		}
+		print_json(arr);
+		cJSON_Delete(arr);
+	}
+	for (size_t i = 0; i < r->n + r->extra; i++) {
+		if (!c->json)
+			print_item(&r->items[i]);
+		if (r->items[i].res != FSB_RES_OK)
+			status = 1;
+	}
+	return status;
+}
+
 /* What a restore of this kind is called in sentences. */
 static const char *restore_word(const struct cli *c)
 {
@@ -811,7 +845,8 @@ static void print_total(const struct cli *c, const struct fsb_restore *r,
 	size_t n = r->n + r->extra;
 	char num[32];
 
-	fprintf(f, "%s%s: %s path%s in %.1f s:", c->dry_run ? "dry run of " : "", restore_word(c),
+	fprintf(f, "%s%s%s: %s path%s in %.1f s:", c->dry_run ? "dry run of " : "", restore_word(c),
+		c->to != NULL ? " --to" : "",
 		fsb_term_count(n, num, sizeof(num)), n == 1 ? "" : "s", fsb_progress_seconds(p));
 	for (size_t i = 0; i < n; i++) {
 		size_t k = 0;
@@ -893,26 +928,7 @@ static int restore_cycle(const struct cli *c, const struct fsb_cycle *cy)
 		status = 1;
 		goto out;
 	}
-	if (c->json) {
-		cJSON *arr = cJSON_CreateArray();
-
-		for (size_t i = 0; i < r.n + r.extra; i++) {
-			cJSON *e = cJSON_CreateObject();
-
-			fsb_json_add_path(e, "path", r.items[i].path, false);
-			cJSON_AddStringToObject(e, "result", r.items[i].verb);
-			cJSON_AddStringToObject(e, "detail", r.items[i].detail);
-			cJSON_AddItemToArray(arr, e);
-		}
-		print_json(arr);
-		cJSON_Delete(arr);
-	}
-	for (size_t i = 0; i < r.n + r.extra; i++) {
-		if (!c->json)
-			print_item(&r.items[i]);
-		if (r.items[i].res != FSB_RES_OK)
-			status = 1;
-	}
+	status = print_results(c, &r);
 	if (!c->quiet)
 		print_total(c, &r, &prog);
 	fflush(stdout);
@@ -930,6 +946,62 @@ out:
 	return status;
 }
 
+/*
+ * The workspace the cycle's paths are laid out below for --to: the one the
+ * session recorded, else --workspace or the current directory, real.
+ */
+static int to_base(const struct cli *c, char *out, size_t len)
+{
+	char real[PATH_MAX];
+	const char *ws = c->workspace != NULL ? c->workspace : ".";
+
+	if (fsb_session_workspace(c->state, c->session, out, len) == 0)
+		return 0;
+	if (realpath(ws, real) == NULL) {
+		fprintf(stderr, "fsbroker backup: workspace %s: %s\n", ws, strerror(errno));
+		return 2;
+	}
+	snprintf(out, len, "%s", real);
+	return 0;
+}
+
+/* `restore --to DIR`: the cycle's paths written into DIR, nothing in place. */
+static int restore_into(const struct cli *c, const struct fsb_cycle *cy)
+{
+	struct fsb_progress prog;
+	const struct fsb_restore_opts o = {
+		.store = c->store, .state = c->state, .session = c->session,
+		.tool_call = c->tool_call, .paths = c->paths, .npaths = c->npaths,
+		.dry_run = c->dry_run, .progress = restore_progress, .progress_arg = &prog,
+	};
+	struct fsb_restore r = { 0 };
+	char base[PATH_MAX + 2];
+	int rc, status = 0;
+
+	if ((rc = to_base(c, base, sizeof(base))) != 0)
+		return rc;
+	fsb_progress_start(&prog, "restoring", 0, c->quiet);
+	rc = fsb_restore_to(&o, cy, c->to, base, &r);
+	fsb_progress_clear(&prog);
+	if (rc == -ENOENT && c->tool_call != NULL) {
+		fprintf(stderr, "fsbroker backup: tool call '%s' touched nothing in cycle %u (see "
+			"`fsbroker backup show %u`)\n", c->tool_call, cy->number, cy->number);
+		return 2;
+	}
+	if (rc < 0) {
+		fputs("fsbroker backup: --to ", stderr);
+		put_safe(stderr, c->to);
+		fprintf(stderr, ": %s\n", rc == -ENOTEMPTY ? "the directory is not empty; name a "
+			"new or empty one" : strerror(-rc));
+		return 2;
+	}
+	status = print_results(c, &r);
+	if (!c->quiet)
+		print_total(c, &r, &prog);
+	fsb_restore_free(&r);
+	return status;
+}
+
 static int cmd_restore(const struct cli *c)
 {
 	struct fsb_cycle cy;
@@ -942,7 +1014,7 @@ static int cmd_restore(const struct cli *c)
 	rc = load(c, num, &cy);
 	if (rc < 0)
 		return rc == -ENOENT ? 2 : 1;
-	rc = restore_cycle(c, &cy);
+	rc = c->to != NULL ? restore_into(c, &cy) : restore_cycle(c, &cy);
 	fsb_cycle_free(&cy);
 	return rc;
 }
@@ -1890,7 +1962,7 @@ struct verb {
 static const struct verb verbs[] = {
 	{ "list", list_usage, "sSwhaju" },
 	{ "show", show_usage, "sSwhjlu" },
-	{ "restore", restore_usage, "sSwhjltnfNq" },
+	{ "restore", restore_usage, "sSwhjltnfNqD" },
 	{ "undo", undo_usage, "sSwhjnfq" },
 	{ "redo", redo_usage, "sSwhjnfq" },
 	{ "diff", diff_usage, "sSwhjluTOq" },
@@ -1927,6 +1999,7 @@ int fsb_cli_backup(int argc, char **argv)
 		{ "stat", no_argument, NULL, 'T' },
 		{ "name-only", no_argument, NULL, 'O' },
 		{ "quiet", no_argument, NULL, 'q' },
+		{ "to", required_argument, NULL, 'D' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -2023,6 +2096,9 @@ int fsb_cli_backup(int argc, char **argv)
 		case 'q':
 			c.quiet = true;
 			break;
+		case 'D':
+			c.to = optarg;
+			break;
 		case 'k':
 		case 'o': {
 			char *end;
@@ -2107,6 +2183,11 @@ int fsb_cli_backup(int argc, char **argv)
 		if (is(sub, "cat") && pos != argc - 1) {
 			fprintf(stderr, "fsbroker backup cat: name one PATH after the cycle; see "
 				"fsbroker backup cat --help\n");
+			return 2;
+		}
+		if (c.to != NULL && (c.force || c.no_undo)) {
+			fprintf(stderr, "fsbroker backup restore: --to changes nothing in place: it "
+				"goes without --force and --no-undo\n");
 			return 2;
 		}
 		if (c.stat && c.name_only) {

@@ -83,8 +83,8 @@ static void temp_name(char *buf, size_t len)
 		 r[4], r[5]);
 }
 
-/* How the path now differs from the end state the cycle recorded, or NULL. */
-static const char *end_differs(const struct fsb_end_state *e, bool exists, const struct stat *st)
+const char *fsb_restore_end_differs(const struct fsb_end_state *e, bool exists,
+				    const struct stat *st)
 {
 	if (e->exists && !exists)
 		return "it was removed since";
@@ -205,7 +205,7 @@ static bool is_the_object(const struct ctx *c, struct fsb_restore_item *it,
 	char why[160];
 
 	/* cJSON reads numbers as doubles: compare the numbers rounded the same
-	 * way (see end_differs). An undo that put the object back made it
+	 * way (see fsb_restore_end_differs). An undo that put the object back made it
 	 * anew: what it left stands for the object (fsb_undo_stands_for). */
 	if (same_type && (it->stands_in ||
 			  ((double)dev == (double)st->st_dev && (double)ino == (double)st->st_ino)))
@@ -364,7 +364,7 @@ static void plan_item(const struct ctx *c, const struct fsb_cycle *cy,
 			return;
 		}
 		diff = it->pick->end == NULL ? "no end state was recorded"
-		       : end_differs(it->pick->end, it->exists, &it->now);
+		       : fsb_restore_end_differs(it->pick->end, it->exists, &it->now);
 		/* Restore, undo, restore again: the undo wrote the file anew
 		 * (another inode), and nothing else changed it since. */
 		if (diff != NULL && it->pick->end != NULL && !c->o->undo && c->chain != NULL &&

@@ -109,6 +109,26 @@ int fsb_restore_plan(const struct fsb_restore_opts *o, const struct fsb_cycle *c
 int fsb_restore_perform(const struct fsb_restore_opts *o, const struct fsb_cycle *cy,
 			struct fsb_restore *r);
 
+/**
+ * Restore the paths `o` chooses of cycle `cy` into directory `dir` instead
+ * of in place (restore_to.c): made when missing, refused unless empty; each
+ * path written as `dir`/(its path below `base`, the workspace), with its
+ * content, mode, times and symlink target from before the cycle, parents
+ * made as needed, directories' modes and times last. Nothing in place is
+ * changed, no copy for an undo is kept; `force` and `no_undo` do not apply.
+ * With dry_run, only say per path what would be written. 0 (per path
+ * outcomes in `r`, for fsb_restore_free), -ENOENT: the tool call touched
+ * nothing; -ENOTEMPTY: `dir` holds something; -ENOMEM; another -errno
+ * (`dir` cannot be made or opened).
+ */
+int fsb_restore_to(const struct fsb_restore_opts *o, const struct fsb_cycle *cy,
+		   const char *dir, const char *base, struct fsb_restore *r);
+
+/** How what is at a path now (`exists`, `st`) differs from the end state `e`
+ * the cycle recorded, in a few words, or NULL when it does not. */
+const char *fsb_restore_end_differs(const struct fsb_end_state *e, bool exists,
+				    const struct stat *st);
+
 /** Close the moved files still held and free the plan; `r` may be zeroed. */
 void fsb_restore_free(struct fsb_restore *r);
 

@@ -2335,6 +2335,65 @@ static void restore_of_an_old_cycle_removes_only_empty_created_paths(void **stat
 }
 
 
+/* ---- restore --to DIR ---------------------------------------------------- */
+
+static void test_restore_to_a_directory_touches_nothing_in_place(void **state)
+{
+	char out[PATH_MAX * 2], f[PATH_MAX * 3], want[PATH_MAX * 4];
+	struct stat st;
+	struct run r;
+
+	(void)state;
+	scene(false);
+	snprintf(out, sizeof(out), "%s/out", S.root);
+	BACKUP(&r, "restore", "--last", "--to", out, "--workspace", S.ws, "--dry-run");
+	assert_int_equal(r.status, 0);
+	assert_int_equal(access(out, F_OK), -1);	/* a dry run makes nothing */
+	snprintf(want, sizeof(want), " (into %s/a.txt)", out);
+	assert_true(has_line(r.out, "would restore", S.a, want));
+
+	BACKUP(&r, "restore", "--last", "--to", out, "--workspace", S.ws);
+	assert_int_equal(r.status, 0);
+	snprintf(want, sizeof(want), " (into %s/a.txt: content, mode, times)", out);
+	assert_true(has_line(r.out, "restored", S.a, want));
+	assert_true(has_line(r.out, "absent", S.made, ": the cycle created it: nothing to write"));
+	assert_non_null(strstr(r.out, "restore --to: 3 paths in "));
+	/* The old versions, laid out as below the workspace. */
+	snprintf(f, sizeof(f), "%s/a.txt", out);
+	assert_content(f, A_BEFORE);
+	assert_int_equal(lstat(f, &st), 0);
+	assert_int_equal(st.st_mode & 07777, 0640);
+	assert_int_equal(st.st_mtim.tv_sec, S.a_before.st_mtim.tv_sec);
+	assert_int_equal(st.st_mtim.tv_nsec, S.a_before.st_mtim.tv_nsec);
+	snprintf(f, sizeof(f), "%s/del.txt", out);
+	assert_content(f, D_BEFORE);
+	assert_int_equal(lstat(f, &st), 0);
+	assert_int_equal(st.st_mode & 07777, 0600);
+	snprintf(f, sizeof(f), "%s/new.txt", out);
+	assert_int_equal(access(f, F_OK), -1);
+	/* In place, all as the cycle left it, and no undo was kept. */
+	assert_content(S.a, A_AFTER);
+	assert_content(S.made, "made by the cycle\n");
+	assert_int_equal(access(S.del, F_OK), -1);
+	assert_int_equal(undo_cycles(), 0);
+
+	/* A directory that holds something is refused. */
+	BACKUP(&r, "restore", "--last", "--to", out, "--workspace", S.ws);
+	assert_int_equal(r.status, 2);
+	assert_non_null(strstr(r.err, "the directory is not empty"));
+	/* One PATH only; --force and --no-undo do not go with --to. */
+	snprintf(out, sizeof(out), "%s/out2", S.root);
+	BACKUP(&r, "restore", "--last", S.a, "--to", out, "--workspace", S.ws);
+	assert_int_equal(r.status, 0);
+	snprintf(f, sizeof(f), "%s/a.txt", out);
+	assert_content(f, A_BEFORE);
+	snprintf(f, sizeof(f), "%s/del.txt", out);
+	assert_int_equal(access(f, F_OK), -1);
+	BACKUP(&r, "restore", "--last", "--to", out, "--force");
+	assert_int_equal(r.status, 2);
+	assert_non_null(strstr(r.err, "goes without --force and --no-undo"));
+}
+
 /* ---- on a terminal ------------------------------------------------------ */
 
 static void test_restore_progress_on_a_terminal_and_a_total_line(void **state)
@@ -2457,6 +2516,7 @@ int main(void)
 		T(test_undo_of_a_path_changed_after_the_restore_needs_force),
 		T(test_restore_after_undo_needs_no_force),
 		T(test_restore_after_undo_and_an_edit_still_needs_force),
+		T(test_restore_to_a_directory_touches_nothing_in_place),
 		T(test_restore_progress_on_a_terminal_and_a_total_line),
 		T(test_restore_without_a_terminal_prints_the_total_but_no_progress),
 		T(test_diff_stat_progress_on_a_terminal_only),
