@@ -47,6 +47,7 @@
 	"  --undo                    the store of the restores (restore_backup), where\n" \
 	"                            restore keeps what it changes for `backup undo`\n"
 #define BACKUP_ENV "environment: HOME, XDG_STATE_HOME\n"
+#define TERM_ENV "environment: HOME, XDG_STATE_HOME, NO_COLOR, TERM, PAGER, LESS\n"
 
 static const char usage[] =
 	"usage: fsbroker backup VERB [OPTIONS]\n"
@@ -77,7 +78,8 @@ static const char usage[] =
 	"docs: docs/restore.md, docs/backup-store.md\n";
 
 static const char list_usage[] =
-	"usage: fsbroker backup list [--all] [--undo] [--json] [--state-dir DIR]\n"
+	"usage: fsbroker backup list [--all] [--undo] [--json] [--color[=WHEN]]\n"
+	"                            [--no-pager] [--state-dir DIR]\n"
 	"                            [--session ID | --workspace DIR]\n"
 	"\n"
 	"List the cycles of the session: number, state (open, sealed, recovered), when\n"
@@ -89,16 +91,22 @@ static const char list_usage[] =
 	UNDO_OPT
 	"  --json                    one JSON array, an object per cycle (per session\n"
 	"                            with --all)\n"
+	"  --color[=WHEN]            colour: auto (default: when stdout is a terminal,\n"
+	"                            TERM is not dumb and NO_COLOR is unset), always\n"
+	"                            (a bare --color), never\n"
+	"  --no-pager                never through $PAGER (default on a terminal:\n"
+	"                            less -FRX; PAGER= or PAGER=cat for none)\n"
 	STORE_OPTS
 	HELP_OPT
 	"\n"
 	"exit: 0 listed, 1 a journal could not be read, 2 usage error or no such\n"
 	"  session\n"
-	BACKUP_ENV
+	TERM_ENV
 	"docs: docs/restore.md\n";
 
 static const char show_usage[] =
-	"usage: fsbroker backup show CYCLE|--last [--undo] [--json] [--state-dir DIR]\n"
+	"usage: fsbroker backup show CYCLE|--last [--undo] [--json] [--color[=WHEN]]\n"
+	"                            [--no-pager] [--state-dir DIR]\n"
 	"                            [--session ID | --workspace DIR]\n"
 	"\n"
 	"Show what one cycle touched: each path, the tool call that changed it, what\n"
@@ -108,12 +116,17 @@ static const char show_usage[] =
 	"  --last                    the newest cycle\n"
 	UNDO_OPT
 	"  --json                    one JSON object\n"
+	"  --color[=WHEN]            colour: auto (default: when stdout is a terminal,\n"
+	"                            TERM is not dumb and NO_COLOR is unset), always\n"
+	"                            (a bare --color), never\n"
+	"  --no-pager                never through $PAGER (default on a terminal:\n"
+	"                            less -FRX; PAGER= or PAGER=cat for none)\n"
 	STORE_OPTS
 	HELP_OPT
 	"\n"
 	"exit: 0 shown, 1 its journal cannot be read, 2 usage error or no such session\n"
 	"  or cycle\n"
-	BACKUP_ENV
+	TERM_ENV
 	"docs: docs/restore.md\n";
 
 static const char restore_usage[] =
@@ -198,8 +211,8 @@ static const char redo_usage[] =
 
 static const char diff_usage[] =
 	"usage: fsbroker backup diff CYCLE|--last [PATH...] [--stat | --name-only]\n"
-	"                            [--undo] [--json] [-q] [--state-dir DIR]\n"
-	"                            [--session ID | --workspace DIR]\n"
+	"                            [--undo] [--json] [-q] [--color[=WHEN]] [--no-pager]\n"
+	"                            [--state-dir DIR] [--session ID | --workspace DIR]\n"
 	"\n"
 	"Show what a cycle changed: for each path (or each PATH named), its state at\n"
 	"the start of the cycle against what is there now, line by line for text\n"
@@ -214,12 +227,17 @@ static const char diff_usage[] =
 	"  --json                    one JSON array, an object per path (with --stat:\n"
 	"                            its added and removed lines)\n"
 	"  -q, --quiet               no progress on a terminal (stderr)\n"
+	"  --color[=WHEN]            colour: auto (default: when stdout is a terminal,\n"
+	"                            TERM is not dumb and NO_COLOR is unset), always\n"
+	"                            (a bare --color), never\n"
+	"  --no-pager                never through $PAGER (default on a terminal:\n"
+	"                            less -FRX; PAGER= or PAGER=cat for none)\n"
 	STORE_OPTS
 	HELP_OPT
 	"\n"
 	"exit: 0 no differences, 1 differences, 2 trouble (usage error, no such session\n"
 	"  or cycle, a backup that cannot be read)\n"
-	BACKUP_ENV
+	TERM_ENV
 	"docs: docs/restore.md\n";
 
 static const char cat_usage[] =
@@ -243,7 +261,8 @@ static const char cat_usage[] =
 	"docs: docs/restore.md\n";
 
 static const char log_usage[] =
-	"usage: fsbroker backup log PATH [--undo] [--json] [--state-dir DIR]\n"
+	"usage: fsbroker backup log PATH [--undo] [--json] [--color[=WHEN]] [--no-pager]\n"
+	"                           [--state-dir DIR]\n"
 	"                           [--session ID | --workspace DIR]\n"
 	"\n"
 	"List the cycles that changed PATH (or anything beneath it), newest first:\n"
@@ -253,12 +272,17 @@ static const char log_usage[] =
 	"options:\n"
 	UNDO_OPT
 	"  --json                    one JSON array, an object per cycle\n"
+	"  --color[=WHEN]            colour: auto (default: when stdout is a terminal,\n"
+	"                            TERM is not dumb and NO_COLOR is unset), always\n"
+	"                            (a bare --color), never\n"
+	"  --no-pager                never through $PAGER (default on a terminal:\n"
+	"                            less -FRX; PAGER= or PAGER=cat for none)\n"
 	STORE_OPTS
 	HELP_OPT
 	"\n"
 	"exit: 0 listed (none is no error), 1 a cycle could not be read, 2 usage error\n"
 	"  or no such session\n"
-	BACKUP_ENV
+	TERM_ENV
 	"docs: docs/restore.md\n";
 
 static const char prune_usage[] =
@@ -300,6 +324,9 @@ struct cli {
 	bool stat, name_only;	/* diff --stat, --name-only */
 	bool no_undo;		/* restore, undo: keep no copy of what they change */
 	bool quiet;		/* -q: no progress, no total line */
+	enum fsb_color color;	/* --color=auto|always|never */
+	bool no_pager;		/* --no-pager */
+	struct fsb_paint paint;	/* the colours of stdout ("" each without) */
 	bool undo_cmd;		/* `undo`, `redo`: restore the last cycle of restore_backup */
 	bool redo_cmd;		/* `redo` */
 	bool undo_store;	/* --undo: `store` is restore_backup */
@@ -510,7 +537,8 @@ static int list_cycles(const struct cli *c, cJSON *arr)
 		if (c->json) {
 			cJSON_AddItemToArray(arr, cycle_summary_json(&cy));
 		} else {
-			printf("%5u  %-9s  %-19s  %-19s  %5zu  %7zu  ", cy.number,
+			printf("%s%5u%s  %-9s  %-19s  %-19s  %5zu  %7zu  ", c->paint.yellow,
+			       cy.number, c->paint.reset,
 			       fsb_cycle_state_name(cy.state), short_time(cy.opened, t1, sizeof(t1)),
 			       cy.state == FSB_CYCLE_OPEN ? "-" : short_time(cy.sealed, t2, sizeof(t2)),
 			       cy.npaths, cy.nobjects);
@@ -653,6 +681,19 @@ static cJSON *end_json(const struct fsb_end_state *e)
 	return e == NULL ? cJSON_CreateNull() : fsb_journal_end_encode(e);
 }
 
+/* The colour of a BEFORE THE CYCLE column: what the cycle did, as git
+ * colours it (created green, deleted red, renamed cyan). */
+static const char *before_color(const struct fsb_paint *pt, const char *before)
+{
+	if (strncmp(before, "created", 7) == 0)
+		return pt->green;
+	if (strncmp(before, "deleted", 7) == 0)
+		return pt->red;
+	if (strncmp(before, "renamed", 7) == 0)
+		return pt->cyan;
+	return "";
+}
+
 static int cmd_show(const struct cli *c)
 {
 	struct fsb_cycle cy;
@@ -710,7 +751,8 @@ static int cmd_show(const struct cli *c)
 		cJSON_Delete(o);
 		goto out;
 	}
-	printf("cycle %u (%s%s): opened %s UTC", cy.number, fsb_cycle_state_name(cy.state),
+	printf("%scycle %u%s (%s%s): opened %s UTC", c->paint.yellow, cy.number, c->paint.reset,
+	       fsb_cycle_state_name(cy.state),
 	       cy.state == FSB_CYCLE_OPEN ? ", not sealed yet" : "",
 	       short_time(cy.opened, t1, sizeof(t1)));
 	if (cy.state != FSB_CYCLE_OPEN)
@@ -742,8 +784,9 @@ static int cmd_show(const struct cli *c)
 			continue;
 		ops_of(p, ops, sizeof(ops));
 		describe_before(p, before, sizeof(before));
-		printf("%-*s  %-*s  %-32s  ", (int)opw, ops, (int)tcw,
-		       p->rec->tool_call[0] != '\0' ? p->rec->tool_call : "-", before);
+		printf("%-*s  %-*s  %s%-32s%s  ", (int)opw, ops, (int)tcw,
+		       p->rec->tool_call[0] != '\0' ? p->rec->tool_call : "-",
+		       before_color(&c->paint, before), before, c->paint.reset);
 		put_safe(stdout, p->rec->resolved);
 		if (p->rec->moved_to != NULL) {
 			fputs(" -> ", stdout);
@@ -1085,7 +1128,7 @@ static void count_lines(int fd, struct diff_count *n)
  * 1 different, 2 trouble.
  */
 static int run_diff(const char *path, int old_fd, const char *l1, int new_fd, const char *l2,
-		    bool quiet, struct diff_count *count)
+		    bool quiet, struct diff_count *count, bool color)
 {
 	char a[32], b[32], *sp = safe_dup(path), *lab1 = NULL, *lab2 = NULL;
 	int st, status = 2, out[2] = { -1, -1 };
@@ -1115,7 +1158,14 @@ static int run_diff(const char *path, int old_fd, const char *l1, int new_fd, co
 		goto out;
 	}
 	if (pid == 0) {
-		char *argv[] = { "diff", "-u", "--label", lab1, "--label", lab2, a, b, NULL };
+		char *argv[] = { "diff", "-u", "--label", lab1, "--label", lab2, a, b, NULL, NULL };
+
+		/* Coloured by diff itself, only what reaches the terminal:
+		 * --stat counts lines that must start with '+' and '-'. */
+		if (color && count == NULL && !quiet) {
+			memmove(argv + 2, argv + 1, 7 * sizeof(*argv));
+			argv[1] = "--color=always";
+		}
 
 		if ((old_fd >= 0 && fcntl(old_fd, F_SETFD, 0) < 0) ||
 		    (new_fd >= 0 && fcntl(new_fd, F_SETFD, 0) < 0))
@@ -1182,7 +1232,9 @@ static void say(const struct cli *c, const char *what, const char *path)
 {
 	if (diff_quiet(c))
 		return;
+	fputs(c->paint.bold, stdout);
 	fputs(what, stdout);
+	fputs(c->paint.reset, stdout);
 	fputs(": ", stdout);
 	put_safe(stdout, path);
 	putchar('\n');
@@ -1241,7 +1293,7 @@ static enum dstat diff_one(const struct cli *c, unsigned num, const struct fsb_p
 			return D_ERROR;
 		}
 		rc = run_diff(path, -1, "absent before the cycle", cur, "now", false,
-			      c->stat ? count : NULL);
+			      c->stat ? count : NULL, c->paint.reset[0] != '\0');
 		close(cur);
 		if (rc > 1) {
 			snprintf(detail, dlen, "diff failed");
@@ -1311,7 +1363,7 @@ static enum dstat diff_one(const struct cli *c, unsigned num, const struct fsb_p
 	}
 	if (!now) {
 		rc = run_diff(path, obj, before, -1, "absent now", diff_quiet(c),
-			      c->stat ? count : NULL);
+			      c->stat ? count : NULL, c->paint.reset[0] != '\0');
 		res = D_REMOVED;
 	} else if (!S_ISREG(st.st_mode)) {
 		snprintf(line, sizeof(line), "a regular file before cycle %u, %s now", num,
@@ -1326,7 +1378,8 @@ static enum dstat diff_one(const struct cli *c, unsigned num, const struct fsb_p
 			res = D_ERROR;
 			goto out;
 		}
-		rc = run_diff(path, obj, before, cur, "now", diff_quiet(c), c->stat ? count : NULL);
+		rc = run_diff(path, obj, before, cur, "now", diff_quiet(c), c->stat ? count : NULL,
+			      c->paint.reset[0] != '\0');
 		res = rc == 0 ? D_UNCHANGED : D_CHANGED;
 	}
 	if (rc > 1) {
@@ -1376,7 +1429,7 @@ static const char *stat_word(const struct stat_line *l)
  * diff --stat: " PATH | N ++--" per path, as git prints it (the bar
  * scaled to 40 columns for the largest), then the total.
  */
-static void print_stat(const struct stat_line *v, size_t n)
+static void print_stat(const struct stat_line *v, size_t n, const struct fsb_paint *pt)
 {
 	size_t width = 0, files = 0;
 	long most = 0, added = 0, removed = 0;
@@ -1405,12 +1458,13 @@ static void print_stat(const struct stat_line *v, size_t n)
 			plus = (plus * 40 + most - 1) / most;
 			minus = (minus * 40 + most - 1) / most;
 		}
-		printf("%ld ", total);
+		printf("%ld %s", total, pt->green);
 		for (long k = 0; k < plus; k++)
 			putchar('+');
+		fputs(pt->red, stdout);
 		for (long k = 0; k < minus; k++)
 			putchar('-');
-		putchar('\n');
+		printf("%s\n", pt->reset);
 	}
 	printf(" %zu path%s changed, %ld line%s added, %ld line%s removed\n", files,
 	       files == 1 ? "" : "s", added, added == 1 ? "" : "s", removed,
@@ -1519,7 +1573,7 @@ static int cmd_diff(const struct cli *c)
 	fsb_progress_step(&prog, picks.n);
 	fsb_progress_clear(&prog);
 	if (c->stat && !c->json)
-		print_stat(lines, nlines);
+		print_stat(lines, nlines, &c->paint);
 	for (int a = 0; a < c->npaths; a++) {
 		if (arg_used[a])
 			continue;
@@ -1700,7 +1754,7 @@ static bool log_cycle(const struct cli *c, const struct fsb_cycle *cy, const cha
 				fsb_json_add_path(o, "message", cy->message, false);
 				changes = cJSON_AddArrayToObject(o, "changes");
 			} else {
-				printf("cycle %u  %s  ", cy->number,
+				printf("%scycle %u%s  %s  ", c->paint.yellow, cy->number, c->paint.reset,
 				       cy->state == FSB_CYCLE_OPEN ? "(open)"
 				       : short_time(cy->sealed, t, sizeof(t)));
 				put_safe(stdout, cy->message);
@@ -1717,7 +1771,9 @@ static bool log_cycle(const struct cli *c, const struct fsb_cycle *cy, const cha
 				fsb_json_add_path(ch, "movedTo", r->moved_to, false);
 			cJSON_AddItemToArray(changes, ch);
 		} else {
-			printf("    %-9s ", what_it_did(r));
+			const char *did = what_it_did(r);
+
+			printf("    %s%-9s%s ", before_color(&c->paint, did), did, c->paint.reset);
 			put_safe(stdout, r->resolved);
 			if (r->moved_to != NULL) {
 				fputs(" -> ", stdout);
@@ -1733,7 +1789,6 @@ static bool log_cycle(const struct cli *c, const struct fsb_cycle *cy, const cha
 	}
 	if (o != NULL)
 		cJSON_AddItemToArray(arr, o);
-	(void)c;
 	return any;
 }
 
@@ -1960,14 +2015,14 @@ struct verb {
 };
 
 static const struct verb verbs[] = {
-	{ "list", list_usage, "sSwhaju" },
-	{ "show", show_usage, "sSwhjlu" },
+	{ "list", list_usage, "sSwhajuCP" },
+	{ "show", show_usage, "sSwhjluCP" },
 	{ "restore", restore_usage, "sSwhjltnfNqD" },
 	{ "undo", undo_usage, "sSwhjnfq" },
 	{ "redo", redo_usage, "sSwhjnfq" },
-	{ "diff", diff_usage, "sSwhjluTOq" },
+	{ "diff", diff_usage, "sSwhjluTOqCP" },
 	{ "cat", cat_usage, "sSwhlu" },
-	{ "log", log_usage, "sSwhju" },
+	{ "log", log_usage, "sSwhjuCP" },
 	{ "prune", prune_usage, "sSwhnukom" },
 };
 
@@ -2000,6 +2055,8 @@ int fsb_cli_backup(int argc, char **argv)
 		{ "name-only", no_argument, NULL, 'O' },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "to", required_argument, NULL, 'D' },
+		{ "color", optional_argument, NULL, 'C' },
+		{ "no-pager", no_argument, NULL, 'P' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -2007,7 +2064,7 @@ int fsb_cli_backup(int argc, char **argv)
 	const struct verb *v;
 	const char *sub;
 	char prog[32];
-	int opt, rc, pos, li;
+	int opt, rc, pos, li, pager;
 
 	memset(&c, 0, sizeof(c));
 	c.keep = c.older_than = -1;
@@ -2098,6 +2155,16 @@ int fsb_cli_backup(int argc, char **argv)
 			break;
 		case 'D':
 			c.to = optarg;
+			break;
+		case 'C':
+			if (fsb_term_parse_color(optarg, &c.color) < 0) {
+				fprintf(stderr, "%s: --color is auto, always or never, not '%s'\n",
+					prog, optarg);
+				return 2;
+			}
+			break;
+		case 'P':
+			c.no_pager = true;
 			break;
 		case 'k':
 		case 'o': {
@@ -2204,8 +2271,15 @@ int fsb_cli_backup(int argc, char **argv)
 	}
 	if (c.state[0] == '\0')
 		fsb_default_state_dir(c.state, sizeof(c.state));
-	if (c.all)
-		return cmd_list_all(&c);
+	/* Colour is for a person reading: never inside JSON. Decided before
+	 * the pager takes stdout over, from what stdout is. */
+	fsb_term_paint(&c.paint, !c.json && fsb_term_use_color(c.color));
+	if (c.all) {
+		pager = fsb_pager_start(!c.no_pager);
+		rc = cmd_list_all(&c);
+		fsb_pager_end(pager);
+		return rc;
+	}
 	rc = locate_store(&c);
 	if (rc != 0)
 		return rc;
@@ -2214,16 +2288,15 @@ int fsb_cli_backup(int argc, char **argv)
 		fprintf(stderr, "fsbroker backup: the state dir path %s is too long\n", c.state);
 		return 2;
 	}
-	if (is(sub, "list"))
-		return cmd_list(&c);
-	if (is(sub, "show"))
-		return cmd_show(&c);
-	if (is(sub, "diff"))
-		return cmd_diff(&c);
+	if (is(sub, "list") || is(sub, "show") || is(sub, "diff") || is(sub, "log")) {
+		pager = fsb_pager_start(!c.no_pager);
+		rc = is(sub, "list") ? cmd_list(&c) : is(sub, "show") ? cmd_show(&c)
+		     : is(sub, "diff") ? cmd_diff(&c) : cmd_log(&c);
+		fsb_pager_end(pager);
+		return rc;
+	}
 	if (is(sub, "cat"))
 		return cmd_cat(&c);
-	if (is(sub, "log"))
-		return cmd_log(&c);
 	if (is(sub, "prune"))
 		return cmd_prune(&c);
 	return c.undo_cmd ? cmd_undo(&c) : cmd_restore(&c);

@@ -3,8 +3,13 @@
  * backup` (see cli_term.h). Nothing here decides what is printed, only how
  * it reaches a terminal.
  */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -76,4 +81,95 @@ double fsb_progress_seconds(const struct fsb_progress *p)
 
 	clock_gettime(CLOCK_MONOTONIC, &now);
 	return since(&p->start, &now);
+}
+
+int fsb_term_parse_color(const char *v, enum fsb_color *out)
+{
+	if (v == NULL || strcmp(v, "always") == 0)
+		*out = FSB_COLOR_ALWAYS;
+	else if (strcmp(v, "auto") == 0)
+		*out = FSB_COLOR_AUTO;
+	else if (strcmp(v, "never") == 0)
+		*out = FSB_COLOR_NEVER;
+	else
+		return -EINVAL;
+	return 0;
+}
+
+bool fsb_term_use_color(enum fsb_color mode)
+{
+	const char *nc = getenv("NO_COLOR"), *term = getenv("TERM");
+
+	/* An explicit --color=always is the user's word for this command,
+	 * over NO_COLOR's for every program (no-color.org). */
+	if (mode != FSB_COLOR_AUTO)
+		return mode == FSB_COLOR_ALWAYS;
+	if (nc != NULL && nc[0] != '\0')
+		return false;
+	return isatty(STDOUT_FILENO) && term != NULL && term[0] != '\0' &&
+	       strcmp(term, "dumb") != 0;
+}
+
+void fsb_term_paint(struct fsb_paint *p, bool on)
+{
+	if (!on) {
+		*p = (struct fsb_paint){ "", "", "", "", "", "" };
+		return;
+	}
+	*p = (struct fsb_paint){ "\033[1m", "\033[31m", "\033[32m", "\033[33m", "\033[36m",
+				 "\033[m" };
+}
+
+int fsb_pager_start(bool enabled)
+{
+	const char *pager = getenv("PAGER");
+	int fds[2];
+	pid_t pid;
+
+	if (!enabled || !isatty(STDOUT_FILENO))
+		return 0;
+	if (pager == NULL)
+		pager = "less -FRX";
+	if (pager[0] == '\0' || strcmp(pager, "cat") == 0)
+		return 0;
+	if (pipe2(fds, O_CLOEXEC) < 0)
+		return 0;
+	fflush(stdout);
+	pid = fork();
+	if (pid < 0) {
+		close(fds[0]);
+		close(fds[1]);
+		return 0;
+	}
+	if (pid == 0) {
+		if (dup2(fds[0], STDIN_FILENO) < 0)
+			_exit(127);
+		/* less quits at once on output shorter than the screen (-F),
+		 * keeps colour (-R) and leaves the screen as it was (-X). */
+		setenv("LESS", "FRX", 0);
+		execl("/bin/sh", "sh", "-c", pager, (char *)NULL);
+		_exit(127);
+	}
+	close(fds[0]);
+	/* A pager quit early: our writes fail with EPIPE rather than the
+	 * signal ending us before the pager's exit is waited for. */
+	signal(SIGPIPE, SIG_IGN);
+	if (dup2(fds[1], STDOUT_FILENO) < 0) {
+		close(fds[1]);
+		return 0;
+	}
+	close(fds[1]);
+	return (int)pid;
+}
+
+void fsb_pager_end(int pid)
+{
+	int st;
+
+	if (pid <= 0)
+		return;
+	fflush(stdout);
+	close(STDOUT_FILENO);
+	while (waitpid((pid_t)pid, &st, 0) < 0 && errno == EINTR)
+		;
 }

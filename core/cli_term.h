@@ -42,4 +42,40 @@ void fsb_progress_clear(struct fsb_progress *p);
 /** Seconds since fsb_progress_start. */
 double fsb_progress_seconds(const struct fsb_progress *p);
 
+/* --color=auto|always|never. */
+enum fsb_color { FSB_COLOR_AUTO, FSB_COLOR_ALWAYS, FSB_COLOR_NEVER };
+
+/**
+ * Parse a --color value ("auto", "always", "never"; NULL, as for a bare
+ * --color, is "always"). 0, or -EINVAL.
+ */
+int fsb_term_parse_color(const char *v, enum fsb_color *out);
+
+/**
+ * Whether to colour stdout: always, never, or (auto) when NO_COLOR is not
+ * set (or empty), stdout is a terminal and TERM is set and not "dumb".
+ */
+bool fsb_term_use_color(enum fsb_color mode);
+
+/* The SGR sequences the output uses; "" when colour is off. */
+struct fsb_paint {
+	const char *bold, *red, *green, *yellow, *cyan, *reset;
+};
+
+/** The sequences for `on` (colour) or all "" (none). */
+void fsb_term_paint(struct fsb_paint *p, bool on);
+
+/**
+ * Send stdout through the pager when stdout is a terminal and `enabled`:
+ * $PAGER through /bin/sh -c, `less -FRX` when PAGER is unset (LESS=FRX set
+ * for a less that has no LESS of its own, so that output shorter than the
+ * screen is printed and left there); none when PAGER is empty or "cat".
+ * Returns the pager's pid (> 0), or 0 when there is none (also when it
+ * cannot be started: the output then goes to the terminal itself).
+ */
+int fsb_pager_start(bool enabled);
+
+/** Flush and close the pipe to the pager `pid` (> 0) and wait for it. */
+void fsb_pager_end(int pid);
+
 #endif

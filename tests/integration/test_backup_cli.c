@@ -147,6 +147,9 @@ static void run_fsbroker_tty(struct run *r, bool out_tty, const char *const *env
 		close(m);
 		close(sl);
 		unsetenv("XDG_STATE_HOME");
+		unsetenv("PAGER");
+		unsetenv("NO_COLOR");
+		unsetenv("LESS");
 		setenv("TERM", "xterm", 1);
 		for (int i = 0; env != NULL && env[i] != NULL; i++)
 			putenv((char *)env[i]);
@@ -2472,6 +2475,87 @@ static void test_diff_stat_progress_on_a_terminal_only(void **state)
 	assert_null(strstr(r.err, "diffing"));
 }
 
+static void test_diff_colour_on_a_terminal_and_never_into_a_pipe(void **state)
+{
+	struct run r;
+
+	(void)state;
+	scene(false);
+	BACKUP_TTY(&r, true, ((const char *const[]){ "PAGER=cat", NULL }), "diff", "--last");
+	assert_int_equal(r.status, 1);
+	/* diff's own colours: added lines green, removed red. */
+	assert_non_null(strstr(r.out, "\033[32m+alpha, rewritten by the cycle"));
+	assert_non_null(strstr(r.out, "\033[31m-alpha: the content before the cycle"));
+	BACKUP_TTY(&r, true, ((const char *const[]){ "PAGER=cat", NULL }), "list");
+	assert_int_equal(r.status, 0);
+	assert_non_null(strstr(r.out, "\033[33m    1\033[m  sealed"));
+	BACKUP_TTY(&r, true, ((const char *const[]){ "PAGER=cat", NULL }), "diff", "--last",
+		   "--stat");
+	assert_non_null(strstr(r.out, "\033[32m+"));
+	/* NO_COLOR, TERM=dumb and --color=never turn it off on a terminal. */
+	BACKUP_TTY(&r, true, ((const char *const[]){ "PAGER=cat", "NO_COLOR=1", NULL }), "diff",
+		   "--last");
+	assert_non_null(strstr(r.out, "+alpha, rewritten by the cycle"));
+	assert_null(strchr(r.out, '\033'));
+	BACKUP_TTY(&r, true, ((const char *const[]){ "PAGER=cat", "TERM=dumb", NULL }), "diff",
+		   "--last");
+	assert_null(strchr(r.out, '\033'));
+	BACKUP_TTY(&r, true, ((const char *const[]){ "PAGER=cat", NULL }), "diff", "--last",
+		   "--color=never");
+	assert_null(strchr(r.out, '\033'));
+	/* --color=always over NO_COLOR: the command's word is the user's. */
+	BACKUP_TTY(&r, true, ((const char *const[]){ "PAGER=cat", "NO_COLOR=1", NULL }), "diff",
+		   "--last", "--color=always");
+	assert_non_null(strstr(r.out, "\033[32m+alpha"));
+	/* Into a pipe: none by default, colour when asked. */
+	BACKUP(&r, "diff", "--last");
+	assert_int_equal(r.status, 1);
+	assert_null(strchr(r.out, '\033'));
+	BACKUP(&r, "diff", "--last", "--color");
+	assert_non_null(strstr(r.out, "\033[32m+alpha"));
+	BACKUP(&r, "diff", "--last", "--color=sometimes");
+	assert_int_equal(r.status, 2);
+	assert_non_null(strstr(r.err, "--color is auto, always or never, not 'sometimes'"));
+	/* JSON is never coloured. */
+	BACKUP(&r, "list", "--json", "--color=always");
+	assert_null(strchr(r.out, '\033'));
+}
+
+static void test_output_goes_through_the_pager_on_a_terminal_only(void **state)
+{
+	const char *const sed[] = { "PAGER=sed s/^/paged:/", NULL };
+	struct run r;
+
+	(void)state;
+	scene(false);
+	BACKUP_TTY(&r, true, sed, "show", "--last");
+	assert_int_equal(r.status, 0);
+	assert_non_null(strstr(r.out, "paged:"));
+	assert_non_null(strstr(r.out, "cycle 1"));
+	BACKUP_TTY(&r, true, sed, "log", S.a);
+	assert_non_null(strstr(r.out, "paged:"));
+	BACKUP_TTY(&r, true, sed, "show", "--last", "--no-pager");
+	assert_null(strstr(r.out, "paged:"));
+	assert_non_null(strstr(r.out, "cycle 1"));
+	BACKUP_TTY(&r, true, ((const char *const[]){ "PAGER=", NULL }), "show", "--last");
+	assert_non_null(strstr(r.out, "cycle 1"));
+	/* Into a pipe, never. */
+	setenv("PAGER", "sed s/^/paged:/", 1);
+	BACKUP(&r, "show", "--last");
+	unsetenv("PAGER");
+	assert_int_equal(r.status, 0);
+	assert_null(strstr(r.out, "paged:"));
+	/* The default, less -FRX: output shorter than the screen is printed
+	 * and less quits by itself. */
+	if (access("/usr/bin/less", X_OK) == 0) {
+		BACKUP_TTY(&r, true, NULL, "show", "--last");
+		assert_int_equal(r.status, 0);
+		assert_non_null(strstr(r.out, "cycle 1"));
+	} else {
+		print_message("(less is not installed: the default pager is not tried)\n");
+	}
+}
+
 int main(void)
 {
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
@@ -2520,6 +2604,8 @@ int main(void)
 		T(test_restore_progress_on_a_terminal_and_a_total_line),
 		T(test_restore_without_a_terminal_prints_the_total_but_no_progress),
 		T(test_diff_stat_progress_on_a_terminal_only),
+		T(test_diff_colour_on_a_terminal_and_never_into_a_pipe),
+		T(test_output_goes_through_the_pager_on_a_terminal_only),
 		T(test_restore_refuses_when_the_undo_store_cannot_be_written),
 		T(test_restore_refuses_when_a_copy_fails_halfway),
 		T(test_dry_runs_of_restore_and_undo_write_nothing),
