@@ -2397,6 +2397,49 @@ static void test_restore_to_a_directory_touches_nothing_in_place(void **state)
 	assert_non_null(strstr(r.err, "goes without --force and --no-undo"));
 }
 
+/* A symlink the restore writes into DIR leads no later path out of DIR: the
+ * walk below DIR follows no symlink, so a file journaled beneath the link's
+ * name is skipped, not written where the link points. */
+static void test_restore_to_follows_no_symlink_it_wrote(void **state)
+{
+	char out[PATH_MAX * 2], lnk[PATH_MAX * 2], evil[PATH_MAX * 3], f[PATH_MAX * 3];
+	char hex[65];
+	size_t n;
+	struct stat st;
+	struct run r;
+
+	(void)state;
+	snprintf(lnk, sizeof(lnk), "%s/lnk", S.ws);
+	snprintf(evil, sizeof(evil), "%s/lnk/evil.txt", S.ws);
+	put_object(A_BEFORE, hex);
+	n = strlen(S.journal);
+	snprintf(S.journal + n, sizeof(S.journal) - n,
+		 "{\"seq\":1,\"time\":\"2026-11-29T20:01:01.003Z\",\"toolCallId\":\"tc-1\","
+		 "\"traceId\":\"tr-1\",\"op\":\"delete\",\"flags\":0,\"path\":\"%s\","
+		 "\"resolved\":\"%s\",\"prior\":{\"exists\":true,\"type\":\"symlink\","
+		 "\"dev\":1,\"ino\":2,\"nlink\":1,\"mode\":511,\"uid\":0,\"gid\":0,"
+		 "\"size\":5,\"atime\":[1,0],\"mtime\":[1,0],\"target\":\"%s\"},\"ok\":true}\n"
+		 "{\"seq\":2,\"time\":\"2026-11-29T20:01:02.003Z\",\"toolCallId\":\"tc-1\","
+		 "\"traceId\":\"tr-2\",\"op\":\"delete\",\"flags\":0,\"path\":\"%s\","
+		 "\"resolved\":\"%s\",\"prior\":{\"exists\":true,\"type\":\"file\","
+		 "\"dev\":1,\"ino\":3,\"nlink\":1,\"mode\":420,\"uid\":0,\"gid\":0,"
+		 "\"size\":%zu,\"atime\":[1,0],\"mtime\":[1,0],\"object\":\"%s\"},"
+		 "\"ok\":true}\n", lnk, lnk, S.root, evil, evil, strlen(A_BEFORE), hex);
+	journal_write();
+	seal((const char *const[]){ lnk, evil, NULL });
+	snprintf(out, sizeof(out), "%s/out", S.root);
+	BACKUP(&r, "restore", "--last", "--to", out, "--workspace", S.ws);
+	assert_int_equal(r.status, 1);
+	assert_true(has_line(r.out, "restored", lnk, " (into "));
+	assert_true(has_line(r.out, "skipped", evil, ": cannot make its directory in "));
+	snprintf(f, sizeof(f), "%s/lnk", out);
+	assert_int_equal(lstat(f, &st), 0);
+	assert_true(S_ISLNK(st.st_mode));
+	/* Where the link points, nothing was written. */
+	snprintf(f, sizeof(f), "%s/evil.txt", S.root);
+	assert_int_equal(access(f, F_OK), -1);
+}
+
 /* ---- on a terminal ------------------------------------------------------ */
 
 static void test_restore_progress_on_a_terminal_and_a_total_line(void **state)
@@ -2601,6 +2644,7 @@ int main(void)
 		T(test_restore_after_undo_needs_no_force),
 		T(test_restore_after_undo_and_an_edit_still_needs_force),
 		T(test_restore_to_a_directory_touches_nothing_in_place),
+		T(test_restore_to_follows_no_symlink_it_wrote),
 		T(test_restore_progress_on_a_terminal_and_a_total_line),
 		T(test_restore_without_a_terminal_prints_the_total_but_no_progress),
 		T(test_diff_stat_progress_on_a_terminal_only),
