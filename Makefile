@@ -45,7 +45,7 @@ PREFIX   ?= /usr/local
 DESTDIR  ?=
 
 CC       ?= cc
-PKGS     := lua5.4 libuv libcjson libcrypto libmicrohttpd
+PKGS     := lua5.4 libuv libcjson libcrypto libmicrohttpd libzstd
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 # Debian's lua-lpeg ships the module as a shared library with no link name;

@@ -5,6 +5,7 @@
 #ifndef FSB_CLI_H
 #define FSB_CLI_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 int fsb_cli_serve(int argc, char **argv);
@@ -17,6 +18,10 @@ int fsb_cli_delete(int argc, char **argv);
 int fsb_cli_shell(int argc, char **argv);
 /** `fsbroker hooks install|uninstall|run claude-code …` (cli_hooks.c). */
 int fsb_cli_hooks(int argc, char **argv);
+
+/** `fsbroker backup du` of the store at STORE (cli_backup_du.c); the
+ * exit status. */
+int fsb_cli_backup_du(const char *store, const char *session, bool json);
 
 /** `fsbroker ui …`: the backup browser (cli_ui.c). */
 int fsb_cli_ui(int argc, char **argv);
@@ -42,6 +47,23 @@ int fsb_cli_bad_option(const char *prog, char **argv, int status);
  * "--json takes no value; see PROG --help"), for a caller that keeps it.
  */
 void fsb_cli_option_error(const char *prog, char **argv, char *buf, size_t len);
+
+/**
+ * fsb_cli_json_error - with --json, an error as {"error": {"code": CODE,
+ * "message": MESSAGE}} on one line of stdout (cli_json.c); the caller says
+ * the sentence on stderr too and keeps its exit status. CODE is one of the
+ * schema's (docs/schema/fsbroker.schema.json): usage, no-session, no-cycle,
+ * open-cycle, no-tool-call, no-path, nothing-to-undo, nothing-to-redo, pack,
+ * io, busy, refused.
+ */
+void fsb_cli_json_error(const char *code, const char *message);
+
+/**
+ * fsb_cli_json_pack_error - fsb_cli_json_error with code "pack" for a rule
+ * pack's error as the loader words it, its file, line or field taken apart
+ * ("FILE:LINE: …", "FILE: FIELD: …").
+ */
+void fsb_cli_json_pack_error(const char *err);
 
 /* Where the patched zsh and the brokered toybox's shims are (cli_shell.c):
  * build/clients/zsh and build/clients/bin beside build/fsbroker, or

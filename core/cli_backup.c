@@ -67,6 +67,7 @@ static const char usage[] =
 	"  cat       print a file as it was before a cycle\n"
 	"  log       the cycles and tool calls that changed a path\n"
 	"  prune     remove old sealed cycles and the objects only they name\n"
+	"  du        what each cycle holds, and what pruning it would free\n"
 	"\n"
 	"options of every verb:\n"
 	STORE_OPTS
@@ -284,6 +285,26 @@ static const char log_usage[] =
 	"  or no such session\n"
 	TERM_ENV
 	"docs: docs/restore.md\n";
+
+static const char du_usage[] =
+	"usage: fsbroker backup du [--json] [--undo] [--state-dir DIR]\n"
+	"                          [--session ID | --workspace DIR]\n"
+	"\n"
+	"What each cycle of the session's store holds: \"own\", its journal and the\n"
+	"objects no other cycle names; \"shared\", the objects it shares with other\n"
+	"cycles; \"frees\", what pruning it alone would free. Bytes as stored\n"
+	"(compressed, packed). A total line: the store's cycles, objects, bytes held,\n"
+	"bytes on disk, and objects no cycle names (the next prune's).\n"
+	"\n"
+	"options:\n"
+	"  --json                    one object: {\"cycles\": [...], \"total\": {...}}\n"
+	UNDO_OPT
+	STORE_OPTS
+	HELP_OPT
+	"\n"
+	"exit: 0 shown, 1 the store cannot be read, 2 usage error or no such session\n"
+	BACKUP_ENV
+	"docs: docs/restore.md (\"What the store holds\")\n";
 
 static const char prune_usage[] =
 	"usage: fsbroker backup prune (--keep N | --older-than DAYS | --max-size SIZE)\n"
@@ -2024,6 +2045,7 @@ static const struct verb verbs[] = {
 	{ "cat", cat_usage, "sSwhlu" },
 	{ "log", log_usage, "sSwhjuCP" },
 	{ "prune", prune_usage, "sSwhnukom" },
+	{ "du", du_usage, "sSwhju" },
 };
 
 static const struct verb *find_verb(const char *name)
@@ -2071,7 +2093,7 @@ int fsb_cli_backup(int argc, char **argv)
 	c.max_size = FSB_PRUNE_NO_LIMIT;
 	if (argc < 2) {
 		fprintf(stderr, "fsbroker backup: name a verb (list, show, restore, undo, redo, diff, "
-			"cat, log, prune); see fsbroker backup --help\n");
+			"cat, log, prune, du); see fsbroker backup --help\n");
 		return 2;
 	}
 	sub = argv[1];
@@ -2084,7 +2106,7 @@ int fsb_cli_backup(int argc, char **argv)
 	v = find_verb(sub);
 	if (v == NULL) {
 		fprintf(stderr, "fsbroker backup: unknown subcommand '%s' (list, show, restore, undo, "
-			"redo, diff, cat, log, prune); see fsbroker backup --help\n", sub);
+			"redo, diff, cat, log, prune, du); see fsbroker backup --help\n", sub);
 		return 2;
 	}
 	snprintf(prog, sizeof(prog), "fsbroker backup %s", v->name);
@@ -2205,7 +2227,12 @@ int fsb_cli_backup(int argc, char **argv)
 		}
 	}
 	pos = optind;
-	if (is(sub, "prune")) {
+	if (is(sub, "du")) {
+		if (pos != argc) {
+			fprintf(stderr, "fsbroker backup du: takes no cycle or path\n");
+			return 2;
+		}
+	} else if (is(sub, "prune")) {
 		if (pos != argc) {
 			fprintf(stderr, "fsbroker backup prune: takes no cycle or path\n");
 			return 2;
@@ -2299,5 +2326,7 @@ int fsb_cli_backup(int argc, char **argv)
 		return cmd_cat(&c);
 	if (is(sub, "prune"))
 		return cmd_prune(&c);
+	if (is(sub, "du"))
+		return fsb_cli_backup_du(c.store, c.session, c.json);
 	return c.undo_cmd ? cmd_undo(&c) : cmd_restore(&c);
 }

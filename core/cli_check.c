@@ -61,6 +61,16 @@ static void print_text(const struct fsb_access *a)
 		printf("      to change it: %s\n", a->verdict.hint);
 }
 
+/* A pack that cannot be loaded: said on stderr, and as the error object
+ * on stdout with --json. The exit status of a usage error. */
+static int pack_error(const char *err, bool json)
+{
+	fprintf(stderr, PROG ": %s\n", err);
+	if (json)
+		fsb_cli_json_pack_error(err);
+	return 2;
+}
+
 static cJSON *to_json(const struct fsb_access *a)
 {
 	cJSON *o = cJSON_CreateObject();
@@ -124,24 +134,26 @@ int fsb_cli_check(int argc, char **argv)
 	}
 	if (optind == argc) {
 		fprintf(stderr, PROG ": no path given; see " PROG " --help\n");
+		if (json)
+			fsb_cli_json_error("usage", "no path given; see " PROG " --help");
 		return 2;
 	}
 	if (fsb_op_parse(opname, &op) < 0) {
-		fprintf(stderr, "fsbroker check: unknown op '%s' (read, write, create, delete, "
-			"rename-from, rename-to, mkdir, link, symlink, chmod, chown, utimes, "
-			"xattr, touch)\n", opname);
+		snprintf(err, sizeof(err), "unknown op '%s' (read, write, create, delete, "
+			 "rename-from, rename-to, mkdir, link, symlink, chmod, chown, utimes, "
+			 "xattr, touch)", opname);
+		fprintf(stderr, PROG ": %s\n", err);
+		if (json)
+			fsb_cli_json_error("usage", err);
 		return 2;
 	}
 	fsb_default_state_dir(state, sizeof(state));
-	if (fsb_config_build(&cfg, rules, workspace, state, err, sizeof(err)) < 0) {
-		fprintf(stderr, "fsbroker check: %s\n", err);
-		return 2;
-	}
+	if (fsb_config_build(&cfg, rules, workspace, state, err, sizeof(err)) < 0)
+		return pack_error(err, json);
 	cfg.one_shot = true;
 	if (fsb_broker_init(&b, NULL, &cfg, err, sizeof(err)) < 0) {
-		fprintf(stderr, "fsbroker check: %s\n", err);
 		fsb_broker_free(&b);
-		return 2;
+		return pack_error(err, json);
 	}
 	if (json)
 		results = cJSON_CreateArray();

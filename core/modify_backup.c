@@ -24,11 +24,13 @@
 
 #include "at.h"
 #include "backup_prune.h"
+#include "object_pack.h"
 #include "git_guard.h"
 #include "holders.h"
 #include "log.h"
 #include "modify_backup.h"
 #include "proto_json.h"
+#include "session_name.h"
 #include "view.h"
 
 static struct fsb_store *store_of(struct fsb_broker *b, struct fsb_session *s,
@@ -48,6 +50,12 @@ static struct fsb_store *store_of(struct fsb_broker *b, struct fsb_session *s,
 		 * guard would have undone at the seal. */
 		fsb_git_guard_commit(b, s->id, fsb_store_dir(s->store), crashed);
 	}
+	/* Where its files live: `fsbroker backup` run inside the project
+	 * finds the session, and a restore looks there for the other names
+	 * of a hard-linked file. */
+	if (s->store != NULL && b->cfg.workspace[0] != '\0' &&
+	    (rc = fsb_session_note_workspace(b->cfg.state_dir, s->id, b->cfg.workspace)) < 0)
+		fsb_warn("cannot record the workspace of session %s: %s", s->id, strerror(-rc));
 	return s->store;
 }
 
@@ -658,6 +666,22 @@ int fsb_backup_commit(struct fsb_broker *b, const char *sid, const char *message
 
 /* `carry`: follow files still held open into the next cycle (not when the
  * core stops: nobody would seal that cycle). */
+/* Pack cycle `n` of the session's store just sealed; a failure is said and
+ * leaves its objects loose. */
+static void pack_sealed(struct fsb_session *s, unsigned n)
+{
+	struct fsb_objpack_stats st;
+	int rc = fsb_objpack_cycle(fsb_store_dir(s->store), n, &st);
+
+	if (rc < 0)
+		fsb_error("backup store of session %s: cannot pack cycle %u (its objects "
+			  "stay loose): %s", s->id, n, strerror(-rc));
+	else if (st.packed > 0)
+		fsb_info("backup store of session %s: cycle %u: %zu objects packed, %llu bytes "
+			 "in %llu", s->id, n, st.packed, (unsigned long long)st.raw,
+			 (unsigned long long)st.stored);
+}
+
 static int commit(struct fsb_broker *b, const char *sid, const char *message, bool carry,
 		  char *err, size_t errlen)
 {
@@ -704,6 +728,11 @@ static int commit(struct fsb_broker *b, const char *sid, const char *message, bo
 		 * sealed always stays. Only with the store to itself: another
 		 * core's object not yet in its journal looks unreferenced. */
 		settings_of(b, s, &set);
+		/* Off every change's path: the sealed cycle's objects go,
+		 * compressed, into a pack before the quota counts them
+		 * (docs/backup-store.md, "Object packs"). Safe beside other
+		 * cores: an object is loose, packed or both at every step. */
+		pack_sealed(s, (unsigned)n);
 		if (fsb_store_alone(s->store) == 1) {
 			fsb_backup_prune_to(fsb_store_dir(s->store), set.quota_bytes, false,
 					    report_quota, s->id);

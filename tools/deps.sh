@@ -6,7 +6,7 @@ pkgs="build-essential pkg-config lua5.4 liblua5.4-dev lua-lpeg libuv1-dev \
 libcjson-dev libssl-dev lua-busted libcmocka-dev luarocks trash-cli \
 libseccomp-dev bubblewrap python3 git zsh busybox-static clang libclang-rt-14-dev valgrind \
 patch xz-utils bash libncurses-dev rsync python3-venv golang-go scdoc groff-base \
-man-db bash-completion jq dpkg-dev debhelper libmicrohttpd-dev curl"
+man-db bash-completion jq dpkg-dev debhelper libmicrohttpd-dev libzstd-dev curl"
 missing=""
 for p in $pkgs; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'ok installed' ||

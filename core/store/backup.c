@@ -29,6 +29,7 @@
 #include "backup.h"
 #include "op.h"
 #include "backup_object.h"
+#include "object_pack.h"
 #include "journal.h"
 #include "proto_json.h"
 #include "xattr.h"
@@ -1245,8 +1246,12 @@ int fsb_store_open_at(const char *state_dir, const char *session, const char *na
 	if ((rc = lock_fd(s->cycfd, LOCK_EX)) < 0)
 		goto fail;
 	/* Alone on the store: no other core has a temporary in flight. */
-	if (flock(s->rootfd, LOCK_EX | LOCK_NB) == 0)
+	if (flock(s->rootfd, LOCK_EX | LOCK_NB) == 0) {
 		fsb_object_clean(s->objfd);
+		/* A pack half written (no index yet) by a core killed while
+		 * packing: its objects are still loose. */
+		fsb_objpack_clean(s->dir);
+	}
 	/* Whoever holds the store exclusively takes the admin lock first
 	 * and lets go of both at once: here only one that does not (an
 	 * older fsbroker) can. Never wait for it with the admin lock held. */

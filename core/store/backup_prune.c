@@ -18,6 +18,7 @@
 
 #include "backup_prune.h"
 #include "backup_read.h"
+#include "object_pack.h"
 
 #define HEXLEN FSB_SHA256_HEX_LEN
 
@@ -26,10 +27,14 @@ struct hexset {
 	size_t n, cap;
 };
 
-/* One file in objects/<hh>/, and how many cycles that stay name it. */
+/* One object, loose in objects/<hh>/ or packed (or both, after a crash
+ * while packing), and how many cycles that stay name it. */
 struct obj {
 	char hex[HEXLEN + 1];
-	uint64_t size;		/* 0 for anything but a regular file */
+	uint64_t size;		/* its bytes in the store, loose and packed; 0 for a
+				 * loose name that is not a regular file */
+	uint64_t loose_size;
+	bool loose;		/* a file objects/<hh>/<hex> */
 	unsigned refs;
 };
 
@@ -50,14 +55,17 @@ struct pruner {
 	const char *dir;
 	int rootfd, cycfd;
 	int rc;			/* the first failure */
-	struct obj *objs;	/* sorted by name */
+	struct obj *objs;	/* sorted by name, each once */
 	size_t nobjs, objcap;
+	struct fsb_objpack *packs;	/* the packs with a valid index */
+	size_t npacks;
 	struct cyc *cy;		/* ascending by number */
 	size_t n;
 };
 
 static void say(const struct pruner *p, enum fsb_prune_msg kind, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
+static int raw_size(const char *store_dir, uint64_t *out);
 
 static void say(const struct pruner *p, enum fsb_prune_msg kind, const char *fmt, ...)
 {
@@ -234,6 +242,59 @@ static int obj_key_cmp(const void *key, const void *b)
 	return strcmp(key, ((const struct obj *)b)->hex);
 }
 
+/* Add every entry of every pack to p->objs, as not loose. */
+static int packed_list(struct pruner *p)
+{
+	size_t total = p->nobjs;
+	int rc = fsb_objpack_list(p->dir, &p->packs, &p->npacks);
+
+	if (rc < 0)
+		return rc;
+	for (size_t i = 0; i < p->npacks; i++)
+		total += p->packs[i].n;
+	if (total > p->objcap) {
+		void *v = realloc(p->objs, total * sizeof(*p->objs));
+
+		if (v == NULL)
+			return -ENOMEM;
+		p->objs = v;
+		p->objcap = total;
+	}
+	for (size_t i = 0; i < p->npacks; i++) {
+		for (size_t k = 0; k < p->packs[i].n; k++) {
+			struct obj *o = &p->objs[p->nobjs++];
+
+			memcpy(o->hex, p->packs[i].v[k].hex, sizeof(o->hex));
+			o->size = p->packs[i].v[k].len;
+			o->loose_size = 0;
+			o->loose = false;
+			o->refs = 0;
+		}
+	}
+	return 0;
+}
+
+/* One obj per name (sorted): the copies of an object, loose and in packs,
+ * count together and go together. */
+static int merge_copies(struct pruner *p)
+{
+	size_t w = 0;
+
+	for (size_t i = 0; i < p->nobjs; i++) {
+		if (w > 0 && strcmp(p->objs[w - 1].hex, p->objs[i].hex) == 0) {
+			struct obj *o = &p->objs[w - 1];
+
+			o->size += p->objs[i].size;
+			o->loose_size += p->objs[i].loose_size;
+			o->loose = o->loose || p->objs[i].loose;
+			continue;
+		}
+		p->objs[w++] = p->objs[i];
+	}
+	p->nobjs = w;
+	return 0;
+}
+
 /* Every object under objects/<hh>/ with its size, sorted by name. Only
  * names an object can have: a `.tmp-*` is the core's to clean. */
 static int objects_list(struct pruner *p)
@@ -288,14 +349,18 @@ static int objects_list(struct pruner *p)
 			o = &p->objs[p->nobjs++];
 			memcpy(o->hex, oe->d_name, sizeof(o->hex));
 			o->size = S_ISREG(st.st_mode) ? (uint64_t)st.st_size : 0;
+			o->loose_size = o->size;
+			o->loose = true;
 			o->refs = 0;
 		}
 		closedir(sd);
 	}
 	closedir(d);
+	if (rc == 0)
+		rc = packed_list(p);
 	if (p->nobjs > 0)
 		qsort(p->objs, p->nobjs, sizeof(*p->objs), obj_cmp);
-	return rc;
+	return rc < 0 ? rc : merge_copies(p);
 }
 
 /* The objects cycle `c` names, as indices into p->objs, each once. A name
@@ -511,6 +576,50 @@ static void remove_cycles(struct pruner *p)
 	}
 }
 
+/* The packed objects no remaining cycle names: a pack holding only such
+ * goes, one holding some is rewritten with the rest (fsb_objpack_rewrite
+ * writes the new pack and its index before the old ones go). */
+static void remove_packed(struct pruner *p)
+{
+	for (size_t i = 0; i < p->npacks; i++) {
+		const struct fsb_objpack *pk = &p->packs[i];
+		bool *keep = calloc(pk->n + 1, sizeof(*keep));
+		size_t dead = 0;
+		uint64_t freed = 0, dead_bytes = 0;
+		int rc;
+
+		if (keep == NULL) {
+			failed(p, -ENOMEM);
+			return;
+		}
+		for (size_t k = 0; k < pk->n; k++) {
+			const struct obj *o = bsearch(pk->v[k].hex, p->objs, p->nobjs,
+						      sizeof(*p->objs), obj_key_cmp);
+
+			keep[k] = o != NULL && o->refs > 0;
+			if (!keep[k]) {
+				dead++;
+				dead_bytes += pk->v[k].len;
+				/* Counted once: with the loose copy when it had one. */
+				if (o != NULL && !o->loose)
+					p->res->objects++;
+			}
+		}
+		if (dead > 0 && p->o->dry_run) {
+			p->res->bytes += dead == pk->n ? pk->bytes : dead_bytes;
+		} else if (dead > 0) {
+			rc = fsb_objpack_rewrite(p->dir, pk, keep, &freed);
+			if (rc < 0) {
+				say(p, FSB_PRUNE_ERROR, "cannot rewrite pack %s: %s", pk->id,
+				    strerror(-rc));
+				failed(p, rc);
+			}
+			p->res->bytes += freed;
+		}
+		free(keep);
+	}
+}
+
 /* Remove (or only count) the objects no remaining cycle names. Objects go
  * only after the cycles that named them, so a crash in between leaves
  * objects no cycle names, never a cycle naming a missing object. */
@@ -539,7 +648,7 @@ static void remove_objects(struct pruner *p)
 		int hfd = -1;
 
 		for (j = i; j < p->nobjs && strncmp(p->objs[j].hex, hh, 2) == 0; j++) {
-			if (p->objs[j].refs > 0)
+			if (p->objs[j].refs > 0 || !p->objs[j].loose)
 				continue;
 			if (!p->o->dry_run) {
 				if (hfd < 0)
@@ -556,7 +665,7 @@ static void remove_objects(struct pruner *p)
 			}
 			removed = true;
 			p->res->objects++;
-			p->res->bytes += p->objs[j].size;
+			p->res->bytes += p->objs[j].loose_size;
 		}
 		if (hfd >= 0) {
 			if (removed)
@@ -571,83 +680,129 @@ static void remove_objects(struct pruner *p)
 	if (!p->o->dry_run)
 		fsync(objfd);
 	close(objfd);
+	remove_packed(p);
 }
 
-int fsb_backup_prune(const char *store_dir, const struct fsb_prune_opts *o,
-		     struct fsb_prune_result *res)
+/* Load cycles `nums` into p->cy: sealed or not, when sealed, the objects
+ * each names (cycle_scan) and the bytes of its own files. Only -ENOMEM
+ * stops it; a cycle that cannot be loaded is reported and kept. */
+static int load_cycles(struct pruner *p, const unsigned *nums, size_t n)
 {
-	struct pruner p = { .o = o, .res = res, .dir = store_dir, .rootfd = -1, .cycfd = -1 };
-	unsigned *nums = NULL;
-	size_t n = 0;
-	bool sized;
 	int rc;
 
-	memset(res, 0, sizeof(*res));
-	p.rootfd = open(store_dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (p.rootfd < 0) {
-		if (errno == ENOENT)
-			return 0;	/* no store: nothing to prune */
-		rc = -errno;
-		say(&p, FSB_PRUNE_ERROR, "cannot open %s: %s", store_dir, strerror(-rc));
-		return rc;
+	p->cy = calloc(n + 1, sizeof(*p->cy));
+	if (p->cy == NULL) {
+		failed(p, -ENOMEM);
+		return -ENOMEM;
 	}
-	p.cycfd = openat(p.rootfd, "cycles", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (p.cycfd < 0) {
-		if (errno != ENOENT) {
-			rc = -errno;
-			say(&p, FSB_PRUNE_ERROR, "cannot open %s/cycles: %s", store_dir,
-			    strerror(-rc));
-			failed(&p, rc);
-		}
-		goto out;
-	}
-	if (!o->dry_run)
-		finish_interrupted(&p);
-	rc = fsb_cycles_list(store_dir, &nums, &n);
-	if (rc < 0) {
-		say(&p, FSB_PRUNE_ERROR, "cannot read %s/cycles: %s", store_dir, strerror(-rc));
-		failed(&p, rc);
-		goto out;
-	}
-	rc = objects_list(&p);
-	if (rc < 0) {
-		say(&p, FSB_PRUNE_ERROR, "cannot read %s/objects: %s", store_dir, strerror(-rc));
-		failed(&p, rc);
-		goto out;
-	}
-	p.cy = calloc(n + 1, sizeof(*p.cy));
-	if (p.cy == NULL) {
-		failed(&p, -ENOMEM);
-		goto out;
-	}
-	p.n = n;
+	p->n = n;
 	for (size_t i = 0; i < n; i++) {
-		struct cyc *c = &p.cy[i];
+		struct cyc *c = &p->cy[i];
 		char err[PATH_MAX + 256], name[16];
 		struct fsb_cycle cy;
 
 		c->num = nums[i];
 		/* A cycle that cannot be loaded is kept: it is not known to be
 		 * sealed. Its journal's objects are kept with it. */
-		rc = fsb_cycle_load(store_dir, c->num, &cy, NULL, err, sizeof(err));
+		rc = fsb_cycle_load(p->dir, c->num, &cy, NULL, err, sizeof(err));
 		if (rc < 0) {
-			say(&p, FSB_PRUNE_ERROR, "%s", err);
-			failed(&p, rc);
+			say(p, FSB_PRUNE_ERROR, "%s", err);
+			failed(p, rc);
 		} else {
 			if (cy.state != FSB_CYCLE_OPEN) {
 				c->sealed = true;
-				res->sealed++;
+				p->res->sealed++;
 				c->sealed_at = strdup(cy.sealed);
 			}
 			fsb_cycle_free(&cy);
 			if (c->sealed && c->sealed_at == NULL) {
-				failed(&p, -ENOMEM);
-				goto out;
+				failed(p, -ENOMEM);
+				return -ENOMEM;
 			}
 		}
-		c->refs_err = cycle_scan(&p, c);
+		c->refs_err = cycle_scan(p, c);
 		snprintf(name, sizeof(name), "%u", c->num);
-		tree_walk(p.cycfd, name, false, &c->bytes);
+		tree_walk(p->cycfd, name, false, &c->bytes);
+	}
+	return 0;
+}
+
+/*
+ * Open the store and load what prune and du judge: its cycles (finishing
+ * an interrupted prune first, unless a dry run), every object with its
+ * size, and which cycles name which. 1 when there is no store or no
+ * cycles directory (nothing to judge), 0 when loaded, or -errno (reported).
+ */
+static int store_load(struct pruner *p)
+{
+	unsigned *nums = NULL;
+	size_t n = 0;
+	int rc;
+
+	p->rootfd = open(p->dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (p->rootfd < 0) {
+		if (errno == ENOENT)
+			return 1;
+		rc = -errno;
+		say(p, FSB_PRUNE_ERROR, "cannot open %s: %s", p->dir, strerror(-rc));
+		return rc;
+	}
+	p->cycfd = openat(p->rootfd, "cycles", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (p->cycfd < 0) {
+		if (errno == ENOENT)
+			return 1;
+		rc = -errno;
+		say(p, FSB_PRUNE_ERROR, "cannot open %s/cycles: %s", p->dir, strerror(-rc));
+		return rc;
+	}
+	if (!p->o->dry_run) {
+		finish_interrupted(p);
+		fsb_objpack_clean(p->dir);
+	}
+	rc = fsb_cycles_list(p->dir, &nums, &n);
+	if (rc < 0) {
+		say(p, FSB_PRUNE_ERROR, "cannot read %s/cycles: %s", p->dir, strerror(-rc));
+		return rc;
+	}
+	rc = objects_list(p);
+	if (rc < 0) {
+		say(p, FSB_PRUNE_ERROR, "cannot read %s/objects: %s", p->dir, strerror(-rc));
+		free(nums);
+		return rc;
+	}
+	rc = load_cycles(p, nums, n);
+	free(nums);
+	return rc;
+}
+
+static void pruner_free(struct pruner *p)
+{
+	for (size_t i = 0; i < p->n; i++) {
+		free(p->cy[i].sealed_at);
+		free(p->cy[i].refs);
+	}
+	free(p->cy);
+	free(p->objs);
+	fsb_objpack_list_free(p->packs, p->npacks);
+	if (p->cycfd >= 0)
+		close(p->cycfd);
+	if (p->rootfd >= 0)
+		close(p->rootfd);
+}
+
+int fsb_backup_prune(const char *store_dir, const struct fsb_prune_opts *o,
+		     struct fsb_prune_result *res)
+{
+	struct pruner p = { .o = o, .res = res, .dir = store_dir, .rootfd = -1, .cycfd = -1 };
+	bool sized;
+	int rc;
+
+	memset(res, 0, sizeof(*res));
+	rc = store_load(&p);
+	if (rc != 0) {
+		if (rc < 0)
+			failed(&p, rc);
+		goto out;
 	}
 	sized = all_refs_known(&p, true);
 	if (sized)
@@ -660,17 +815,72 @@ int fsb_backup_prune(const char *store_dir, const struct fsb_prune_opts *o,
 		res->size_after = store_size(&p);
 	}
 out:
-	for (size_t i = 0; i < p.n; i++) {
-		free(p.cy[i].sealed_at);
-		free(p.cy[i].refs);
-	}
-	free(p.cy);
-	free(p.objs);
-	free(nums);
-	if (p.cycfd >= 0)
-		close(p.cycfd);
-	close(p.rootfd);
+	pruner_free(&p);
 	return p.rc;
+}
+
+int fsb_backup_du(const char *store_dir, struct fsb_du *out)
+{
+	struct fsb_prune_opts o = { .keep = -1, .older_than = -1,
+				    .max_bytes = FSB_PRUNE_NO_LIMIT, .dry_run = true };
+	struct fsb_prune_result res = { 0 };
+	struct pruner p = { .o = &o, .res = &res, .dir = store_dir, .rootfd = -1, .cycfd = -1 };
+	int rc;
+
+	memset(out, 0, sizeof(*out));
+	rc = store_load(&p);
+	if (rc != 0)
+		goto out;
+	if (!all_refs_known(&p, true)) {
+		rc = -EBADMSG;	/* a journal that cannot be read: sizes unknown */
+		goto out;
+	}
+	out->v = calloc(p.n + 1, sizeof(*out->v));
+	if (out->v == NULL) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	out->bytes = store_size(&p);	/* leaves in each object how many name it */
+	for (size_t i = 0; i < p.n; i++) {
+		const struct cyc *c = &p.cy[i];
+		struct fsb_du_cycle *d = &out->v[out->n++];
+
+		d->number = c->num;
+		d->sealed = c->sealed;
+		d->files = c->bytes;
+		for (size_t k = 0; k < c->nrefs; k++) {
+			const struct obj *ob = &p.objs[c->refs[k]];
+
+			if (ob->refs == 1) {
+				d->own += ob->size;
+				d->nown++;
+			} else {
+				d->shared += ob->size;
+				d->nshared++;
+			}
+		}
+		/* What its prune frees: its own files and the objects no
+		 * other cycle names; a sealed cycle only (prune keeps an
+		 * open one). */
+		d->frees = c->sealed ? d->files + d->own : 0;
+	}
+	for (size_t i = 0; i < p.nobjs; i++) {
+		if (p.objs[i].refs == 0)
+			out->unreferenced += p.objs[i].size;
+		out->objects++;
+	}
+	raw_size(store_dir, &out->disk);
+out:
+	pruner_free(&p);
+	if (rc < 0)
+		fsb_du_free(out);
+	return rc < 0 ? rc : 0;
+}
+
+void fsb_du_free(struct fsb_du *d)
+{
+	free(d->v);
+	memset(d, 0, sizeof(*d));
 }
 
 /* Everything under the store: never less than what fsb_backup_prune counts. */
@@ -682,8 +892,10 @@ static int raw_size(const char *store_dir, uint64_t *out)
 	fd = open(store_dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0)
 		return errno == ENOENT ? 0 : -errno;
-	for (int i = 0; i < 2 && rc == 0; i++) {
-		rc = tree_walk(fd, i == 0 ? "objects" : "cycles", false, out);
+	static const char *const parts[] = { "objects", "packs", "cycles" };
+
+	for (size_t i = 0; i < 3 && rc == 0; i++) {
+		rc = tree_walk(fd, parts[i], false, out);
 		if (rc == -ENOENT)
 			rc = 0;
 	}

@@ -75,6 +75,37 @@ int fsb_backup_prune(const char *store_dir, const struct fsb_prune_opts *o,
 int fsb_backup_prune_to(const char *store_dir, uint64_t max_bytes, bool dry_run,
 			fsb_prune_report_fn *report, void *arg);
 
+/* One cycle as `fsbroker backup du` shows it. */
+struct fsb_du_cycle {
+	unsigned number;
+	bool sealed;		/* sealed or recovered */
+	uint64_t files;		/* its own files: journal, cycle.json */
+	uint64_t own;		/* objects only it names, their bytes in the store */
+	uint64_t shared;	/* objects it names that other cycles name too */
+	size_t nown, nshared;
+	uint64_t frees;		/* what pruning it alone would free: files + own
+				 * (0 for an open cycle, which prune keeps) */
+};
+
+struct fsb_du {
+	struct fsb_du_cycle *v;	/* ascending by number */
+	size_t n;
+	uint64_t bytes;		/* the cycles' files and the objects they name */
+	uint64_t unreferenced;	/* objects no cycle names (the next prune's) */
+	size_t objects;		/* distinct objects, loose or packed */
+	uint64_t disk;		/* every file under the store */
+};
+
+/**
+ * What each cycle of the store at `store_dir` holds, counted as prune
+ * counts (an object's bytes loose and in packs, as stored: compressed).
+ * Reads only. 0 (an absent store: no cycles), -EBADMSG when a journal
+ * cannot be read (sizes unknown), or -errno.
+ */
+int fsb_backup_du(const char *store_dir, struct fsb_du *out);
+
+void fsb_du_free(struct fsb_du *d);
+
 /**
  * Parse a size as --max-size takes it: bytes, or a whole number followed by
  * K, M, G or T (powers of 1024). 0, or -EINVAL / -ERANGE.

@@ -19,6 +19,7 @@
 #include <openssl/evp.h>
 
 #include "backup_read.h"
+#include "object_pack.h"
 #include "journal.h"
 
 /* cycle.json holds one small entry per path; this is far beyond any turn. */
@@ -781,6 +782,10 @@ int fsb_backup_object_open(const char *store_dir, const char *hex)
 	/* O_NONBLOCK: a FIFO planted under the name would block the open (and
 	 * restore) forever; it opens at once and is refused below. */
 	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY | O_NONBLOCK);
+	/* Not loose: packed after its cycle was sealed (or packed and its
+	 * loose copy then removed while this looked). */
+	if (fd < 0 && errno == ENOENT)
+		return fsb_objpack_open(store_dir, hex);
 	if (fd < 0)
 		return -errno;
 	if (fstat(fd, &st) < 0) {

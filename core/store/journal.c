@@ -42,16 +42,29 @@ void fsb_journal_stamp(const struct timespec *ts, char buf[40])
 	snprintf(buf + n, 40 - n, ".%03ldZ", ts->tv_nsec / 1000000);
 }
 
-/* cJSON numbers are doubles: beyond 2^53 an integer is written as its exact
- * digits instead, so an inode or device number is never rounded. */
-bool fsb_journal_add_u64(cJSON *o, const char *name, uint64_t v)
+/* An integer as its exact digits, a raw item: cJSON's numbers are doubles
+ * (an inode or device number beyond 2^53 would be rounded), and printing
+ * one costs a printf and a scanf of a double for each. */
+static cJSON *raw_integer(int64_t v, bool is_signed)
 {
 	char buf[24];
 
-	if (v <= (UINT64_C(1) << 53))
-		return cJSON_AddNumberToObject(o, name, (double)v) != NULL;
-	snprintf(buf, sizeof(buf), "%" PRIu64, v);
-	return cJSON_AddRawToObject(o, name, buf) != NULL;
+	if (is_signed)
+		snprintf(buf, sizeof(buf), "%" PRId64, v);
+	else
+		snprintf(buf, sizeof(buf), "%" PRIu64, (uint64_t)v);
+	return cJSON_CreateRaw(buf);
+}
+
+bool fsb_journal_add_u64(cJSON *o, const char *name, uint64_t v)
+{
+	cJSON *item = raw_integer((int64_t)v, false);
+
+	if (item == NULL || !cJSON_AddItemToObject(o, name, item)) {
+		cJSON_Delete(item);
+		return false;
+	}
+	return true;
 }
 
 bool fsb_journal_add_time(cJSON *o, const char *name, const struct timespec *ts)
@@ -61,12 +74,12 @@ bool fsb_journal_add_time(cJSON *o, const char *name, const struct timespec *ts)
 
 	if (a == NULL)
 		return false;
-	s = cJSON_CreateNumber((double)ts->tv_sec);
+	s = raw_integer((int64_t)ts->tv_sec, true);
 	if (s == NULL || !cJSON_AddItemToArray(a, s)) {
 		cJSON_Delete(s);
 		return false;
 	}
-	ns = cJSON_CreateNumber((double)ts->tv_nsec);
+	ns = raw_integer((int64_t)ts->tv_nsec, true);
 	if (ns == NULL || !cJSON_AddItemToArray(a, ns)) {
 		cJSON_Delete(ns);
 		return false;
@@ -93,6 +106,23 @@ static int bad(struct fsb_journal_why *w, const char *fmt, const char *field)
 }
 
 /* A whole, non-negative number that fits in 64 bits. */
+/* A number item, or the raw digits raw_integer puts in a tree (a record
+ * encoded and decoded again without being printed in between). */
+static bool number_of(const cJSON *it, double *d)
+{
+	char *end;
+
+	if (cJSON_IsNumber(it)) {
+		*d = it->valuedouble;
+		return true;
+	}
+	if (!cJSON_IsRaw(it) || it->valuestring == NULL)
+		return false;
+	errno = 0;
+	*d = strtod(it->valuestring, &end);
+	return errno == 0 && end != it->valuestring && *end == '\0';
+}
+
 int fsb_journal_get_u64(const cJSON *o, const char *name, const char *label, uint64_t *v,
 			bool *has, struct fsb_journal_why *w)
 {
@@ -103,9 +133,8 @@ int fsb_journal_get_u64(const cJSON *o, const char *name, const char *label, uin
 		*has = false;
 	if (it == NULL)
 		return 0;
-	if (!cJSON_IsNumber(it))
+	if (!number_of(it, &d))
 		return bad(w, "%s is not a number", label);
-	d = it->valuedouble;
 	if (!(d >= 0) || d >= 18446744073709551616.0 || floor(d) != d)
 		return bad(w, "%s is not a whole number of at least 0", label);
 	*v = (uint64_t)d;
@@ -118,21 +147,20 @@ int fsb_journal_get_u64(const cJSON *o, const char *name, const char *label, uin
 int fsb_journal_get_time(const cJSON *o, const char *name, const char *label,
 			 struct timespec *ts, bool *has, struct fsb_journal_why *w)
 {
-	const cJSON *it = cJSON_GetObjectItemCaseSensitive(o, name), *s, *ns;
+	const cJSON *it = cJSON_GetObjectItemCaseSensitive(o, name);
+	double s, ns;
 
 	*has = false;
 	if (it == NULL)
 		return 0;
 	if (!cJSON_IsArray(it) || cJSON_GetArraySize(it) != 2)
 		return bad(w, "%s is not [seconds, nanoseconds]", label);
-	s = cJSON_GetArrayItem(it, 0);
-	ns = cJSON_GetArrayItem(it, 1);
-	if (!cJSON_IsNumber(s) || !cJSON_IsNumber(ns) || floor(s->valuedouble) != s->valuedouble ||
-	    fabs(s->valuedouble) > 1e15 || floor(ns->valuedouble) != ns->valuedouble ||
-	    ns->valuedouble < 0 || ns->valuedouble > 999999999)
+	if (!number_of(cJSON_GetArrayItem(it, 0), &s) ||
+	    !number_of(cJSON_GetArrayItem(it, 1), &ns) || floor(s) != s || fabs(s) > 1e15 ||
+	    floor(ns) != ns || ns < 0 || ns > 999999999)
 		return bad(w, "%s is not [seconds, nanoseconds]", label);
-	ts->tv_sec = (time_t)s->valuedouble;
-	ts->tv_nsec = (long)ns->valuedouble;
+	ts->tv_sec = (time_t)s;
+	ts->tv_nsec = (long)ns;
 	*has = true;
 	return 0;
 }
@@ -241,7 +269,7 @@ cJSON *fsb_journal_prior_encode(const struct fsb_prior *pr)
 	     fsb_journal_add_u64(p, "dev", pr->dev) && fsb_journal_add_u64(p, "ino", pr->ino) &&
 	     fsb_journal_add_u64(p, "nlink", pr->nlink);
 	if (ok && pr->has_mode)
-		ok = cJSON_AddNumberToObject(p, "mode", pr->mode & 07777) != NULL;
+		ok = fsb_journal_add_u64(p, "mode", pr->mode & 07777);
 	if (ok && pr->has_owner)
 		ok = fsb_journal_add_u64(p, "uid", pr->uid) && fsb_journal_add_u64(p, "gid", pr->gid);
 	if (ok && pr->has_size)
@@ -283,7 +311,7 @@ cJSON *fsb_journal_encode(const struct fsb_journal_rec *r)
 	     fsb_journal_add_bytes(o, "toolCallId", r->tool_call ? r->tool_call : "") &&
 	     fsb_journal_add_bytes(o, "traceId", r->trace ? r->trace : "") &&
 	     fsb_journal_add_bytes(o, "op", r->op) &&
-	     cJSON_AddNumberToObject(o, "flags", (double)r->flags) != NULL &&
+	     cJSON_AddItemToObject(o, "flags", raw_integer(r->flags, true)) &&
 	     fsb_journal_add_bytes(o, "path", r->path) &&
 	     fsb_journal_add_bytes(o, "resolved", r->resolved);
 	prior = ok ? fsb_journal_prior_encode(&r->prior) : NULL;

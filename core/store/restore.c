@@ -24,6 +24,7 @@
 #include "resolve.h"
 #include "restore.h"
 #include "restore_undo.h"
+#include "session_name.h"
 #include "xattr.h"
 
 /* ---- walking without symlinks ---------------------------------------------- */
@@ -70,7 +71,7 @@ static const char *walk_error(int err)
 }
 
 /* A fresh name in the parent for building the restored file before the rename. */
-static void temp_name(char *buf, size_t len)
+void fsb_restore_temp_name(char *buf, size_t len)
 {
 	unsigned char r[6] = { 0 };
 
@@ -531,12 +532,80 @@ static bool put_xattrs(struct fsb_restore_item *it, int fd, const char *path)
 	return o.set + o.removed > 0;
 }
 
+/*
+ * Owner, xattrs, mode and times of `p` onto the restored file `fd`. Owner
+ * before mode: chown clears the set-id bits. xattrs after the content and
+ * the owner (a write or a chown drops security.capability), before the
+ * mode (an ACL sets the group bits, the mode then its mask). 0 or -errno.
+ */
+static int put_file_metadata(struct fsb_restore_item *it, int fd, const struct fsb_prior *p,
+			     bool *xattrs)
+{
+	struct timespec ts[2];
+
+	set_owner_fd(it, fd, p);
+	*xattrs = put_xattrs(it, fd, NULL);
+	if (p->has_mode && fchmod(fd, p->mode) < 0)
+		return -errno;
+	times_of(p, ts);
+	return futimens(fd, ts) < 0 ? -errno : 0;
+}
+
+/*
+ * A file with other names that the cycle wrote in place (a hard-linked
+ * tree the pack lets be rewritten): its bytes go back into the very inode,
+ * so every name of it, recorded by the cycle or not, has them again; a new
+ * file renamed over the name would leave the others with the cycle's
+ * bytes. The object is checked whole before the file is truncated.
+ */
+static void do_file_in_place(const struct ctx *c, struct fsb_restore_item *it, int pfd,
+			     const char *name, const struct stat *st)
+{
+	const struct fsb_prior *p = &it->pick->rec->prior;
+	struct stat now;
+	int fd, obj = -1, rc;
+	bool xattrs;
+
+	fd = openat(pfd, name, O_RDWR | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+	if (fd < 0 || fstat(fd, &now) < 0 || now.st_dev != st->st_dev || now.st_ino != st->st_ino) {
+		if (fd >= 0)
+			close(fd);
+		settle(it, FSB_RES_FAILED, "failed", false, "it changed while restoring; not touched");
+		return;
+	}
+	obj = fsb_backup_object_open(c->o->store, p->object);
+	rc = obj < 0 ? obj : fsb_backup_object_check(obj, p);
+	if (rc < 0) {
+		settle(it, FSB_RES_FAILED, "failed", false, "%s; nothing was written",
+		       rc == -EBADMSG ? "its backup object is corrupted (its content does not "
+					"match its SHA-256 name)"
+			: rc == -ESTALE ? "the inode kept as its backup was changed after it was kept"
+			: strerror(-rc));
+		goto out;
+	}
+	if (ftruncate(fd, 0) < 0 || (rc = fsb_backup_object_restore(obj, p, fd)) < 0 ||
+	    fsync(fd) < 0 || (rc = put_file_metadata(it, fd, p, &xattrs)) < 0) {
+		rc = rc < 0 ? rc : -errno;
+		settle(it, FSB_RES_FAILED, "failed", false,
+		       "%s while writing it in place (its other names share it): it may hold "
+		       "part of its old bytes; `fsbroker backup undo` gives back what was there",
+		       strerror(-rc));
+		goto out;
+	}
+	settle(it, FSB_RES_OK, "restored", true,
+	       "content, mode, times%s%s, in place: its other names share it%s",
+	       it->owner_set ? ", owner" : "", xattrs ? ", xattrs" : "", it->note);
+out:
+	if (obj >= 0)
+		close(obj);
+	close(fd);
+}
+
 static void do_file(const struct ctx *c, struct fsb_restore_item *it, int pfd,
 		    const char *name)
 {
 	const struct fsb_prior *p = &it->pick->rec->prior;
 	char tmp[64];
-	struct timespec ts[2];
 	struct stat st;
 	int fd = -1, obj = -1, rc, tries = 0;
 	const char *what;
@@ -546,10 +615,16 @@ static void do_file(const struct ctx *c, struct fsb_restore_item *it, int pfd,
 		settle(it, FSB_RES_FAILED, "failed", false, "it changed while restoring; not touched");
 		return;
 	}
+	/* Written in place while other names shared it: put back in place. */
+	if (it->act == FSB_ACT_FILE && S_ISREG(st.st_mode) && st.st_nlink > 1 && p->nlink > 1 &&
+	    (uint64_t)st.st_dev == p->dev && (uint64_t)st.st_ino == p->ino) {
+		do_file_in_place(c, it, pfd, name, &st);
+		return;
+	}
 	/* O_EXCL and O_NOFOLLOW: the temporary file is new, ours, and not
 	 * something a link placed there points at. */
 	do {
-		temp_name(tmp, sizeof(tmp));
+		fsb_restore_temp_name(tmp, sizeof(tmp));
 		fd = openat(pfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
 	} while (fd < 0 && errno == EEXIST && ++tries < 100);
 	if (fd < 0) {
@@ -582,18 +657,7 @@ static void do_file(const struct ctx *c, struct fsb_restore_item *it, int pfd,
 		what = strerror(-rc);
 		goto fail_msg;
 	}
-	if (fsync(fd) < 0)
-		goto fail;
-	/* Owner before mode: chown clears the set-id bits. */
-	set_owner_fd(it, fd, p);
-	/* After the content and the owner (a write or a chown drops
-	 * security.capability), before the mode (an ACL sets the group bits,
-	 * the mode then its mask). */
-	xattrs = put_xattrs(it, fd, NULL);
-	if (p->has_mode && fchmod(fd, p->mode) < 0)
-		goto fail;
-	times_of(p, ts);
-	if (futimens(fd, ts) < 0)
+	if (fsync(fd) < 0 || (rc = put_file_metadata(it, fd, p, &xattrs)) < 0)
 		goto fail;
 	if (close(fd) < 0) {
 		fd = -1;
@@ -689,7 +753,7 @@ static void do_special(struct fsb_restore_item *it, int pfd, const char *name)
 		return;
 	}
 	do {
-		temp_name(tmp, sizeof(tmp));
+		fsb_restore_temp_name(tmp, sizeof(tmp));
 		rc = it->act == FSB_ACT_SYMLINK ? symlinkat(p->target, pfd, tmp)
 					    : mkfifoat(pfd, tmp, 0600);
 	} while (rc < 0 && errno == EEXIST && ++tries < 100);
@@ -881,48 +945,6 @@ static void unstamp_parents(const struct ctx *c, const struct stamped *v, size_t
 		if (fstat(pfd, &st) == 0 && st.st_dev == v[i].dev && st.st_ino == v[i].ino)
 			futimens(pfd, v[i].times);
 		close(pfd);
-	}
-}
-
-/*
- * Files that were one inode with several names before the cycle, each put
- * back as a file of its own: make the later ones links of the first again,
- * so the link group comes back (a restore of hard-linked files that a turn
- * moved, or deleted, or wrote). Only names this restore put back are
- * joined; one it did not touch keeps its own inode.
- */
-static void relink_groups(const struct ctx *c, struct fsb_restore_item *items, size_t n)
-{
-	for (size_t i = 0; i < n; i++) {
-		const struct fsb_prior *p = items[i].pick ? &items[i].pick->rec->prior : NULL;
-
-		if (p == NULL || items[i].res != FSB_RES_OK || p->nlink < 2 ||
-		    (items[i].act != FSB_ACT_FILE && items[i].act != FSB_ACT_MOVED))
-			continue;
-		for (size_t j = 0; j < i; j++) {
-			const struct fsb_prior *q = items[j].pick ? &items[j].pick->rec->prior
-								  : NULL;
-			const char *name, *first;
-			char tmp[64];
-			int pfd, fpfd;
-
-			if (q == NULL || items[j].res != FSB_RES_OK || q->dev != p->dev ||
-			    q->ino != p->ino ||
-			    (items[j].act != FSB_ACT_FILE && items[j].act != FSB_ACT_MOVED))
-				continue;
-			pfd = open_parent(c, items[i].path, &name);
-			fpfd = pfd < 0 ? -1 : open_parent(c, items[j].path, &first);
-			temp_name(tmp, sizeof(tmp));
-			/* Not linked (another file system): it stays a copy. */
-			if (fpfd >= 0 && linkat(fpfd, first, pfd, tmp, 0) == 0 &&
-			    renameat(pfd, tmp, pfd, name) < 0)
-				unlinkat(pfd, tmp, 0);
-			if (fpfd >= 0)
-				close(fpfd);
-			if (pfd >= 0)
-				close(pfd);
-			break;
-		}
 	}
 }
 
@@ -1177,6 +1199,8 @@ int fsb_restore_perform(const struct fsb_restore_opts *o, const struct fsb_cycle
 	struct fsb_undo *undo = NULL;
 	struct stamped *stamped = NULL;
 	size_t nstamped = 0, n = r->n;
+	const char *workspace = o->workspace;
+	char ws[PATH_MAX];
 
 	if (!o->dry_run && !o->no_undo && (r->undo_rc = keep_undo(c, r, &undo)) < 0)
 		return -ECANCELED;
@@ -1210,8 +1234,13 @@ int fsb_restore_perform(const struct fsb_restore_opts *o, const struct fsb_cycle
 	}
 	/* Directories get their mode and times once what is inside is back;
 	 * the others the restore changed names in, the times they had. */
+	/* The other names of a hard-linked file are looked for in the
+	 * session's workspace. */
+	if (!o->dry_run && workspace == NULL && o->state != NULL && o->session != NULL &&
+	    fsb_session_workspace(o->state, o->session, ws, sizeof(ws)) == 0)
+		workspace = ws;
 	if (!o->dry_run)
-		relink_groups(c, items, n);
+		fsb_restore_rejoin_links(c->root, workspace, items, n);
 	for (size_t i = n; i-- > 0;)
 		if (!o->dry_run && items[i].act == FSB_ACT_DIR && items[i].res == FSB_RES_PENDING)
 			execute(c, &items[i], true);

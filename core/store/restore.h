@@ -32,6 +32,9 @@ struct fsb_restore_opts {
 	 * it keeps the copy for an undo, then after each path it settles. */
 	void (*progress)(void *arg, bool copying, size_t done, size_t total);
 	void *progress_arg;
+	const char *workspace;		/* where the other names of a hard-linked
+					 * file are looked for; NULL: the
+					 * session's workspace, when known */
 };
 
 /* ACT_META: a file whose cycle changed only its metadata, put back in place.
@@ -128,6 +131,20 @@ int fsb_restore_to(const struct fsb_restore_opts *o, const struct fsb_cycle *cy,
  * the cycle recorded, in a few words, or NULL when it does not. */
 const char *fsb_restore_end_differs(const struct fsb_end_state *e, bool exists,
 				    const struct stat *st);
+
+/**
+ * Make hard-link groups whole again after the items were performed: the
+ * restored names of one file before the cycle become links of one of them,
+ * and when the file had names the restore did not touch, a walk of
+ * `workspace` (NULL: none) finds one still holding the restored bytes,
+ * mode, owner and mtime, and the restored names become links of it.
+ * Best effort: a name that cannot be joined keeps its restored copy.
+ */
+void fsb_restore_rejoin_links(int root, const char *workspace, struct fsb_restore_item *items,
+			      size_t n);
+
+/** A fresh name ".fsbroker-restore-…" for a file built beside its target. */
+void fsb_restore_temp_name(char *buf, size_t len);
 
 /** Close the moved files still held and free the plan; `r` may be zeroed. */
 void fsb_restore_free(struct fsb_restore *r);

@@ -17,6 +17,7 @@
 #include "backup.h"
 #include "backup_read.h"
 #include "op.h"
+#include "object_pack.h"
 #include "restore_undo.h"
 
 struct fsb_undo {
@@ -155,6 +156,10 @@ int fsb_undo_seal(struct fsb_undo *u, const char *message, char *err, size_t err
 	/* No audit chain vouches for a restore run by hand: no head. */
 	int rc = fsb_store_seal(u->store, message, "", err, errlen);
 
+	/* Packed as a core packs a sealed turn; a failure leaves the objects
+	 * loose, which read the same. */
+	if (rc > 0)
+		fsb_objpack_cycle(fsb_store_dir(u->store), (unsigned)rc, NULL);
 	fsb_store_close(u->store);
 	free(u);
 	return rc;

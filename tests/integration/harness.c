@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "audit.h"
+#include "backup_read.h"
 #include "harness.h"
 #include "landlock.h"
 #include "seccomp_filter.h"
@@ -102,6 +103,25 @@ void fsbt_write_file(const char *path, const char *data)
 		off += (size_t)n;
 	}
 	close(fd);
+}
+
+char *fsbt_read_object(const char *store_dir, const char *hex)
+{
+	char tmp[] = "/tmp/fsbt-object-XXXXXX";
+	int fd = fsb_backup_object_open(store_dir, hex), out = -1;
+	char *text = NULL;
+
+	if (fd >= 0)
+		out = mkstemp(tmp);
+	if (out >= 0 && fsb_backup_object_copy(fd, hex, out) == 0)
+		text = fsbt_read_file(tmp, NULL);
+	if (out >= 0) {
+		close(out);
+		unlink(tmp);
+	}
+	if (fd >= 0)
+		close(fd);
+	return text;
 }
 
 char *fsbt_read_file(const char *path, size_t *lenp)
@@ -1104,6 +1124,8 @@ static int tree_add(struct fsbt_tree *t, const char *root, const char *rel)
 	t->n++;
 	e->mode = st.st_mode;
 	e->nlink = st.st_nlink;
+	e->dev = st.st_dev;
+	e->ino = st.st_ino;
 	e->size = st.st_size;
 	e->mtime = st.st_mtim;
 	e->ctime = st.st_ctim;
@@ -1150,6 +1172,41 @@ static int entry_cmp(const void *a, const void *b)
 	return strcmp(((const struct fsbt_entry *)a)->path, ((const struct fsbt_entry *)b)->path);
 }
 
+static const struct fsbt_tree *grouping;
+
+static int by_inode(const void *a, const void *b)
+{
+	const struct fsbt_entry *x = &grouping->e[*(const size_t *)a];
+	const struct fsbt_entry *y = &grouping->e[*(const size_t *)b];
+
+	if (x->dev != y->dev)
+		return x->dev < y->dev ? -1 : 1;
+	if (x->ino != y->ino)
+		return x->ino < y->ino ? -1 : 1;
+	return *(const size_t *)a < *(const size_t *)b ? -1 : 1;
+}
+
+/* Each entry's link_first: the first path (entries are sorted by path) of
+ * the same inode. Directories are groups of one. */
+static void link_groups(struct fsbt_tree *t)
+{
+	size_t *v = malloc((t->n + 1) * sizeof(*v)), k = 0;
+
+	for (size_t i = 0; i < t->n; i++)
+		t->e[i].link_first = i;
+	if (v == NULL)
+		return;
+	for (size_t i = 0; i < t->n; i++)
+		if (!S_ISDIR(t->e[i].mode) && t->e[i].nlink > 1)
+			v[k++] = i;
+	grouping = t;
+	qsort(v, k, sizeof(*v), by_inode);
+	for (size_t i = 1; i < k; i++)
+		if (t->e[v[i]].dev == t->e[v[i - 1]].dev && t->e[v[i]].ino == t->e[v[i - 1]].ino)
+			t->e[v[i]].link_first = t->e[v[i - 1]].link_first;
+	free(v);
+}
+
 int fsbt_tree_snap(const char *root, struct fsbt_tree *t)
 {
 	int rc;
@@ -1161,6 +1218,7 @@ int fsbt_tree_snap(const char *root, struct fsbt_tree *t)
 		return rc;
 	}
 	qsort(t->e, t->n, sizeof(*t->e), entry_cmp);
+	link_groups(t);
 	return 0;
 }
 
@@ -1186,7 +1244,8 @@ static bool ts_eq(struct timespec a, struct timespec b)
 }
 
 /* What differs between two entries of the same path, or NULL. */
-static const char *entry_diff(const struct fsbt_entry *a, const struct fsbt_entry *b,
+static const char *entry_diff(const struct fsbt_tree *ta, const struct fsbt_entry *a,
+			      const struct fsbt_tree *tb, const struct fsbt_entry *b,
 			      unsigned what, char *buf, size_t size)
 {
 	bool dir = S_ISDIR(a->mode);
@@ -1228,6 +1287,12 @@ static const char *entry_diff(const struct fsbt_entry *a, const struct fsbt_entr
 			 (unsigned long)b->nlink);
 		return buf;
 	}
+	if ((what & FSBT_TREE_LINKS) &&
+	    strcmp(ta->e[a->link_first].path, tb->e[b->link_first].path) != 0) {
+		snprintf(buf, size, "was one file with %s, is one with %s", ta->e[a->link_first].path,
+			 tb->e[b->link_first].path);
+		return buf;
+	}
 	return NULL;
 }
 
@@ -1256,7 +1321,7 @@ size_t fsbt_tree_diff(const struct fsbt_tree *before, const struct fsbt_tree *af
 			path = b->path;
 			j++;
 		} else {
-			why = entry_diff(a, b, what, buf, sizeof(buf));
+			why = entry_diff(before, a, after, b, what, buf, sizeof(buf));
 			path = a->path;
 			i++;
 			j++;

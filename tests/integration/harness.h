@@ -239,6 +239,11 @@ void fsbt_put(const char *dir, const char *name, const char *text);
 /** The content of `path` (malloc'd, NUL-terminated), or NULL. */
 char *fsbt_read_file(const char *path, size_t *len);
 
+/* Backup object `hex` of the store at `store_dir` (…/modify_backup), loose
+ * or packed, read through fsb_backup_object_open and checked against its
+ * SHA-256 name; NUL-terminated and malloc'd, NULL when missing or damaged. */
+char *fsbt_read_object(const char *store_dir, const char *hex);
+
 /**
  * Run `argv` (argv[0] a path), stdout and stderr into *output when not NULL
  * (malloc'd). Returns the wait status, or -1 when it could not run or took
@@ -271,6 +276,9 @@ struct fsbt_entry {
 	struct timespec mtime, ctime;
 	char sha[65];		/* SHA-256 of a regular file's content, else "" */
 	char *target;		/* a symlink's target, else NULL */
+	uint64_t dev, ino;
+	size_t link_first;	/* the entry of the tree's first path (by name)
+				 * that is the same inode: its link group */
 };
 
 struct fsbt_tree {
@@ -284,6 +292,8 @@ struct fsbt_tree {
 #define FSBT_TREE_DIR_MTIME 0x2	/* mtime of directories */
 #define FSBT_TREE_CTIME 0x4	/* ctime of everything (nothing touched it at all) */
 #define FSBT_TREE_NLINK 0x8	/* link count of everything but directories */
+#define FSBT_TREE_LINKS 0x10	/* link groups: the paths of the tree that are
+				 * one inode (names outside the tree aside) */
 
 /**
  * Snapshot the tree at `root` (the root included; a root that is a symlink

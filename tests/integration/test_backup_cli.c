@@ -1913,6 +1913,56 @@ static void test_prune_max_size_removes_oldest_cycles_until_under(void **state)
 	assert_true(object_exists(W));
 }
 
+/* `backup du` on the prune store: cycle 1 owns x and shares y with cycle
+ * 3, cycle 2 owns z, cycle 4 is open (prune would free nothing of it). */
+static void test_du_says_what_each_cycle_holds_and_would_free(void **state)
+{
+	unsigned long long c1, c2, c3, c4;
+	cJSON *o, *cy, *t;
+	struct run r;
+
+	(void)state;
+	prune_store(true);
+	c1 = cycle_size(1);
+	c2 = cycle_size(2);
+	c3 = cycle_size(3);
+	c4 = cycle_size(4);
+	BACKUP(&r, "du", "--json");
+	assert_int_equal(r.status, 0);
+	o = cJSON_Parse(r.out);
+	assert_non_null(o);
+	cy = cJSON_GetObjectItem(o, "cycles");
+	assert_int_equal(cJSON_GetArraySize(cy), 4);
+	t = cJSON_GetArrayItem(cy, 0);
+	assert_int_equal(fsbt_num(t, "cycle"), 1);
+	assert_int_equal(fsbt_num(t, "files"), c1);
+	assert_int_equal(fsbt_num(t, "own"), object_size(X));
+	assert_int_equal(fsbt_num(t, "shared"), object_size(Y));
+	assert_int_equal(fsbt_num(t, "frees"), c1 + object_size(X));
+	t = cJSON_GetArrayItem(cy, 1);
+	assert_int_equal(fsbt_num(t, "own"), object_size(Z));
+	assert_int_equal(fsbt_num(t, "shared"), 0);
+	assert_int_equal(fsbt_num(t, "frees"), c2 + object_size(Z));
+	t = cJSON_GetArrayItem(cy, 2);
+	assert_int_equal(fsbt_num(t, "own"), object_size(W));
+	assert_int_equal(fsbt_num(t, "shared"), object_size(Y));
+	t = cJSON_GetArrayItem(cy, 3);
+	assert_string_equal(fsbt_str(t, "state"), "open");
+	assert_int_equal(fsbt_num(t, "own"), object_size(O));
+	assert_int_equal(fsbt_num(t, "frees"), 0);
+	t = cJSON_GetObjectItem(o, "total");
+	assert_int_equal(fsbt_num(t, "objects"), 5);
+	assert_int_equal(fsbt_num(t, "unreferenced"), 0);
+	assert_int_equal(fsbt_num(t, "bytes"), c1 + c2 + c3 + c4 + object_size(X) +
+			 object_size(Y) + object_size(Z) + object_size(W) + object_size(O));
+	cJSON_Delete(o);
+
+	BACKUP(&r, "du");
+	assert_int_equal(r.status, 0);
+	assert_non_null(strstr(r.out, "total: 4 cycles, 5 objects, "));
+	assert_non_null(strstr(r.out, "\n     4  open  "));
+}
+
 static void test_prune_max_size_keeps_the_open_cycle_and_says_when_over(void **state)
 {
 	struct run r;
@@ -2637,6 +2687,7 @@ int main(void)
 		T(test_prune_refuses_while_the_store_is_locked),
 		T(test_prune_usage_errors_exit_2),
 		T(test_prune_max_size_removes_oldest_cycles_until_under),
+		T(test_du_says_what_each_cycle_holds_and_would_free),
 		T(test_prune_max_size_keeps_the_open_cycle_and_says_when_over),
 		T(test_prune_max_size_reads_units_and_refuses_junk),
 		T(test_restore_then_undo_gives_back_the_state_before_the_restore),

@@ -79,11 +79,10 @@ static cJSON *journal_line(const struct fsbt_core *c, int n)
 
 static char *backup_object(const struct fsbt_core *c, const char *hex)
 {
-	char path[PATH_MAX * 2];
+	char dir[PATH_MAX * 2];
 
-	snprintf(path, sizeof(path), "%s/sessions/%s/modify_backup/objects/%.2s/%s", c->state,
-		 c->session, hex, hex);
-	return fsbt_read_file(path, NULL);
+	snprintf(dir, sizeof(dir), "%s/sessions/%s/modify_backup", c->state, c->session);
+	return fsbt_read_object(dir, hex);
 }
 
 /* The session's audit log, whole. */

@@ -23,6 +23,11 @@
  * A delete, and a rename over a file, keep that file by linking it into the
  * store instead (linkat under objects/.tmp-*, renamed to objects/<hh>/ once
  * the journal names it); a refusal after that undoes the link.
+ * A commit seals the cycle (journal, cycle.json) and then packs its
+ * objects (core/store/object_pack.c: the pack, its index, their renames,
+ * then the loose copies removed): killed at any of those calls, the
+ * restart leaves no temporary in packs/ and the restore still finds the
+ * old bytes, loose or packed.
  * Whatever fails or dies where, two things hold: a request refused left its
  * files untouched (their ctime aside, for a link that was undone), and after a restart the store reads (`fsbroker backup
  * list` and `show`, `fsbroker audit verify`, no open cycle, no temporary
@@ -167,6 +172,18 @@ static const char *store_problem(const struct fsbt_core *c, char *why, size_t le
 	DIR *d;
 
 	store_dir(c, dir, sizeof(dir));
+	snprintf(p, sizeof(p), "%s/packs", dir);
+	if ((d = opendir(p)) != NULL) {
+		while ((de = readdir(d)) != NULL) {
+			if (!fsbt_starts(de->d_name, ".tmp-"))
+				continue;
+			snprintf(why, len, "a temporary packs/%s outlived the restart",
+				 de->d_name);
+			closedir(d);
+			return why;
+		}
+		closedir(d);
+	}
 	for (int n = 1; n < 64; n++) {
 		struct stat sb;
 
@@ -268,6 +285,9 @@ struct op {
 	/* Run on connection fd; 1 answered ok, 0 refused, -1 no answer. The
 	 * refusal's errno into errbuf. */
 	int (*run)(struct fsbt_core *c, struct op *o, int fd, char *errbuf, size_t len);
+	/* Run before the fault is armed, when not NULL: what the operation
+	 * under test needs done first. */
+	int (*prepare)(struct fsbt_core *c, struct op *o, int fd, char *errbuf, size_t len);
 };
 
 static int run_write_grant(struct fsbt_core *c, struct op *o, int fd, char *errbuf,
@@ -291,6 +311,27 @@ static int run_write_grant(struct fsbt_core *c, struct op *o, int fd, char *errb
 		fail_msg("write through the granted fd: %s", strerror(errno));
 	close(got);
 	return 1;
+}
+
+/* The seal of the cycle the write grant opened, and the packing of its
+ * objects after it (core/store/object_pack.c). */
+static int run_commit(struct fsbt_core *c, struct op *o, int fd, char *errbuf, size_t len)
+{
+	char line[128];
+	cJSON *r;
+	int rc;
+
+	(void)o;
+	(void)fd;
+	snprintf(line, sizeof(line), "{\"id\":%ld,\"command\":\"CommitModifyBackup\","
+		 "\"commitMsg\":\"turn\"}", c->next_id++);
+	if ((r = fsbt_control(c, line)) == NULL)
+		return -1;
+	rc = fsbt_ok(r) ? 1 : 0;
+	if (rc == 0)
+		snprintf(errbuf, len, "%s", fsbt_str(r, "error"));
+	cJSON_Delete(r);
+	return rc;
 }
 
 static int hostop_result(cJSON *r, char *errbuf, size_t len)
@@ -329,7 +370,14 @@ static void make_op(struct fsbt_core *c, const char *name, struct op *o)
 {
 	memset(o, 0, sizeof(*o));
 	o->name = name;
-	if (strcmp(name, "write grant") == 0) {
+	if (strcmp(name, "commit") == 0) {
+		o->ne = 1;
+		snprintf(o->e[0].path, sizeof(o->e[0].path), "%s/committed.txt", c->ws);
+		o->e[0].old = "the old bytes of committed.txt, packed after the seal\n";
+		o->e[0].done = "new\n";
+		o->prepare = run_write_grant;
+		o->run = run_commit;
+	} else if (strcmp(name, "write grant") == 0) {
 		o->ne = 1;
 		snprintf(o->e[0].path, sizeof(o->e[0].path), "%s/granted.txt", c->ws);
 		o->e[0].old = "the old bytes of granted.txt\n";
@@ -429,6 +477,8 @@ static bool one_round(const char *opname, const char *spec, bool kill_expected)
 	make_op(c, opname, &o);
 	fd = fsbt_connect(c);
 	assert_true(fd >= 0);
+	if (o.prepare != NULL && o.prepare(c, &o, fd, errbuf, sizeof(errbuf)) != 1)
+		fail_msg("%s: its preparation failed: %s", opname, errbuf);
 	arm(c);
 	errbuf[0] = '\0';
 	rc = o.run(c, &o, fd, errbuf, sizeof(errbuf));
@@ -603,6 +653,15 @@ static void sigkill_at_each_stage_of_a_rename(void **state)
 	sweep("rename", "any", "KILLAFTER", NULL);
 }
 
+/* The seal and the packing after it: a kill at any call, and the old
+ * bytes still come back (loose, packed, or both). */
+static void sigkill_at_each_stage_of_a_commit_and_its_packing(void **state)
+{
+	(void)state;
+	sweep("commit", "any", "KILL", NULL);
+	sweep("commit", "any", "KILLAFTER", NULL);
+}
+
 static void sigkill_at_each_stage_of_a_delete(void **state)
 {
 	(void)state;
@@ -621,6 +680,7 @@ int main(void)
 		cmocka_unit_test(sigkill_at_each_stage_of_a_write_grant_and_its_backup),
 		cmocka_unit_test(sigkill_at_each_stage_of_a_rename),
 		cmocka_unit_test(sigkill_at_each_stage_of_a_delete),
+		cmocka_unit_test(sigkill_at_each_stage_of_a_commit_and_its_packing),
 	};
 
 	return fsbt_run_group(tests, setup_group, NULL);

@@ -253,6 +253,21 @@ static void build_tree(const struct fsbt_core *c)
 		assert_int_equal(chmod(p, file_modes[rnd(8)]), 0);
 		random_mtime(p);
 	}
+	/* Second names of some files: link groups the turns write, delete,
+	 * rename over and trash through one name, and a restore rejoins. */
+	nnodes = 0;
+	walk(c->ws, "");
+	for (int i = 0; i < 6; i++) {
+		const struct node *n = pick(is_file);
+		const char *d = pick_dir();
+		char from[PATH_MAX * 2];
+
+		if (n == NULL)
+			break;
+		snprintf(from, sizeof(from), "%s/%s", c->ws, n->rel);
+		snprintf(p, sizeof(p), "%s%s%s/twin%d.txt", c->ws, d[0] ? "/" : "", d, i);
+		assert_int_equal(link(from, p), 0);
+	}
 	for (int i = 0; i < 6; i++) {
 		const char *d = pick_dir();
 		static const char *const targets[] = { "file1.txt", "../file2.txt", "dir0",
@@ -605,11 +620,11 @@ static void restore_to(struct fsbt_core *c, uint64_t seed, const char *what, boo
 				      force ? "--force" : NULL, NULL },
 			  &out);
 	assert_int_equal(fsbt_tree_snap(c->ws, &now), 0);
-	/* Directory mtimes are not compared: restore does not put back the
-	 * mtime of a directory whose entries it changed. Nor are link counts:
-	 * a hard link the turn made and then trashed is a second name of its
-	 * file in the trash, outside the tree, and stays there. */
-	ndiff = fsbt_tree_diff(want, &now, FSBT_TREE_MTIME | FSBT_TREE_DIR_MTIME, diff, sizeof(diff));
+	/* Link groups and counts too: a restore makes the names of a file
+	 * one inode again, with the names it did not touch (in the workspace
+	 * or, deleted by a turn, in the trash). */
+	ndiff = fsbt_tree_diff(want, &now, FSBT_TREE_MTIME | FSBT_TREE_DIR_MTIME | FSBT_TREE_LINKS | FSBT_TREE_NLINK,
+			       diff, sizeof(diff));
 	if (ndiff > 0 || status != 0) {
 		fprintf(stderr, "# seed %llu: restore %s%s exited 0x%x; its output:\n%s",
 			(unsigned long long)seed, what, force ? " --force" : "", (unsigned)status,
@@ -661,6 +676,10 @@ static void run_seed(void **state, uint64_t seed)
 	snprintf(first, sizeof(first), "%d", turn(c, seed, nops, "first turn"));
 	assert_int_equal(fsbt_tree_snap(c->ws, &between), 0);
 	turn(c, seed, nops / 2, "second turn");
+	/* The restores run as the core's user does, with its home: a name a
+	 * turn deleted to the trash is found there. */
+	assert_int_equal(setenv("HOME", c->home, 1), 0);
+	unsetenv("XDG_DATA_HOME");
 	restore_to(c, seed, "--last", false, &between, "the tree after the first turn");
 	restore_to(c, seed, first, true, &before, "the tree before the first turn");
 	printf("# seed %llu: %zu paths restored exactly in %llu ms\n", (unsigned long long)seed,

@@ -31,11 +31,10 @@ static void store_dir(const struct fsbt_core *c, char *out, size_t len)
 /* The content of the object named `hex` in the core's store. */
 static char *object_content(const struct fsbt_core *c, const char *hex)
 {
-	char dir[PATH_MAX], path[PATH_MAX * 2];
+	char dir[PATH_MAX];
 
 	store_dir(c, dir, sizeof(dir));
-	snprintf(path, sizeof(path), "%s/objects/%.2s/%s", dir, hex, hex);
-	return fsbt_read_file(path, NULL);
+	return fsbt_read_object(dir, hex);
 }
 
 /* The n-th line (1-based) of cycle `cycle`'s journal, parsed. */
@@ -742,7 +741,8 @@ static void file_held_open_for_writing_is_backed_up_into_the_next_cycle(void **s
 /*
  * The pack's backup.quotaMB is kept at each commit: once the store holds
  * more, the oldest sealed cycles go (the turn just sealed always stays).
- * Three turns each back up a different 700 KiB file under a 1 MiB quota.
+ * Three turns each back up a different 700 KiB file (that compression
+ * does not shrink) under a 1 MiB quota.
  */
 static void quota_removes_the_oldest_cycles_at_commit(void **state)
 {
@@ -762,7 +762,15 @@ static void quota_removes_the_oldest_cycles_at_commit(void **state)
 	fsbt_core_start(c);
 	fd = fsbt_connect(c);
 	for (int turn = 1; turn <= 3; turn++) {
-		memset(data, 'a' + turn, 700 << 10);
+		uint32_t x = 2463534242u * (uint32_t)turn;
+
+		/* Bytes that do not compress: the objects stay 700 KiB each. */
+		for (int i = 0; i < (700 << 10) - 1; i++) {
+			x ^= x << 13;
+			x ^= x >> 17;
+			x ^= x << 5;
+			data[i] = (char)(1 + x % 255);
+		}
 		data[(700 << 10) - 1] = '\0';
 		snprintf(path, sizeof(path), "%s/f%d.bin", c->ws, turn);
 		fsbt_write_file(path, data);

@@ -7,6 +7,7 @@
  * path's content, type, mode, times, target and its parent's mtime; a
  * dry run says what it would do and touches nothing; PATH arguments and
  * tool calls choose what is restored, and an open cycle needs --force.
+ * Hard-linked files come back as one inode with the names that lived on.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -37,6 +38,7 @@ struct fx {
 	struct fsb_store *s;
 	unsigned cycle;
 	struct timespec work_mtime;	/* the work dir's before the cycle */
+	const char *workspace;		/* where a restore looks for other names */
 };
 
 static int rm_one(const char *p, const struct stat *st, int flag, struct FTW *ftw)
@@ -158,7 +160,7 @@ static void restore(struct fx *f, bool dry_run, struct fsb_restore *r, struct fs
 	char err[256];
 	struct fsb_restore_opts o = {
 		.store = fsb_store_dir(f->s), .state = f->state, .session = SESSION,
-		.dry_run = dry_run,
+		.dry_run = dry_run, .workspace = f->workspace,
 	};
 
 	assert_int_equal(fsb_cycle_load(o.store, f->cycle, cy, NULL, err, sizeof(err)), 0);
@@ -492,6 +494,105 @@ static void paths_and_tool_calls_choose_what_is_restored(void **state)
 	assert_content(a, "a new");
 }
 
+static void assert_one_inode(const char *a, const char *b, nlink_t nlink)
+{
+	struct stat x, y;
+
+	assert_int_equal(lstat(a, &x), 0);
+	assert_int_equal(lstat(b, &y), 0);
+	assert_int_equal(x.st_ino, y.st_ino);
+	assert_int_equal(x.st_nlink, nlink);
+}
+
+/* a.txt and b.txt were one file, c.txt and d.txt another: the cycle
+ * deletes a.txt and renames a new file over c.txt (sed -i). The restore
+ * makes each a link of the name that lived on, link counts as before. */
+static void names_deleted_or_replaced_rejoin_the_names_that_lived_on(void **state)
+{
+	struct fx *f = *state;
+	char a[PATH_MAX], b[PATH_MAX], c[PATH_MAX], d[PATH_MAX], t[PATH_MAX];
+
+	in_work(f, "a.txt", a);
+	in_work(f, "b.txt", b);
+	in_work(f, "c.txt", c);
+	in_work(f, "d.txt", d);
+	in_work(f, "sedXYZ", t);
+	put_file(a, "shared", 0644);
+	put_file(c, "foo", 0640);
+	set_times(a);
+	set_times(c);
+	assert_int_equal(link(a, b), 0);
+	assert_int_equal(link(c, d), 0);
+	freeze_work(f);
+	f->workspace = f->work;
+	record(f, "delete", a, false, true, NULL);
+	assert_int_equal(unlink(a), 0);
+	record(f, "create", t, false, false, NULL);
+	put_file(t, "bar", 0640);
+	record(f, "rename-from", t, false, false, c);
+	record(f, "rename-to", c, false, true, NULL);
+	assert_int_equal(rename(t, c), 0);
+	seal(f);
+	restore_all(f);
+	assert_content(a, "shared");
+	assert_one_inode(a, b, 2);
+	assert_content(c, "foo");
+	assert_one_inode(c, d, 2);
+	assert_meta(c, S_IFREG, 0640);
+	assert_work_mtime(f);
+}
+
+/* b.txt, the name that lived on, was written after the cycle: joining a.txt
+ * to it would give a.txt other bytes than its backup's. It stays a copy. */
+static void a_name_whose_other_name_changed_since_stays_a_copy(void **state)
+{
+	struct fx *f = *state;
+	char a[PATH_MAX], b[PATH_MAX];
+	struct stat x, y;
+
+	in_work(f, "a.txt", a);
+	in_work(f, "b.txt", b);
+	put_file(a, "shared", 0644);
+	set_times(a);
+	assert_int_equal(link(a, b), 0);
+	freeze_work(f);
+	f->workspace = f->work;
+	record(f, "delete", a, false, true, NULL);
+	assert_int_equal(unlink(a), 0);
+	seal(f);
+	put_file(b, "edited", 0644);
+	restore_all(f);
+	assert_content(a, "shared");
+	assert_content(b, "edited");
+	assert_int_equal(lstat(a, &x), 0);
+	assert_int_equal(lstat(b, &y), 0);
+	assert_int_not_equal(x.st_ino, y.st_ino);
+}
+
+/* A file with two names written in place (a hard-linked tree the pack lets
+ * be rewritten): the old bytes go back into the one inode, so the name the
+ * cycle never recorded has them again too. */
+static void a_file_with_other_names_written_in_place_is_restored_in_place(void **state)
+{
+	struct fx *f = *state;
+	char a[PATH_MAX], b[PATH_MAX];
+
+	in_work(f, "a.txt", a);
+	in_work(f, "b.txt", b);
+	put_file(a, "old bytes", 0644);
+	set_times(a);
+	assert_int_equal(link(a, b), 0);
+	freeze_work(f);
+	record(f, "write", a, false, false, NULL);
+	put_file(a, "new bytes, longer", 0644);
+	seal(f);
+	restore_all(f);
+	assert_content(a, "old bytes");
+	assert_content(b, "old bytes");
+	assert_one_inode(a, b, 2);
+	assert_meta(b, S_IFREG, 0644);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -509,6 +610,13 @@ int main(void)
 		cmocka_unit_test_setup_teardown(a_path_changed_since_is_skipped, setup, teardown),
 		cmocka_unit_test_setup_teardown(paths_and_tool_calls_choose_what_is_restored, setup,
 						teardown),
+		cmocka_unit_test_setup_teardown(names_deleted_or_replaced_rejoin_the_names_that_lived_on,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(a_name_whose_other_name_changed_since_stays_a_copy,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(
+			a_file_with_other_names_written_in_place_is_restored_in_place, setup,
+			teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

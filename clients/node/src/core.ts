@@ -8,8 +8,9 @@
  */
 import { spawn, type ChildProcessWithoutNullStreams } from "node:child_process";
 import { EventEmitter } from "node:events";
+import { accessSync, constants as fsc, statSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join, resolve } from "node:path";
+import { delimiter, join, resolve } from "node:path";
 import { createInterface } from "node:readline";
 
 import { FsbrokerError } from "./errors.js";
@@ -81,6 +82,55 @@ function installExitHook(): void {
 
 export function defaultBinary(): string {
   return process.env.FSBROKER || "fsbroker";
+}
+
+function executableFile(path: string): boolean {
+  try {
+    accessSync(path, fsc.X_OK);
+    return statSync(path).isFile();
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * The native fsbroker binary the package runs: `binary` (an option), else
+ * $FSBROKER, else `fsbroker` on PATH; an absolute path to an executable
+ * file. ENOFSBROKER, naming what to install and how to point at it, when
+ * there is none: spawn's own "ENOENT" says neither.
+ */
+export function resolveBinary(binary?: string): string {
+  const named = binary ?? (process.env.FSBROKER || undefined);
+  let where: string;
+  if (named !== undefined) {
+    const from = binary !== undefined ? "the binary option (--fsbroker)" : "FSBROKER";
+    if (named.includes("/")) {
+      if (executableFile(named)) return resolve(named);
+      where = `${from} names ${named}, which is not an executable file`;
+    } else {
+      const hit = searchPath(named);
+      if (hit) return hit;
+      where = `${from} names '${named}', which is not on PATH`;
+    }
+  } else {
+    const hit = searchPath("fsbroker");
+    if (hit) return hit;
+    where = `there is no fsbroker on PATH (${process.env.PATH ?? ""}) and FSBROKER is not set`;
+  }
+  throw new FsbrokerError("ENOFSBROKER",
+    `the native fsbroker program was not found: ${where}. This package drives it and does not contain it. ` +
+    "Install it (Debian 12, from a clone of the fsbroker repository: `make deps all && sudo make install`, " +
+    "or `make deb` then `sudo apt install ./build/fsbroker_*.deb`), then put it on PATH, " +
+    "or set FSBROKER=/path/to/fsbroker, or pass the path (fsbroker-mcp --fsbroker PATH; startCore({binary}))");
+}
+
+function searchPath(name: string): string | null {
+  for (const dir of (process.env.PATH ?? "").split(delimiter)) {
+    if (dir === "") continue;
+    const p = join(dir, name);
+    if (executableFile(p)) return resolve(p);
+  }
+  return null;
 }
 
 export class Core extends EventEmitter {
@@ -370,9 +420,9 @@ export class Core extends EventEmitter {
   }
 }
 
-/** Start `fsbroker serve` and resolve once it is ready. */
+/** Start `fsbroker serve` and resolve once it is ready; ENOFSBROKER when the binary is not installed. */
 export async function startCore(opts: CoreOptions): Promise<Core> {
-  const core = new Core(opts);
+  const core = new Core({ ...opts, binary: resolveBinary(opts.binary) });
   try {
     await core.waitReady(opts.startTimeoutMs ?? 30000);
   } catch (err) {

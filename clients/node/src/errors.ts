@@ -4,7 +4,8 @@
  */
 
 export type FsbrokerErrorCode =
-  | "ECORESTART" // the core did not start (bad flag, pack error, binary missing)
+  | "ENOFSBROKER" // the native fsbroker binary is not installed where the package looks
+  | "ECORESTART" // the core did not start (bad flag, pack error, a binary that fails)
   | "ECOREEXIT" // the core exited while a request was waiting, or before it
   | "ETIMEDOUT" // the core did not answer a request in time
   | "EREFUSED" // the core answered ok:false (see .reply)
@@ -14,7 +15,9 @@ export type FsbrokerErrorCode =
   | "EPATH" // a path the MCP tools refuse (relative, .., NUL, outside the workspace)
   | "EDENIED" // the pack refused the access
   | "ERACE" // the file changed between the core's check and the tool's own open: nothing done
-  | "ETOOLARGE"; // a write over the configured size limit
+  | "ETOOLARGE" // a write or read over the configured size limit
+  | "EBINARY" // edit_file on a file that is not UTF-8 text
+  | "ECWD"; // run_command's cwd is not a directory inside the workspace
 
 export class FsbrokerError extends Error {
   readonly code: FsbrokerErrorCode;

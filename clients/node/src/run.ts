@@ -5,7 +5,7 @@
  * summary is read from fd 3 only, so nothing the command prints can pass
  * for it.
  */
-import { spawn } from "node:child_process";
+import { spawn, type ChildProcess } from "node:child_process";
 import type { Readable } from "node:stream";
 
 import { FsbrokerError } from "./errors.js";
@@ -18,8 +18,22 @@ export interface RunOptions {
   onStderr?: (chunk: Buffer) => void;
   /** Bytes of stdout/stderr kept in the result, each; default 16 MiB (the rest is only streamed). */
   maxBuffer?: number;
-  /** Kill the run (SIGTERM to fsbroker run, which passes it on) after this many ms. */
+  /**
+   * Kill the run after this many ms: SIGTERM to `fsbroker run`, which ends
+   * the sandbox and every process in it and still writes its summary;
+   * SIGKILL after killGraceMs more. The result's timedOut says it happened.
+   */
   timeoutMs?: number;
+  /** How long a run that was sent SIGTERM at its timeout has before SIGKILL, ms; default 5000. */
+  killGraceMs?: number;
+  /** Ends the run as timeoutMs does when it aborts (an MCP request the client cancelled). */
+  signal?: AbortSignal;
+  /**
+   * The directory the command starts in (it must exist inside the
+   * sandbox, as every workspace path does); default the workspace. The
+   * command is then started through `/bin/sh -c 'cd -- DIR && exec "$@"'`.
+   */
+  cwd?: string;
   /** Environment of `fsbroker run` (the pack decides what reaches the command). */
   env?: NodeJS.ProcessEnv;
 }
@@ -29,6 +43,10 @@ export interface RunResult {
   /** The command's exit status (128+N when a signal N killed it). */
   exitStatus: number;
   signal: number | null;
+  /** Whether the run was killed at its timeoutMs. */
+  timedOut: boolean;
+  /** Whether the run was ended because its signal aborted. */
+  aborted: boolean;
   summary: RunSummary;
   stdout: Buffer;
   stderr: Buffer;
@@ -52,9 +70,40 @@ interface CoreLike {
   stateDir: string;
 }
 
+/* The `fsbroker run` children still running, each with how to end it. */
+const liveRuns = new Map<ChildProcess, { end: () => void; closed: Promise<void> }>();
+let exitHookInstalled = false;
+
+/**
+ * End every tool call still running (SIGTERM to its `fsbroker run`, which
+ * ends the sandbox and every process in it, then SIGKILL after the grace),
+ * for a host that stops with calls in flight: a stopped core does not end
+ * the runs attached to it at once. Resolves once each has exited.
+ */
+export async function endAllRuns(): Promise<void> {
+  const all = [...liveRuns.values()];
+  for (const r of all) r.end();
+  await Promise.all(all.map((r) => r.closed));
+}
+
+/* A host that exits without endAllRuns() still ends its commands: the
+ * sandbox dies with its `fsbroker run` (bwrap --die-with-parent). */
+function installExitHook(): void {
+  if (exitHookInstalled) return;
+  exitHookInstalled = true;
+  process.on("exit", () => {
+    for (const child of liveRuns.keys()) child.kill("SIGKILL");
+  });
+}
+
 export function runToolCall(core: CoreLike, toolCallId: string, argv: string[], opts: RunOptions = {}): ToolCall {
   if (argv.length === 0) throw new FsbrokerError("ERUNSTART", "run: the command is empty");
-  const args = ["run", "--core", core.stateDir, "--tool-call", toolCallId, "--summary-fd", "3", "--", ...argv];
+  /* fsbroker run starts every command in the workspace; a shell in the
+   * sandbox moves it on (a failed cd exits 125 with sh's own message). */
+  const cmd = opts.cwd !== undefined
+    ? ["/bin/sh", "-c", 'cd -- "$1" || exit 125; shift; exec "$@"', "fsbroker-cwd", opts.cwd, ...argv]
+    : argv;
+  const args = ["run", "--core", core.stateDir, "--tool-call", toolCallId, "--summary-fd", "3", "--", ...cmd];
   const child = spawn(core.binary, args, {
     stdio: [opts.stdin !== undefined ? "pipe" : "ignore", "pipe", "pipe", "pipe"],
     env: opts.env ?? process.env,
@@ -95,13 +144,39 @@ export function runToolCall(core: CoreLike, toolCallId: string, argv: string[], 
     child.stdin.end(opts.stdin);
   }
   let timer: NodeJS.Timeout | undefined;
-  if (opts.timeoutMs !== undefined) timer = setTimeout(() => child.kill("SIGTERM"), opts.timeoutMs);
+  let killer: NodeJS.Timeout | undefined;
+  let timedOut = false;
+  let aborted = false;
+  const end = () => {
+    if (killer) return;
+    child.kill("SIGTERM");
+    killer = setTimeout(() => child.kill("SIGKILL"), opts.killGraceMs ?? 5000);
+  };
+  if (opts.timeoutMs !== undefined) {
+    timer = setTimeout(() => {
+      timedOut = true;
+      end();
+    }, opts.timeoutMs);
+  }
+  const onAbort = () => {
+    aborted = true;
+    end();
+  };
+  if (opts.signal?.aborted) onAbort();
+  else opts.signal?.addEventListener("abort", onAbort, { once: true });
+  let closed!: () => void;
+  liveRuns.set(child, { end, closed: new Promise<void>((res) => { closed = res; }) });
+  installExitHook();
 
   const result = new Promise<RunResult>((resolve, reject) => {
     let spawnError: Error | null = null;
     child.on("error", (err) => { spawnError = err; });
     child.on("close", (code, sig) => {
       if (timer) clearTimeout(timer);
+      if (killer) clearTimeout(killer);
+      opts.signal?.removeEventListener("abort", onAbort);
+      liveRuns.delete(child);
+      closed();
       ended = true;
       for (const it of iterators) it.wake?.();
       const stderr = Buffer.concat(kept.stderr);
@@ -136,6 +211,8 @@ export function runToolCall(core: CoreLike, toolCallId: string, argv: string[], 
         toolCallId,
         exitStatus: summary.exitStatus ?? (code ?? 128),
         signal: summary.signal ?? null,
+        timedOut,
+        aborted,
         summary,
         stdout: Buffer.concat(kept.stdout),
         stderr,

@@ -150,6 +150,21 @@ test("a core that cannot start says why", async () => {
   lay = layout();
   await assert.rejects(startCore({ binary, stateDir: lay.state, workspace: lay.ws, env: lay.env, pack: "no-such-pack" }),
     (e: unknown) => isCode("ECORESTART")(e) && /no-such-pack/.test((e as Error).message));
-  await assert.rejects(startCore({ binary: "/no/such/fsbroker", stateDir: lay.state }),
-    (e: unknown) => isCode("ECORESTART")(e) && /ENOENT/.test((e as Error).message));
+});
+
+test("a native fsbroker that is not installed: ENOFSBROKER names what to install and how to point at it", async () => {
+  lay = layout();
+  await assert.rejects(startCore({ binary: "/no/such/fsbroker", stateDir: lay.state }), (e: unknown) =>
+    isCode("ENOFSBROKER")(e) && /\(--fsbroker\) names \/no\/such\/fsbroker, which is not an executable file/.test((e as Error).message)
+      && /sudo make install/.test((e as Error).message) && /FSBROKER=/.test((e as Error).message));
+  const saved = { PATH: process.env.PATH, FSBROKER: process.env.FSBROKER };
+  process.env.PATH = lay.dir;
+  delete process.env.FSBROKER;
+  try {
+    await assert.rejects(startCore({ stateDir: lay.state }), (e: unknown) =>
+      isCode("ENOFSBROKER")(e) && /no fsbroker on PATH/.test((e as Error).message) && /apt install/.test((e as Error).message));
+  } finally {
+    process.env.PATH = saved.PATH;
+    if (saved.FSBROKER !== undefined) process.env.FSBROKER = saved.FSBROKER;
+  }
 });

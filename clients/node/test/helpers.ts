@@ -40,3 +40,9 @@ export function layout(): Layout {
   delete env.XDG_RUNTIME_DIR;
   return { dir, home, ws, state, env, cleanup: () => rmSync(dir, { recursive: true, force: true }) };
 }
+
+/** The args that start dist/src/mcp-bin.js on a layout, with `extra` after them. */
+export function mcpArgs(lay: Layout, extra: string[] = []): string[] {
+  return [join(pkgDir, "dist", "src", "mcp-bin.js"), "--workspace", lay.ws, "--state-dir", lay.state,
+    "--fsbroker", binary, ...extra];
+}

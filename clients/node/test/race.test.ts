@@ -73,5 +73,5 @@ test("write_file: without a swap the same calls go through", async () => {
   assert.equal(r.backedUp, true);
   assert.equal(readFileSync(join(ws, "a.txt"), "utf8"), "new\n");
   await tools.writeFile(join(ws, "fresh.txt"), "made\n");
-  assert.equal(await tools.readFile(join(ws, "fresh.txt")), "made\n");
+  assert.deepEqual(await tools.readFile(join(ws, "fresh.txt")), { kind: "text", text: "made\n", size: 5 });
 });
