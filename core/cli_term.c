@@ -5,7 +5,6 @@
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -151,9 +150,9 @@ int fsb_pager_start(bool enabled)
 		_exit(127);
 	}
 	close(fds[0]);
-	/* A pager quit early: our writes fail with EPIPE rather than the
-	 * signal ending us before the pager's exit is waited for. */
-	signal(SIGPIPE, SIG_IGN);
+	/* SIGPIPE is left as it is: a pager quit early ends the command at
+	 * its next write, as git's does, rather than letting it diff on into
+	 * a pipe nobody reads. */
 	if (dup2(fds[1], STDOUT_FILENO) < 0) {
 		close(fds[1]);
 		return 0;
