@@ -105,7 +105,7 @@ _fsbroker_value()
             _fsbroker_reply < <(compgen -W "$(_fsbroker_packs)" -- "$cur")
             _fsbroker_add < <(compgen -f -- "$cur")
             ;;
-        --workspace | --state-dir | --core) _fsbroker_reply < <(compgen -d -- "$cur") ;;
+        --workspace | --state-dir | --core | --to) _fsbroker_reply < <(compgen -d -- "$cur") ;;
         --socket) _fsbroker_reply < <(compgen -f -- "$cur") ;;
         --op)
             _fsbroker_reply < <(compgen -W "read write create delete rename-from rename-to mkdir
@@ -206,11 +206,11 @@ _fsbroker()
 
     # Operands: a cycle, or paths.
     case $cmd:$verb in
-        backup:show | backup:restore | backup:diff | backup:undo)
+        backup:show | backup:restore | backup:diff | backup:cat)
             _fsbroker_reply < <(compgen -W "$(_fsbroker_cycles)" -- "$cur")
             _fsbroker_add < <(compgen -f -- "$cur")
             ;;
-        check: | delete: | audit:verify)
+        check: | delete: | audit:verify | backup:undo | backup:redo | backup:log)
             _fsbroker_reply < <(compgen -f -- "$cur")
             ;;
         run: | shell:)

@@ -24,6 +24,7 @@
 #include "backup_prune.h"
 #include "backup_read.h"
 #include "cli.h"
+#include "cli_term.h"
 #include "config.h"
 #include "op.h"
 #include "proto_json.h"
@@ -46,6 +47,7 @@
 	"  --undo                    the store of the restores (restore_backup), where\n" \
 	"                            restore keeps what it changes for `backup undo`\n"
 #define BACKUP_ENV "environment: HOME, XDG_STATE_HOME\n"
+#define TERM_ENV "environment: HOME, XDG_STATE_HOME, NO_COLOR, TERM, PAGER, LESS\n"
 
 static const char usage[] =
 	"usage: fsbroker backup VERB [OPTIONS]\n"
@@ -59,7 +61,8 @@ static const char usage[] =
 	"  list      the cycles of a session (list --all: of every session)\n"
 	"  show      what one cycle touched\n"
 	"  restore   put what a cycle or tool call changed back as it was\n"
-	"  undo      undo the last restore (or the last undo)\n"
+	"  undo      take back the last restore\n"
+	"  redo      do the restore the last undo took back again\n"
 	"  diff      what a cycle changed, line by line (--stat, --name-only)\n"
 	"  cat       print a file as it was before a cycle\n"
 	"  log       the cycles and tool calls that changed a path\n"
@@ -76,7 +79,8 @@ static const char usage[] =
 	"docs: docs/restore.md, docs/backup-store.md\n";
 
 static const char list_usage[] =
-	"usage: fsbroker backup list [--all] [--undo] [--json] [--state-dir DIR]\n"
+	"usage: fsbroker backup list [--all] [--undo] [--json] [--color[=WHEN]]\n"
+	"                            [--no-pager] [--state-dir DIR]\n"
 	"                            [--session ID | --workspace DIR]\n"
 	"\n"
 	"List the cycles of the session: number, state (open, sealed, recovered), when\n"
@@ -88,16 +92,22 @@ static const char list_usage[] =
 	UNDO_OPT
 	"  --json                    one JSON array, an object per cycle (per session\n"
 	"                            with --all)\n"
+	"  --color[=WHEN]            colour: auto (default: when stdout is a terminal,\n"
+	"                            TERM is not dumb and NO_COLOR is unset), always\n"
+	"                            (a bare --color), never\n"
+	"  --no-pager                never through $PAGER (default on a terminal:\n"
+	"                            less -FRX; PAGER= or PAGER=cat for none)\n"
 	STORE_OPTS
 	HELP_OPT
 	"\n"
 	"exit: 0 listed, 1 a journal could not be read, 2 usage error or no such\n"
 	"  session\n"
-	BACKUP_ENV
+	TERM_ENV
 	"docs: docs/restore.md\n";
 
 static const char show_usage[] =
-	"usage: fsbroker backup show CYCLE|--last [--undo] [--json] [--state-dir DIR]\n"
+	"usage: fsbroker backup show CYCLE|--last [--undo] [--json] [--color[=WHEN]]\n"
+	"                            [--no-pager] [--state-dir DIR]\n"
 	"                            [--session ID | --workspace DIR]\n"
 	"\n"
 	"Show what one cycle touched: each path, the tool call that changed it, what\n"
@@ -107,17 +117,23 @@ static const char show_usage[] =
 	"  --last                    the newest cycle\n"
 	UNDO_OPT
 	"  --json                    one JSON object\n"
+	"  --color[=WHEN]            colour: auto (default: when stdout is a terminal,\n"
+	"                            TERM is not dumb and NO_COLOR is unset), always\n"
+	"                            (a bare --color), never\n"
+	"  --no-pager                never through $PAGER (default on a terminal:\n"
+	"                            less -FRX; PAGER= or PAGER=cat for none)\n"
 	STORE_OPTS
 	HELP_OPT
 	"\n"
 	"exit: 0 shown, 1 its journal cannot be read, 2 usage error or no such session\n"
 	"  or cycle\n"
-	BACKUP_ENV
+	TERM_ENV
 	"docs: docs/restore.md\n";
 
 static const char restore_usage[] =
 	"usage: fsbroker backup restore CYCLE|--last [PATH...] [--tool-call ID]\n"
-	"                               [--dry-run] [--force] [--no-undo] [--json]\n"
+	"                               [--to DIR] [--dry-run] [--force] [--no-undo]\n"
+	"                               [--json] [-q]\n"
 	"                               [--state-dir DIR]\n"
 	"                               [--session ID | --workspace DIR]\n"
 	"\n"
@@ -130,12 +146,16 @@ static const char restore_usage[] =
 	"options:\n"
 	"  --last                    the newest cycle\n"
 	"  --tool-call ID            only what that tool call changed\n"
+	"  --to DIR                  write the paths into DIR instead (made when missing,\n"
+	"                            else it must be empty), laid out as below the\n"
+	"                            workspace; nothing in place changes, no undo\n"
 	"  --dry-run                 say what would be restored or removed; change\n"
 	"                            nothing\n"
 	"  --force                   restore paths changed since the cycle ended too\n"
 	"  --no-undo                 keep no copy of what the restore changes (then\n"
 	"                            nothing can undo it)\n"
 	"  --json                    one JSON array, an object per path\n"
+	"  -q, --quiet               no progress on a terminal (stderr), no total line\n"
 	STORE_OPTS
 	HELP_OPT
 	"\n"
@@ -145,33 +165,55 @@ static const char restore_usage[] =
 	"docs: docs/restore.md\n";
 
 static const char undo_usage[] =
-	"usage: fsbroker backup undo [CYCLE|--last] [PATH...] [--dry-run] [--force]\n"
-	"                            [--no-undo] [--json] [--state-dir DIR]\n"
-	"                            [--session ID | --workspace DIR]\n"
+	"usage: fsbroker backup undo [PATH...] [--dry-run] [--force] [--json] [-q]\n"
+	"                            [--state-dir DIR] [--session ID | --workspace DIR]\n"
 	"\n"
-	"Undo the last restore: put back what it changed, from the copy it kept in the\n"
-	"store of the restores. An undo is itself undoable (a second undo redoes).\n"
-	"CYCLE names an older cycle of that store (`backup list --undo`); PATHs limit\n"
-	"it to those paths.\n"
+	"Take back the last restore (or redo): put back what it changed, from the copy it\n"
+	"kept in the store of the restores. It first says which restore it takes back,\n"
+	"of what, and when. What it changes is kept too, so `fsbroker backup redo` can do\n"
+	"the restore again. With nothing to undo (no restore yet, or the last one undone\n"
+	"already) it says so and changes nothing. PATHs limit it to those paths.\n"
 	"\n"
 	"options:\n"
-	"  --last                    the newest cycle of the restores' store (default)\n"
 	"  --dry-run                 say what would be put back; change nothing\n"
 	"  --force                   put back paths changed since the restore too\n"
-	"  --no-undo                 keep no copy of what the undo changes\n"
 	"  --json                    one JSON array, an object per path\n"
+	"  -q, --quiet               no progress on a terminal (stderr), no total line\n"
 	STORE_OPTS
 	HELP_OPT
 	"\n"
-	"exit: 0 undone, 1 something was skipped or failed, 2 usage error or no such\n"
-	"  session or cycle\n"
+	"exit: 0 undone, 1 something was skipped or failed, 2 usage error, no such\n"
+	"  session, or nothing to undo\n"
+	BACKUP_ENV
+	"docs: docs/restore.md (\"Undoing a restore\")\n";
+
+static const char redo_usage[] =
+	"usage: fsbroker backup redo [PATH...] [--dry-run] [--force] [--json] [-q]\n"
+	"                            [--state-dir DIR] [--session ID | --workspace DIR]\n"
+	"\n"
+	"Do the restore that the last `fsbroker backup undo` took back again. It first\n"
+	"says which undo it reverses, and when. What it changes is kept, so `fsbroker\n"
+	"backup undo` can take it back once more. With nothing to redo (no undo since\n"
+	"the last restore) it says so and changes nothing. PATHs limit it to those\n"
+	"paths.\n"
+	"\n"
+	"options:\n"
+	"  --dry-run                 say what would be put back; change nothing\n"
+	"  --force                   put back paths changed since the undo too\n"
+	"  --json                    one JSON array, an object per path\n"
+	"  -q, --quiet               no progress on a terminal (stderr), no total line\n"
+	STORE_OPTS
+	HELP_OPT
+	"\n"
+	"exit: 0 redone, 1 something was skipped or failed, 2 usage error, no such\n"
+	"  session, or nothing to redo\n"
 	BACKUP_ENV
 	"docs: docs/restore.md (\"Undoing a restore\")\n";
 
 static const char diff_usage[] =
 	"usage: fsbroker backup diff CYCLE|--last [PATH...] [--stat | --name-only]\n"
-	"                            [--undo] [--json] [--state-dir DIR]\n"
-	"                            [--session ID | --workspace DIR]\n"
+	"                            [--undo] [--json] [-q] [--color[=WHEN]] [--no-pager]\n"
+	"                            [--state-dir DIR] [--session ID | --workspace DIR]\n"
 	"\n"
 	"Show what a cycle changed: for each path (or each PATH named), its state at\n"
 	"the start of the cycle against what is there now, line by line for text\n"
@@ -185,12 +227,18 @@ static const char diff_usage[] =
 	UNDO_OPT
 	"  --json                    one JSON array, an object per path (with --stat:\n"
 	"                            its added and removed lines)\n"
+	"  -q, --quiet               no progress on a terminal (stderr)\n"
+	"  --color[=WHEN]            colour: auto (default: when stdout is a terminal,\n"
+	"                            TERM is not dumb and NO_COLOR is unset), always\n"
+	"                            (a bare --color), never\n"
+	"  --no-pager                never through $PAGER (default on a terminal:\n"
+	"                            less -FRX; PAGER= or PAGER=cat for none)\n"
 	STORE_OPTS
 	HELP_OPT
 	"\n"
 	"exit: 0 no differences, 1 differences, 2 trouble (usage error, no such session\n"
 	"  or cycle, a backup that cannot be read)\n"
-	BACKUP_ENV
+	TERM_ENV
 	"docs: docs/restore.md\n";
 
 static const char cat_usage[] =
@@ -214,7 +262,8 @@ static const char cat_usage[] =
 	"docs: docs/restore.md\n";
 
 static const char log_usage[] =
-	"usage: fsbroker backup log PATH [--undo] [--json] [--state-dir DIR]\n"
+	"usage: fsbroker backup log PATH [--undo] [--json] [--color[=WHEN]] [--no-pager]\n"
+	"                           [--state-dir DIR]\n"
 	"                           [--session ID | --workspace DIR]\n"
 	"\n"
 	"List the cycles that changed PATH (or anything beneath it), newest first:\n"
@@ -224,12 +273,17 @@ static const char log_usage[] =
 	"options:\n"
 	UNDO_OPT
 	"  --json                    one JSON array, an object per cycle\n"
+	"  --color[=WHEN]            colour: auto (default: when stdout is a terminal,\n"
+	"                            TERM is not dumb and NO_COLOR is unset), always\n"
+	"                            (a bare --color), never\n"
+	"  --no-pager                never through $PAGER (default on a terminal:\n"
+	"                            less -FRX; PAGER= or PAGER=cat for none)\n"
 	STORE_OPTS
 	HELP_OPT
 	"\n"
 	"exit: 0 listed (none is no error), 1 a cycle could not be read, 2 usage error\n"
 	"  or no such session\n"
-	BACKUP_ENV
+	TERM_ENV
 	"docs: docs/restore.md\n";
 
 static const char du_usage[] =
@@ -286,10 +340,16 @@ struct cli {
 	char **paths;		/* restore: the PATH arguments */
 	int npaths;
 	const char *tool_call;
+	const char *to;		/* restore --to DIR, else NULL */
 	bool json, last, dry_run, force;
 	bool stat, name_only;	/* diff --stat, --name-only */
 	bool no_undo;		/* restore, undo: keep no copy of what they change */
-	bool undo_cmd;		/* `undo`: restore the last cycle of restore_backup */
+	bool quiet;		/* -q: no progress, no total line */
+	enum fsb_color color;	/* --color=auto|always|never */
+	bool no_pager;		/* --no-pager */
+	struct fsb_paint paint;	/* the colours of stdout ("" each without) */
+	bool undo_cmd;		/* `undo`, `redo`: restore the last cycle of restore_backup */
+	bool redo_cmd;		/* `redo` */
 	bool undo_store;	/* --undo: `store` is restore_backup */
 	long keep;		/* prune --keep N, else -1 */
 	long older_than;	/* prune --older-than DAYS, else -1 */
@@ -498,7 +558,8 @@ static int list_cycles(const struct cli *c, cJSON *arr)
 		if (c->json) {
 			cJSON_AddItemToArray(arr, cycle_summary_json(&cy));
 		} else {
-			printf("%5u  %-9s  %-19s  %-19s  %5zu  %7zu  ", cy.number,
+			printf("%s%5u%s  %-9s  %-19s  %-19s  %5zu  %7zu  ", c->paint.yellow,
+			       cy.number, c->paint.reset,
 			       fsb_cycle_state_name(cy.state), short_time(cy.opened, t1, sizeof(t1)),
 			       cy.state == FSB_CYCLE_OPEN ? "-" : short_time(cy.sealed, t2, sizeof(t2)),
 			       cy.npaths, cy.nobjects);
@@ -641,6 +702,19 @@ static cJSON *end_json(const struct fsb_end_state *e)
 	return e == NULL ? cJSON_CreateNull() : fsb_journal_end_encode(e);
 }
 
+/* The colour of a BEFORE THE CYCLE column: what the cycle did, as git
+ * colours it (created green, deleted red, renamed cyan). */
+static const char *before_color(const struct fsb_paint *pt, const char *before)
+{
+	if (strncmp(before, "created", 7) == 0)
+		return pt->green;
+	if (strncmp(before, "deleted", 7) == 0)
+		return pt->red;
+	if (strncmp(before, "renamed", 7) == 0)
+		return pt->cyan;
+	return "";
+}
+
 static int cmd_show(const struct cli *c)
 {
 	struct fsb_cycle cy;
@@ -698,7 +772,8 @@ static int cmd_show(const struct cli *c)
 		cJSON_Delete(o);
 		goto out;
 	}
-	printf("cycle %u (%s%s): opened %s UTC", cy.number, fsb_cycle_state_name(cy.state),
+	printf("%scycle %u%s (%s%s): opened %s UTC", c->paint.yellow, cy.number, c->paint.reset,
+	       fsb_cycle_state_name(cy.state),
 	       cy.state == FSB_CYCLE_OPEN ? ", not sealed yet" : "",
 	       short_time(cy.opened, t1, sizeof(t1)));
 	if (cy.state != FSB_CYCLE_OPEN)
@@ -730,8 +805,9 @@ static int cmd_show(const struct cli *c)
 			continue;
 		ops_of(p, ops, sizeof(ops));
 		describe_before(p, before, sizeof(before));
-		printf("%-*s  %-*s  %-32s  ", (int)opw, ops, (int)tcw,
-		       p->rec->tool_call[0] != '\0' ? p->rec->tool_call : "-", before);
+		printf("%-*s  %-*s  %s%-32s%s  ", (int)opw, ops, (int)tcw,
+		       p->rec->tool_call[0] != '\0' ? p->rec->tool_call : "-",
+		       before_color(&c->paint, before), before, c->paint.reset);
 		put_safe(stdout, p->rec->resolved);
 		if (p->rec->moved_to != NULL) {
 			fputs(" -> ", stdout);
@@ -757,36 +833,129 @@ static void print_item(const struct fsb_restore_item *it)
 		printf(": %s\n", it->detail);
 }
 
-static int cmd_restore(const struct cli *c)
+/* Each path's outcome: a line each, or with --json one array. 1 when any
+ * was not restored, else 0. */
+static int print_results(const struct cli *c, const struct fsb_restore *r)
 {
+	int status = 0;
+
+	if (c->json) {
+		cJSON *arr = cJSON_CreateArray();
+
+		for (size_t i = 0; i < r->n + r->extra; i++) {
+			cJSON *e = cJSON_CreateObject();
+
+			fsb_json_add_path(e, "path", r->items[i].path, false);
+			cJSON_AddStringToObject(e, "result", r->items[i].verb);
+			cJSON_AddStringToObject(e, "detail", r->items[i].detail);
+			cJSON_AddItemToArray(arr, e);
+		}
+		print_json(arr);
+		cJSON_Delete(arr);
+	}
+	for (size_t i = 0; i < r->n + r->extra; i++) {
+		if (!c->json)
+			print_item(&r->items[i]);
+		if (r->items[i].res != FSB_RES_OK)
+			status = 1;
+	}
+	return status;
+}
+
+/* What a restore of this kind is called in sentences. */
+static const char *restore_word(const struct cli *c)
+{
+	return c->redo_cmd ? "redo" : c->undo_cmd ? "undo" : "restore";
+}
+
+/* The last line of a restore, undo or redo: how to go back (or forth). */
+static void say_way_back(const struct cli *c, int undo_cycle)
+{
+	/* With --json, stdout holds only the JSON. */
+	FILE *f = c->json ? stderr : stdout;
+
+	if (c->undo_cmd && !c->redo_cmd)
+		fprintf(f, "`fsbroker backup redo` does the restore again (cycle %d of %s).\n",
+			undo_cycle, FSB_RESTORE_BACKUP);
+	else
+		fprintf(f, "This %s can be undone with `fsbroker backup undo` (cycle %d of %s).\n",
+			restore_word(c), undo_cycle, FSB_RESTORE_BACKUP);
+}
+
+/* The copy for an undo first ("keeping a copy 4,213/10,000"), then the
+ * restore itself under the verb it was started with. */
+static void restore_progress(void *arg, bool copying, size_t done, size_t total)
+{
+	struct fsb_progress *p = arg;
+
+	if (copying != p->copying) {
+		p->copying = copying;
+		p->verb = copying ? "keeping a copy for undo," : p->verb0;
+		p->last = p->start;
+	}
+	p->total = total;
+	fsb_progress_step(p, done);
+}
+
+/*
+ * The total line of a restore, undo or redo: "restore: 10,000 paths in
+ * 1.2 s: 9,997 restored, 3 removed", each outcome (the verb of its lines)
+ * counted in the order it first appears.
+ */
+static void print_total(const struct cli *c, const struct fsb_restore *r,
+			const struct fsb_progress *p)
+{
+	FILE *f = c->json ? stderr : stdout;
+	size_t n = r->n + r->extra;
+	char num[32];
+
+	fprintf(f, "%s%s%s: %s path%s in %.1f s:", c->dry_run ? "dry run of " : "", restore_word(c),
+		c->to != NULL ? " --to" : "",
+		fsb_term_count(n, num, sizeof(num)), n == 1 ? "" : "s", fsb_progress_seconds(p));
+	for (size_t i = 0; i < n; i++) {
+		size_t k = 0;
+		bool seen = false;
+
+		for (size_t j = 0; j < i && !seen; j++)
+			seen = strcmp(r->items[j].verb, r->items[i].verb) == 0;
+		if (seen)
+			continue;
+		for (size_t j = i; j < n; j++)
+			k += strcmp(r->items[j].verb, r->items[i].verb) == 0;
+		fprintf(f, "%s %s %s", i > 0 ? "," : "", fsb_term_count(k, num, sizeof(num)),
+			r->items[i].verb);
+	}
+	fputs("\n", f);
+}
+
+/* Restore (or, from restore_backup, undo or redo) the loaded cycle `cy`. */
+static int restore_cycle(const struct cli *c, const struct fsb_cycle *cy)
+{
+	struct fsb_progress prog;
 	const struct fsb_restore_opts o = {
 		.store = c->store, .state = c->state, .session = c->session,
 		.tool_call = c->tool_call, .paths = c->paths, .npaths = c->npaths,
 		.dry_run = c->dry_run, .force = c->force, .no_undo = c->no_undo,
-		.undo = c->undo_cmd,
+		.undo = c->undo_cmd, .redo = c->redo_cmd,
+		.progress = restore_progress, .progress_arg = &prog,
 	};
 	struct fsb_restore r = { 0 };
-	struct fsb_cycle cy;
-	unsigned num;
 	int rc, status = 0;
 
-	rc = pick_cycle(c, &num);
-	if (rc != 0)
-		return rc;
-	rc = load(c, num, &cy);
-	if (rc < 0)
-		return rc == -ENOENT ? 2 : 1;
-	rc = fsb_restore_plan(&o, &cy, &r);
+	fsb_progress_start(&prog, c->redo_cmd ? "redoing" : c->undo_cmd ? "undoing" : "restoring",
+			   0, c->quiet);
+
+	rc = fsb_restore_plan(&o, cy, &r);
 	if (rc == -EBUSY) {
 		fprintf(stderr, "fsbroker backup: cycle %u is still open (not sealed): it has no "
 			"end states, so restore cannot tell the cycle's own changes from later "
-			"ones. Restore it after it is sealed, or now with --force.\n", cy.number);
+			"ones. Restore it after it is sealed, or now with --force.\n", cy->number);
 		status = 1;
 		goto out;
 	}
 	if (rc == -ENOENT) {
 		fprintf(stderr, "fsbroker backup: tool call '%s' touched nothing in cycle %u (see "
-			"`fsbroker backup show %u`)\n", c->tool_call, cy.number, cy.number);
+			"`fsbroker backup show %u`)\n", c->tool_call, cy->number, cy->number);
 		status = 2;
 		goto out;
 	}
@@ -801,61 +970,117 @@ static int cmd_restore(const struct cli *c)
 	/* With --json, stdout holds only the JSON: sentences go to stderr. */
 	if (r.n + r.extra == 0) {
 		fprintf(c->json ? stderr : stdout,
-			"Cycle %u touched no paths: there is nothing to restore.\n", cy.number);
+			"Cycle %u touched no paths: there is nothing to restore.\n", cy->number);
 		if (c->json)
 			puts("[]");
 		goto out;
 	}
-	if (cy.state == FSB_CYCLE_OPEN)
+	if (cy->state == FSB_CYCLE_OPEN)
 		fprintf(c->json ? stderr : stdout, "Cycle %u is still open: restoring without "
-			"checking for changes made after it (--force).\n", cy.number);
-	if (fsb_restore_perform(&o, &cy, &r) < 0) {
+			"checking for changes made after it (--force).\n", cy->number);
+	prog.total = r.n;
+	rc = fsb_restore_perform(&o, cy, &r);
+	fsb_progress_clear(&prog);
+	if (rc < 0) {
 		fflush(stdout);
 		fputs("fsbroker backup: ", stderr);
 		put_safe(stderr, r.undo_err);
 		fprintf(stderr, "\nNothing was %s: without that copy it could not be undone. %s",
-			c->undo_cmd ? "undone" : "restored",
+			c->redo_cmd ? "redone" : c->undo_cmd ? "undone" : "restored",
 			r.undo_rc == -EWOULDBLOCK ? "\n" : "Free some space, or go on without a way "
 			"back with --no-undo.\n");
 		status = 1;
 		goto out;
 	}
-	if (c->json) {
-		cJSON *arr = cJSON_CreateArray();
-
-		for (size_t i = 0; i < r.n + r.extra; i++) {
-			cJSON *e = cJSON_CreateObject();
-
-			fsb_json_add_path(e, "path", r.items[i].path, false);
-			cJSON_AddStringToObject(e, "result", r.items[i].verb);
-			cJSON_AddStringToObject(e, "detail", r.items[i].detail);
-			cJSON_AddItemToArray(arr, e);
-		}
-		print_json(arr);
-		cJSON_Delete(arr);
-	}
-	for (size_t i = 0; i < r.n + r.extra; i++) {
-		if (!c->json)
-			print_item(&r.items[i]);
-		if (r.items[i].res != FSB_RES_OK)
-			status = 1;
-	}
+	status = print_results(c, &r);
+	if (!c->quiet)
+		print_total(c, &r, &prog);
 	fflush(stdout);
 	if (r.undo_cycle < 0) {
 		fprintf(stderr, "fsbroker backup: the %s is done, but the copy that undoes it "
-			"could not be sealed (%s): `fsbroker backup undo` will find it open and "
-			"need --force\n", c->undo_cmd ? "undo" : "restore", r.undo_err);
+			"could not be sealed (%s): `fsbroker backup %s` will find it open and "
+			"need --force\n", restore_word(c), r.undo_err,
+			c->undo_cmd && !c->redo_cmd ? "redo" : "undo");
 		status = 1;
 	} else if (r.undo_cycle > 0) {
-		/* With --json, stdout holds only the JSON. */
-		fprintf(c->json ? stderr : stdout, "%s can be undone with `fsbroker backup undo` "
-			"(cycle %d of %s).\n", c->undo_cmd ? "This undo" : "This restore",
-			r.undo_cycle, FSB_RESTORE_BACKUP);
+		say_way_back(c, r.undo_cycle);
 	}
 out:
 	fsb_restore_free(&r);
-	fsb_cycle_free(&cy);
 	return status;
+}
+
+/*
+ * The workspace the cycle's paths are laid out below for --to: the one the
+ * session recorded, else --workspace or the current directory, real.
+ */
+static int to_base(const struct cli *c, char *out, size_t len)
+{
+	char real[PATH_MAX];
+	const char *ws = c->workspace != NULL ? c->workspace : ".";
+
+	if (fsb_session_workspace(c->state, c->session, out, len) == 0)
+		return 0;
+	if (realpath(ws, real) == NULL) {
+		fprintf(stderr, "fsbroker backup: workspace %s: %s\n", ws, strerror(errno));
+		return 2;
+	}
+	snprintf(out, len, "%s", real);
+	return 0;
+}
+
+/* `restore --to DIR`: the cycle's paths written into DIR, nothing in place. */
+static int restore_into(const struct cli *c, const struct fsb_cycle *cy)
+{
+	struct fsb_progress prog;
+	const struct fsb_restore_opts o = {
+		.store = c->store, .state = c->state, .session = c->session,
+		.tool_call = c->tool_call, .paths = c->paths, .npaths = c->npaths,
+		.dry_run = c->dry_run, .progress = restore_progress, .progress_arg = &prog,
+	};
+	struct fsb_restore r = { 0 };
+	char base[PATH_MAX + 2];
+	int rc, status = 0;
+
+	if ((rc = to_base(c, base, sizeof(base))) != 0)
+		return rc;
+	fsb_progress_start(&prog, "restoring", 0, c->quiet);
+	rc = fsb_restore_to(&o, cy, c->to, base, &r);
+	fsb_progress_clear(&prog);
+	if (rc == -ENOENT && c->tool_call != NULL) {
+		fprintf(stderr, "fsbroker backup: tool call '%s' touched nothing in cycle %u (see "
+			"`fsbroker backup show %u`)\n", c->tool_call, cy->number, cy->number);
+		return 2;
+	}
+	if (rc < 0) {
+		fputs("fsbroker backup: --to ", stderr);
+		put_safe(stderr, c->to);
+		fprintf(stderr, ": %s\n", rc == -ENOTEMPTY ? "the directory is not empty; name a "
+			"new or empty one" : strerror(-rc));
+		return 2;
+	}
+	status = print_results(c, &r);
+	if (!c->quiet)
+		print_total(c, &r, &prog);
+	fsb_restore_free(&r);
+	return status;
+}
+
+static int cmd_restore(const struct cli *c)
+{
+	struct fsb_cycle cy;
+	unsigned num;
+	int rc;
+
+	rc = pick_cycle(c, &num);
+	if (rc != 0)
+		return rc;
+	rc = load(c, num, &cy);
+	if (rc < 0)
+		return rc == -ENOENT ? 2 : 1;
+	rc = c->to != NULL ? restore_into(c, &cy) : restore_cycle(c, &cy);
+	fsb_cycle_free(&cy);
+	return rc;
 }
 
 /* ---- diff ---------------------------------------------------------------- */
@@ -924,7 +1149,7 @@ static void count_lines(int fd, struct diff_count *n)
  * 1 different, 2 trouble.
  */
 static int run_diff(const char *path, int old_fd, const char *l1, int new_fd, const char *l2,
-		    bool quiet, struct diff_count *count)
+		    bool quiet, struct diff_count *count, bool color)
 {
 	char a[32], b[32], *sp = safe_dup(path), *lab1 = NULL, *lab2 = NULL;
 	int st, status = 2, out[2] = { -1, -1 };
@@ -954,7 +1179,14 @@ static int run_diff(const char *path, int old_fd, const char *l1, int new_fd, co
 		goto out;
 	}
 	if (pid == 0) {
-		char *argv[] = { "diff", "-u", "--label", lab1, "--label", lab2, a, b, NULL };
+		char *argv[] = { "diff", "-u", "--label", lab1, "--label", lab2, a, b, NULL, NULL };
+
+		/* Coloured by diff itself, only what reaches the terminal:
+		 * --stat counts lines that must start with '+' and '-'. */
+		if (color && count == NULL && !quiet) {
+			memmove(argv + 2, argv + 1, 7 * sizeof(*argv));
+			argv[1] = "--color=always";
+		}
 
 		if ((old_fd >= 0 && fcntl(old_fd, F_SETFD, 0) < 0) ||
 		    (new_fd >= 0 && fcntl(new_fd, F_SETFD, 0) < 0))
@@ -1021,7 +1253,9 @@ static void say(const struct cli *c, const char *what, const char *path)
 {
 	if (diff_quiet(c))
 		return;
+	fputs(c->paint.bold, stdout);
 	fputs(what, stdout);
+	fputs(c->paint.reset, stdout);
 	fputs(": ", stdout);
 	put_safe(stdout, path);
 	putchar('\n');
@@ -1080,7 +1314,7 @@ static enum dstat diff_one(const struct cli *c, unsigned num, const struct fsb_p
 			return D_ERROR;
 		}
 		rc = run_diff(path, -1, "absent before the cycle", cur, "now", false,
-			      c->stat ? count : NULL);
+			      c->stat ? count : NULL, c->paint.reset[0] != '\0');
 		close(cur);
 		if (rc > 1) {
 			snprintf(detail, dlen, "diff failed");
@@ -1150,7 +1384,7 @@ static enum dstat diff_one(const struct cli *c, unsigned num, const struct fsb_p
 	}
 	if (!now) {
 		rc = run_diff(path, obj, before, -1, "absent now", diff_quiet(c),
-			      c->stat ? count : NULL);
+			      c->stat ? count : NULL, c->paint.reset[0] != '\0');
 		res = D_REMOVED;
 	} else if (!S_ISREG(st.st_mode)) {
 		snprintf(line, sizeof(line), "a regular file before cycle %u, %s now", num,
@@ -1165,7 +1399,8 @@ static enum dstat diff_one(const struct cli *c, unsigned num, const struct fsb_p
 			res = D_ERROR;
 			goto out;
 		}
-		rc = run_diff(path, obj, before, cur, "now", diff_quiet(c), c->stat ? count : NULL);
+		rc = run_diff(path, obj, before, cur, "now", diff_quiet(c), c->stat ? count : NULL,
+			      c->paint.reset[0] != '\0');
 		res = rc == 0 ? D_UNCHANGED : D_CHANGED;
 	}
 	if (rc > 1) {
@@ -1215,7 +1450,7 @@ static const char *stat_word(const struct stat_line *l)
  * diff --stat: " PATH | N ++--" per path, as git prints it (the bar
  * scaled to 40 columns for the largest), then the total.
  */
-static void print_stat(const struct stat_line *v, size_t n)
+static void print_stat(const struct stat_line *v, size_t n, const struct fsb_paint *pt)
 {
 	size_t width = 0, files = 0;
 	long most = 0, added = 0, removed = 0;
@@ -1244,12 +1479,13 @@ static void print_stat(const struct stat_line *v, size_t n)
 			plus = (plus * 40 + most - 1) / most;
 			minus = (minus * 40 + most - 1) / most;
 		}
-		printf("%ld ", total);
+		printf("%ld %s", total, pt->green);
 		for (long k = 0; k < plus; k++)
 			putchar('+');
+		fputs(pt->red, stdout);
 		for (long k = 0; k < minus; k++)
 			putchar('-');
-		putchar('\n');
+		printf("%s\n", pt->reset);
 	}
 	printf(" %zu path%s changed, %ld line%s added, %ld line%s removed\n", files,
 	       files == 1 ? "" : "s", added, added == 1 ? "" : "s", removed,
@@ -1262,6 +1498,7 @@ static int cmd_diff(const struct cli *c)
 	struct fsb_picks picks = { 0 };
 	struct fsb_moves moves = { 0 };
 	struct stat_line *lines = NULL;
+	struct fsb_progress prog = { 0 };
 	size_t nlines = 0;
 	char **args = NULL;
 	bool *arg_used = NULL;
@@ -1280,6 +1517,9 @@ static int cmd_diff(const struct cli *c)
 		goto nomem;
 	if (c->json)
 		arr = cJSON_CreateArray();
+	/* Progress only where nothing is printed until the end (--stat,
+	 * --json): a line rewritten between diffs would break them up. */
+	fsb_progress_start(&prog, "diffing", picks.n, c->quiet || !(c->stat || c->json));
 	for (size_t i = 0; i < picks.n; i++) {
 		const struct fsb_pick *pk = &picks.v[i];
 		const struct fsb_journal_rec *from;
@@ -1308,8 +1548,10 @@ static int cmd_diff(const struct cli *c)
 			src = (struct fsb_pick){ .rec = from, .all = &from, .nall = 1 };
 			pk = &src;
 		}
+		fsb_progress_step(&prog, i);
 		d = diff_one(c, cy.number, pk, detail, sizeof(detail), &count);
 		if (d == D_ERROR) {
+			fsb_progress_clear(&prog);
 			fflush(stdout);
 			fputs("fsbroker backup diff: ", stderr);
 			put_safe(stderr, pk->rec->resolved);
@@ -1349,8 +1591,10 @@ static int cmd_diff(const struct cli *c)
 			nlines++;
 		}
 	}
+	fsb_progress_step(&prog, picks.n);
+	fsb_progress_clear(&prog);
 	if (c->stat && !c->json)
-		print_stat(lines, nlines);
+		print_stat(lines, nlines, &c->paint);
 	for (int a = 0; a < c->npaths; a++) {
 		if (arg_used[a])
 			continue;
@@ -1366,6 +1610,7 @@ static int cmd_diff(const struct cli *c)
 	goto out;
 
 nomem:
+	fsb_progress_clear(&prog);
 	fprintf(stderr, "fsbroker backup: out of memory\n");
 	status = 2;
 out:
@@ -1530,7 +1775,7 @@ static bool log_cycle(const struct cli *c, const struct fsb_cycle *cy, const cha
 				fsb_json_add_path(o, "message", cy->message, false);
 				changes = cJSON_AddArrayToObject(o, "changes");
 			} else {
-				printf("cycle %u  %s  ", cy->number,
+				printf("%scycle %u%s  %s  ", c->paint.yellow, cy->number, c->paint.reset,
 				       cy->state == FSB_CYCLE_OPEN ? "(open)"
 				       : short_time(cy->sealed, t, sizeof(t)));
 				put_safe(stdout, cy->message);
@@ -1547,7 +1792,9 @@ static bool log_cycle(const struct cli *c, const struct fsb_cycle *cy, const cha
 				fsb_json_add_path(ch, "movedTo", r->moved_to, false);
 			cJSON_AddItemToArray(changes, ch);
 		} else {
-			printf("    %-9s ", what_it_did(r));
+			const char *did = what_it_did(r);
+
+			printf("    %s%-9s%s ", before_color(&c->paint, did), did, c->paint.reset);
 			put_safe(stdout, r->resolved);
 			if (r->moved_to != NULL) {
 				fputs(" -> ", stdout);
@@ -1563,7 +1810,6 @@ static bool log_cycle(const struct cli *c, const struct fsb_cycle *cy, const cha
 	}
 	if (o != NULL)
 		cJSON_AddItemToArray(arr, o);
-	(void)c;
 	return any;
 }
 
@@ -1710,30 +1956,69 @@ static int cmd_prune(const struct cli *c)
 	return status;
 }
 
-/* ---- undo ---------------------------------------------------------------- */
+/* ---- undo, redo ------------------------------------------------------- */
 
-/* `undo`: restore the last cycle of restore_backup, which holds what the
- * last restore (or undo) changed, as it was just before. */
+/* "cycle 3 of restore_backup (restore of cycle 2, sealed 2026-12-02
+ * 05:40:01 UTC, 3 paths)": the cycle undo or redo acts on. */
+static void describe_undo_cycle(FILE *f, const struct fsb_cycle *cy)
+{
+	char t[32];
+
+	fprintf(f, "cycle %u of %s (", cy->number, FSB_RESTORE_BACKUP);
+	put_safe(f, cy->message);
+	if (cy->state == FSB_CYCLE_OPEN)
+		fputs(", still open", f);
+	else
+		fprintf(f, ", sealed %s UTC", short_time(cy->sealed, t, sizeof(t)));
+	fprintf(f, ", %zu path%s)", cy->npaths, cy->npaths == 1 ? "" : "s");
+}
+
+/*
+ * `undo`: restore the newest cycle of restore_backup when it is a restore
+ * (or a redo), which puts back what it changed; `redo`: restore it when it
+ * is an undo. Never a toggle: each refuses the other's cycle.
+ */
 static int cmd_undo(const struct cli *c)
 {
-	unsigned *nums;
-	size_t n;
+	FILE *f = c->json ? stderr : stdout;
+	char err[PATH_MAX + 256];
+	struct fsb_cycle cy;
 	int rc;
 
-	rc = fsb_cycles_list(c->store, &nums, &n);
-	if (rc < 0) {
-		fprintf(stderr, "fsbroker backup undo: cannot read %s/cycles: %s\n", c->store,
-			strerror(-rc));
-		return 1;
-	}
-	free(nums);
-	if (n == 0) {
-		fprintf(stderr, "fsbroker backup undo: session %s has no restore to undo (a restore "
-			"keeps what it changes in %s, unless it ran with --no-undo or --dry-run)\n",
-			c->session, c->store);
+	rc = fsb_undo_target(c->store, c->redo_cmd, &cy, err, sizeof(err));
+	if (rc == -ENOENT) {
+		fprintf(stderr, "fsbroker backup %s: nothing to %s: session %s has no restore to "
+			"undo (a restore keeps what it changes in %s, unless it ran with "
+			"--no-undo or --dry-run)\n", restore_word(c), restore_word(c), c->session,
+			c->store);
 		return 2;
 	}
-	return cmd_restore(c);
+	if (rc == -EALREADY) {
+		if (c->redo_cmd) {
+			fputs("fsbroker backup redo: nothing to redo; the last restore, ", stderr);
+			describe_undo_cycle(stderr, &cy);
+			fputs(", has not been undone: `fsbroker backup undo` takes it back\n",
+			      stderr);
+		} else {
+			fputs("fsbroker backup undo: nothing to undo; the last restore was undone "
+			      "already by ", stderr);
+			describe_undo_cycle(stderr, &cy);
+			fputs(": `fsbroker backup redo` does the restore again\n", stderr);
+		}
+		fsb_cycle_free(&cy);
+		return 2;
+	}
+	if (rc < 0) {
+		fprintf(stderr, "fsbroker backup %s: %s\n", restore_word(c), err);
+		return 1;
+	}
+	fputs(c->redo_cmd ? "Redoing what " : "Undoing ", f);
+	describe_undo_cycle(f, &cy);
+	fputs(c->redo_cmd ? " took back" : "", f);
+	fputs(c->dry_run ? " (dry run).\n" : ".\n", f);
+	rc = restore_cycle(c, &cy);
+	fsb_cycle_free(&cy);
+	return rc;
 }
 
 /* ---- the command --------------------------------------------------------- */
@@ -1751,13 +2036,14 @@ struct verb {
 };
 
 static const struct verb verbs[] = {
-	{ "list", list_usage, "sSwhaju" },
-	{ "show", show_usage, "sSwhjlu" },
-	{ "restore", restore_usage, "sSwhjltnfN" },
-	{ "undo", undo_usage, "sSwhjlnfN" },
-	{ "diff", diff_usage, "sSwhjluTO" },
+	{ "list", list_usage, "sSwhajuCP" },
+	{ "show", show_usage, "sSwhjluCP" },
+	{ "restore", restore_usage, "sSwhjltnfNqD" },
+	{ "undo", undo_usage, "sSwhjnfq" },
+	{ "redo", redo_usage, "sSwhjnfq" },
+	{ "diff", diff_usage, "sSwhjluTOqCP" },
 	{ "cat", cat_usage, "sSwhlu" },
-	{ "log", log_usage, "sSwhju" },
+	{ "log", log_usage, "sSwhjuCP" },
 	{ "prune", prune_usage, "sSwhnukom" },
 	{ "du", du_usage, "sSwhju" },
 };
@@ -1789,6 +2075,10 @@ int fsb_cli_backup(int argc, char **argv)
 		{ "max-size", required_argument, NULL, 'm' },
 		{ "stat", no_argument, NULL, 'T' },
 		{ "name-only", no_argument, NULL, 'O' },
+		{ "quiet", no_argument, NULL, 'q' },
+		{ "to", required_argument, NULL, 'D' },
+		{ "color", optional_argument, NULL, 'C' },
+		{ "no-pager", no_argument, NULL, 'P' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -1796,14 +2086,14 @@ int fsb_cli_backup(int argc, char **argv)
 	const struct verb *v;
 	const char *sub;
 	char prog[32];
-	int opt, rc, pos, li;
+	int opt, rc, pos, li, pager;
 
 	memset(&c, 0, sizeof(c));
 	c.keep = c.older_than = -1;
 	c.max_size = FSB_PRUNE_NO_LIMIT;
 	if (argc < 2) {
-		fprintf(stderr, "fsbroker backup: name a verb (list, show, restore, undo, diff, cat, "
-			"log, prune); see fsbroker backup --help\n");
+		fprintf(stderr, "fsbroker backup: name a verb (list, show, restore, undo, redo, diff, "
+			"cat, log, prune, du); see fsbroker backup --help\n");
 		return 2;
 	}
 	sub = argv[1];
@@ -1816,7 +2106,7 @@ int fsb_cli_backup(int argc, char **argv)
 	v = find_verb(sub);
 	if (v == NULL) {
 		fprintf(stderr, "fsbroker backup: unknown subcommand '%s' (list, show, restore, undo, "
-			"diff, cat, log, prune); see fsbroker backup --help\n", sub);
+			"redo, diff, cat, log, prune, du); see fsbroker backup --help\n", sub);
 		return 2;
 	}
 	snprintf(prog, sizeof(prog), "fsbroker backup %s", v->name);
@@ -1824,7 +2114,7 @@ int fsb_cli_backup(int argc, char **argv)
 	argv++;
 	optind = 1;
 	opterr = 0;
-	while ((opt = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, ":hq", opts, NULL)) != -1) {
 		/* Another verb's option is as unknown to this one as any, also
 		 * when getopt found it given a value wrongly (optopt says which). */
 		int code = opt != ':' && opt != '?' ? opt :
@@ -1881,6 +2171,22 @@ int fsb_cli_backup(int argc, char **argv)
 			break;
 		case 'O':
 			c.name_only = true;
+			break;
+		case 'q':
+			c.quiet = true;
+			break;
+		case 'D':
+			c.to = optarg;
+			break;
+		case 'C':
+			if (fsb_term_parse_color(optarg, &c.color) < 0) {
+				fprintf(stderr, "%s: --color is auto, always or never, not '%s'\n",
+					prog, optarg);
+				return 2;
+			}
+			break;
+		case 'P':
+			c.no_pager = true;
 			break;
 		case 'k':
 		case 'o': {
@@ -1949,13 +2255,14 @@ int fsb_cli_backup(int argc, char **argv)
 		}
 		c.paths = argv + pos;
 		c.npaths = 1;
+	} else if (is(sub, "undo") || is(sub, "redo")) {
+		/* Always the newest cycle of restore_backup: every argument is a
+		 * PATH. */
+		c.undo_cmd = true;
+		c.redo_cmd = is(sub, "redo");
+		c.paths = argv + pos;
+		c.npaths = argc - pos;
 	} else {
-		/* `undo` alone undoes the last restore (or undo): the newest
-		 * cycle of restore_backup. */
-		if (is(sub, "undo")) {
-			c.undo_cmd = true;
-			c.last = c.last || pos == argc;
-		}
 		if (!c.last && pos == argc) {
 			fprintf(stderr, "fsbroker backup %s: name a cycle, or --last; see fsbroker "
 				"backup %s --help\n", sub, sub);
@@ -1972,6 +2279,11 @@ int fsb_cli_backup(int argc, char **argv)
 				"fsbroker backup cat --help\n");
 			return 2;
 		}
+		if (c.to != NULL && (c.force || c.no_undo)) {
+			fprintf(stderr, "fsbroker backup restore: --to changes nothing in place: it "
+				"goes without --force and --no-undo\n");
+			return 2;
+		}
 		if (c.stat && c.name_only) {
 			fprintf(stderr, "fsbroker backup diff: --stat or --name-only, not both\n");
 			return 2;
@@ -1986,8 +2298,15 @@ int fsb_cli_backup(int argc, char **argv)
 	}
 	if (c.state[0] == '\0')
 		fsb_default_state_dir(c.state, sizeof(c.state));
-	if (c.all)
-		return cmd_list_all(&c);
+	/* Colour is for a person reading: never inside JSON. Decided before
+	 * the pager takes stdout over, from what stdout is. */
+	fsb_term_paint(&c.paint, !c.json && fsb_term_use_color(c.color));
+	if (c.all) {
+		pager = fsb_pager_start(!c.no_pager);
+		rc = cmd_list_all(&c);
+		fsb_pager_end(pager);
+		return rc;
+	}
 	rc = locate_store(&c);
 	if (rc != 0)
 		return rc;
@@ -1996,16 +2315,15 @@ int fsb_cli_backup(int argc, char **argv)
 		fprintf(stderr, "fsbroker backup: the state dir path %s is too long\n", c.state);
 		return 2;
 	}
-	if (is(sub, "list"))
-		return cmd_list(&c);
-	if (is(sub, "show"))
-		return cmd_show(&c);
-	if (is(sub, "diff"))
-		return cmd_diff(&c);
+	if (is(sub, "list") || is(sub, "show") || is(sub, "diff") || is(sub, "log")) {
+		pager = fsb_pager_start(!c.no_pager);
+		rc = is(sub, "list") ? cmd_list(&c) : is(sub, "show") ? cmd_show(&c)
+		     : is(sub, "diff") ? cmd_diff(&c) : cmd_log(&c);
+		fsb_pager_end(pager);
+		return rc;
+	}
 	if (is(sub, "cat"))
 		return cmd_cat(&c);
-	if (is(sub, "log"))
-		return cmd_log(&c);
 	if (is(sub, "prune"))
 		return cmd_prune(&c);
 	if (is(sub, "du"))

@@ -798,8 +798,9 @@ out:
 	cJSON_Delete(b);
 }
 
-/* The last restore (or undo) kept what it changed as the newest cycle of
- * restore_backup: restoring that cycle undoes it. */
+/* The last restore kept what it changed as the newest cycle of
+ * restore_backup: restoring that cycle undoes it. As `backup undo`, no
+ * toggle: once undone, it is not undone again (fsb_undo_target). */
 static void api_undo(struct ui *u, const struct fsb_ui_req *rq, struct fsb_ui_resp *rs)
 {
 	cJSON *b = cJSON_ParseWithLength(rq->body, rq->body_len);
@@ -809,8 +810,6 @@ static void api_undo(struct ui *u, const struct fsb_ui_req *rq, struct fsb_ui_re
 	};
 	struct fsb_cycle cy;
 	char err[PATH_MAX + 256];
-	unsigned *nums = NULL;
-	size_t n = 0;
 	int rc;
 
 	if (!cJSON_IsBool(dry)) {
@@ -818,12 +817,17 @@ static void api_undo(struct ui *u, const struct fsb_ui_req *rq, struct fsb_ui_re
 		goto out;
 	}
 	o.dry_run = cJSON_IsTrue(dry);
-	rc = fsb_cycles_list(u->undo_store, &nums, &n);
-	if (rc < 0 || n == 0) {
+	rc = fsb_undo_target(u->undo_store, false, &cy, err, sizeof(err));
+	if (rc == -ENOENT) {
 		reply_error(rs, 404, "there is no restore to undo");
 		goto out;
 	}
-	rc = fsb_cycle_load(u->undo_store, nums[n - 1], &cy, NULL, err, sizeof(err));
+	if (rc == -EALREADY) {
+		fsb_cycle_free(&cy);
+		reply_error(rs, 409, "nothing to undo: the last restore was undone already "
+			    "(`fsbroker backup redo` does it again)");
+		goto out;
+	}
 	if (rc < 0) {
 		reply_error(rs, 500, err);
 		goto out;
@@ -831,7 +835,6 @@ static void api_undo(struct ui *u, const struct fsb_ui_req *rq, struct fsb_ui_re
 	do_restore(&o, &cy, rs);
 	fsb_cycle_free(&cy);
 out:
-	free(nums);
 	cJSON_Delete(b);
 }
 

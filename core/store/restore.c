@@ -35,6 +35,7 @@
 struct ctx {
 	const struct fsb_restore_opts *o;
 	int root;
+	struct fsb_undo_chain **chain;	/* planning: what undos left (NULL after) */
 };
 
 /*
@@ -83,8 +84,8 @@ void fsb_restore_temp_name(char *buf, size_t len)
 		 r[4], r[5]);
 }
 
-/* How the path now differs from the end state the cycle recorded, or NULL. */
-static const char *end_differs(const struct fsb_end_state *e, bool exists, const struct stat *st)
+const char *fsb_restore_end_differs(const struct fsb_end_state *e, bool exists,
+				    const struct stat *st)
 {
 	if (e->exists && !exists)
 		return "it was removed since";
@@ -205,8 +206,10 @@ static bool is_the_object(const struct ctx *c, struct fsb_restore_item *it,
 	char why[160];
 
 	/* cJSON reads numbers as doubles: compare the numbers rounded the same
-	 * way (see end_differs). */
-	if (same_type && (double)dev == (double)st->st_dev && (double)ino == (double)st->st_ino)
+	 * way (see fsb_restore_end_differs). An undo that put the object back made it
+	 * anew: what it left stands for the object (fsb_undo_stands_for). */
+	if (same_type && (it->stands_in ||
+			  ((double)dev == (double)st->st_dev && (double)ino == (double)st->st_ino)))
 		return true;
 	if (!same_type)
 		snprintf(why, sizeof(why), "the cycle created a %s here and a %s is there now",
@@ -362,7 +365,16 @@ static void plan_item(const struct ctx *c, const struct fsb_cycle *cy,
 			return;
 		}
 		diff = it->pick->end == NULL ? "no end state was recorded"
-		       : end_differs(it->pick->end, it->exists, &it->now);
+		       : fsb_restore_end_differs(it->pick->end, it->exists, &it->now);
+		/* Restore, undo, restore again: the undo wrote the file anew
+		 * (another inode), and nothing else changed it since. */
+		if (diff != NULL && it->pick->end != NULL && !c->o->undo && c->chain != NULL &&
+		    c->o->state != NULL && c->o->session != NULL &&
+		    fsb_undo_stands_for(c->chain, c->o->state, c->o->session, it->path,
+					it->exists, &it->now, it->pick->end)) {
+			diff = NULL;
+			it->stands_in = true;
+		}
 		if (diff != NULL && !c->o->force) {
 			settle(it, FSB_RES_SKIPPED, "skipped", false,
 			       "changed since the cycle ended (%s; use --force)", diff);
@@ -1027,11 +1039,15 @@ static int keep_undo(const struct ctx *c, struct fsb_restore *r,
 	if (!any)
 		return 0;
 	rc = fsb_undo_open(c->o->state, c->o->session, &u, r->undo_err, sizeof(r->undo_err));
-	for (size_t i = 0; rc == 0 && i < r->n; i++)
+	for (size_t i = 0; rc == 0 && i < r->n; i++) {
+		if (c->o->progress != NULL)
+			c->o->progress(c->o->progress_arg, true, i, r->n);
 		if (r->items[i].res == FSB_RES_PENDING)
 			rc = fsb_undo_record(u, c->root, r->items[i].path,
-					     c->o->undo ? "undo" : "restore", r->undo_err,
+					     c->o->redo ? "redo" : c->o->undo ? "undo" : "restore",
+					     r->undo_err,
 					     sizeof(r->undo_err));
+	}
 	/* Durable before the first change, as the core's journal is. */
 	if (rc == 0)
 		rc = fsb_undo_sync(u, r->undo_err, sizeof(r->undo_err));
@@ -1052,7 +1068,9 @@ static void seal_undo(const struct ctx *c, unsigned cycle, struct fsb_undo *u,
 	char msg[512];
 	int n;
 
-	if (c->o->undo)
+	if (c->o->redo)
+		snprintf(msg, sizeof(msg), "redo of cycle %u", cycle);
+	else if (c->o->undo)
 		snprintf(msg, sizeof(msg), "undo of cycle %u", cycle);
 	else if (c->o->tool_call != NULL)
 		snprintf(msg, sizeof(msg), "restore --tool-call %s of cycle %u", c->o->tool_call,
@@ -1068,7 +1086,8 @@ static void seal_undo(const struct ctx *c, unsigned cycle, struct fsb_undo *u,
 int fsb_restore_plan(const struct fsb_restore_opts *o, const struct fsb_cycle *cy,
 		     struct fsb_restore *r)
 {
-	struct ctx c0 = { .o = o, .root = -1 }, *c = &c0;
+	struct fsb_undo_chain *chain = NULL;
+	struct ctx c0 = { .o = o, .root = -1, .chain = &chain }, *c = &c0;
 	struct fsb_restore_item *items;
 	struct rlimit nofile;
 	size_t n = 0, extra = 0;
@@ -1163,9 +1182,11 @@ int fsb_restore_plan(const struct fsb_restore_opts *o, const struct fsb_cycle *c
 			append(&items[i], "; later tool calls changed it too, and that is undone as "
 			       "well");
 	}
+	fsb_undo_chain_free(chain);
 	return 0;
 
 fail:
+	fsb_undo_chain_free(chain);
 	fsb_restore_free(r);
 	return err;
 }
@@ -1188,6 +1209,8 @@ int fsb_restore_perform(const struct fsb_restore_opts *o, const struct fsb_cycle
 	for (size_t i = 0; i < n; i++) {
 		struct fsb_restore_item *it = &items[i];
 
+		if (o->progress != NULL)
+			o->progress(o->progress_arg, false, i, n);
 		if (it->res != FSB_RES_PENDING)
 			continue;
 		if (o->dry_run) {
@@ -1223,6 +1246,8 @@ int fsb_restore_perform(const struct fsb_restore_opts *o, const struct fsb_cycle
 			execute(c, &items[i], true);
 	unstamp_parents(c, stamped, nstamped);
 	free(stamped);
+	if (o->progress != NULL)
+		o->progress(o->progress_arg, false, n, n);
 	if (undo != NULL)
 		seal_undo(c, cy->number, undo, r);
 	return 0;

@@ -25,7 +25,13 @@ struct fsb_restore_opts {
 	bool dry_run;			/* plan and say, change nothing */
 	bool force;			/* also paths changed since, open cycles */
 	bool no_undo;			/* keep no copy of what the restore changes */
-	bool undo;			/* `backup undo`: the cycle is restore_backup's */
+	bool undo;			/* `backup undo` or `redo`: the cycle is
+					 * restore_backup's */
+	bool redo;			/* with undo: `backup redo` */
+	/* Told as fsb_restore_perform goes (NULL: nobody): `copying` while
+	 * it keeps the copy for an undo, then after each path it settles. */
+	void (*progress)(void *arg, bool copying, size_t done, size_t total);
+	void *progress_arg;
 	const char *workspace;		/* where the other names of a hard-linked
 					 * file are looked for; NULL: the
 					 * session's workspace, when known */
@@ -50,6 +56,9 @@ struct fsb_restore_item {
 	int src_fd;			/* ACT_MOVED: the moved inode, opened at
 					 * planning (before its new name goes) */
 	struct stat now;		/* at planning, when `exists` */
+	bool stands_in;		/* what is there is what an undo left in place
+					 * of the cycle's end state (another inode,
+					 * nothing else changed) */
 	bool parent_missing;
 	int parent_err;		/* why: -ENOENT, -ENOTDIR, or -ELOOP (a symlink now) */
 	enum fsb_restore_res res;
@@ -102,6 +111,26 @@ int fsb_restore_plan(const struct fsb_restore_opts *o, const struct fsb_cycle *c
  */
 int fsb_restore_perform(const struct fsb_restore_opts *o, const struct fsb_cycle *cy,
 			struct fsb_restore *r);
+
+/**
+ * Restore the paths `o` chooses of cycle `cy` into directory `dir` instead
+ * of in place (restore_to.c): made when missing, refused unless empty; each
+ * path written as `dir`/(its path below `base`, the workspace), with its
+ * content, mode, times and symlink target from before the cycle, parents
+ * made as needed, directories' modes and times last. Nothing in place is
+ * changed, no copy for an undo is kept; `force` and `no_undo` do not apply.
+ * With dry_run, only say per path what would be written. 0 (per path
+ * outcomes in `r`, for fsb_restore_free), -ENOENT: the tool call touched
+ * nothing; -ENOTEMPTY: `dir` holds something; -ENOMEM; another -errno
+ * (`dir` cannot be made or opened).
+ */
+int fsb_restore_to(const struct fsb_restore_opts *o, const struct fsb_cycle *cy,
+		   const char *dir, const char *base, struct fsb_restore *r);
+
+/** How what is at a path now (`exists`, `st`) differs from the end state `e`
+ * the cycle recorded, in a few words, or NULL when it does not. */
+const char *fsb_restore_end_differs(const struct fsb_end_state *e, bool exists,
+				    const struct stat *st);
 
 /**
  * Make hard-link groups whole again after the items were performed: the

@@ -8,7 +8,11 @@
 #ifndef FSB_RESTORE_UNDO_H
 #define FSB_RESTORE_UNDO_H
 
+#include <stdbool.h>
 #include <stddef.h>
+#include <sys/stat.h>
+
+#include "backup_read.h"
 
 /* The store's directory name under sessions/<id>/. */
 #define FSB_RESTORE_BACKUP "restore_backup"
@@ -54,5 +58,48 @@ int fsb_undo_seal(struct fsb_undo *u, const char *message, char *err, size_t err
  * the store. Objects it wrote stay until a prune of the store removes them.
  */
 void fsb_undo_abort(struct fsb_undo *u);
+
+/*
+ * What a cycle of restore_backup did, from the op its records carry: a
+ * restore, an undo (it put back what the cycle before it changed) or a redo
+ * (it put back what the undo before it took back).
+ */
+enum fsb_undo_kind { FSB_UNDO_KIND_RESTORE, FSB_UNDO_KIND_UNDO, FSB_UNDO_KIND_REDO };
+
+/** The kind of restore_backup cycle `cy` (a cycle of no record: a restore). */
+enum fsb_undo_kind fsb_undo_kind_of(const struct fsb_cycle *cy);
+
+/**
+ * Load into `out` the cycle of restore_backup store `undo_store` that
+ * `backup undo` (redo false) or `backup redo` acts on: the newest cycle,
+ * when it is a restore or a redo (undo) or an undo (redo). 0 with `out`
+ * loaded; -ENOENT: the store holds no cycle; -EALREADY: the newest cycle
+ * is of the other kind, so there is nothing to undo (redo), and `out` is
+ * loaded all the same for the caller to name; another -errno with `err`
+ * set. The caller fsb_cycle_free()s `out` after 0 and -EALREADY.
+ */
+int fsb_undo_target(const char *undo_store, bool redo, struct fsb_cycle *out, char *err,
+		    size_t errlen);
+
+/* The cycles of restore_backup that fsb_undo_stands_for reads, each loaded
+ * once for a whole restore. */
+struct fsb_undo_chain;
+
+/**
+ * Whether `now` (what is at `path`: `exists`, `st`) is what undos and
+ * redos left when they put back the state `end` (a cycle's end state of
+ * the path): the newest undo or redo of `path` left exactly `now`, and the
+ * state it put back is `end` (or was itself left by an earlier undo or
+ * redo that put back `end`). An undo writes a file anew, so its inode is
+ * not the one the cycle ended with, yet nothing but the undo changed it.
+ * *chain starts NULL and is loaded on the first call; false on any doubt
+ * (no such undo, a store that cannot be read, out of memory).
+ */
+bool fsb_undo_stands_for(struct fsb_undo_chain **chain, const char *state_dir,
+			 const char *session, const char *path, bool exists,
+			 const struct stat *st, const struct fsb_end_state *end);
+
+/** Free what fsb_undo_stands_for loaded; NULL is fine. */
+void fsb_undo_chain_free(struct fsb_undo_chain *chain);
 
 #endif

@@ -56,8 +56,10 @@ ok "$([ "$r" = backup ]; echo $?)" "bash: fsbroker ba completes to backup" "$r"
 r=$(bash_complete "$fsb" '')
 ok "$(has run "$r" && has backup "$r" && has help "$r"; echo $?)" \
     "bash: fsbroker offers the commands" "$r"
-r=$(bash_complete "$fsb" backup re)
-ok "$([ "$r" = restore ]; echo $?)" "bash: fsbroker backup re completes to restore" "$r"
+r=$(bash_complete "$fsb" backup res)
+ok "$([ "$r" = restore ]; echo $?)" "bash: fsbroker backup res completes to restore" "$r"
+r=$(bash_complete "$fsb" backup red)
+ok "$([ "$r" = redo ]; echo $?)" "bash: fsbroker backup red completes to redo" "$r"
 r=$(bash_complete "$fsb" run --wo)
 ok "$([ "$r" = --workspace ]; echo $?)" "bash: fsbroker run --wo completes to --workspace" "$r"
 r=$(bash_complete "$fsb" run --approvals '')

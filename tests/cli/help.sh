@@ -161,7 +161,7 @@ check_help "audit verify" "" $(long_opts "$src/core/cli_audit.c" | cut -d' ' -f1
 bopts=$(long_opts "$src/core/cli_backup.c")
 verbs=$(sed -n 's/^[[:space:]]*{ "\([a-z]*\)", [a-z]*_usage, "\([a-zA-Z]*\)" },$/\1 \2/p' \
     "$src/core/cli_backup.c")
-ok "$([ "$(echo "$verbs" | wc -l)" -eq 9 ]; echo $?)" \
+ok "$([ "$(echo "$verbs" | wc -l)" -eq 10 ]; echo $?)" \
     "the verb table of core/cli_backup.c is read" "$verbs"
 while read -r verb codes; do
     takes="" others=""

@@ -26,10 +26,13 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/openat2.h>
+#include <poll.h>
+#include <pty.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -109,6 +112,92 @@ static void run_fsbroker(struct run *r, const char *const *argv)
 	if (getenv("FSBT_VERBOSE") != NULL)
 		fprintf(stderr, "--- exit %d\n%s%s", r->status, r->out, r->err);
 }
+
+/*
+ * As run_fsbroker, with stderr (and with `out_tty` stdout too) a terminal:
+ * the slave of a pty of 24 rows and 80 columns, TERM=xterm, environment
+ * `env` ("NAME=VALUE", NULL-ended, may be NULL) added. What the terminal
+ * showed goes into r->err (with out_tty: r->out, and r->err stays empty).
+ */
+static void run_fsbroker_tty(struct run *r, bool out_tty, const char *const *env,
+			     const char *const *argv)
+{
+	const char *bin = fsbt_binary();
+	struct winsize ws = { .ws_row = 24, .ws_col = 80 };
+	char *args[40], *term;
+	int m, sl, pipefd[2], n = 0, st;
+	size_t tlen = 0, plen = 0;
+	bool pty_open = true, pipe_open = true;
+	pid_t pid;
+
+	args[n++] = (char *)bin;
+	for (int i = 0; argv[i] != NULL && n < 39; i++)
+		args[n++] = (char *)argv[i];
+	args[n] = NULL;
+	memset(r, 0, sizeof(*r));
+	assert_int_equal(openpty(&m, &sl, NULL, NULL, &ws), 0);
+	assert_int_equal(pipe2(pipefd, O_CLOEXEC), 0);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		setsid();
+		ioctl(sl, TIOCSCTTY, 0);
+		dup2(out_tty ? sl : pipefd[1], 1);
+		dup2(sl, 2);
+		close(m);
+		close(sl);
+		unsetenv("XDG_STATE_HOME");
+		unsetenv("PAGER");
+		unsetenv("NO_COLOR");
+		unsetenv("LESS");
+		setenv("TERM", "xterm", 1);
+		for (int i = 0; env != NULL && env[i] != NULL; i++)
+			putenv((char *)env[i]);
+		alarm(60);
+		execv(args[0], args);
+		_exit(127);
+	}
+	close(sl);
+	close(pipefd[1]);
+	term = out_tty ? r->out : r->err;
+	/* Both at once: a full pipe must not hold the child while we read
+	 * the terminal. The pty reads EIO once the child is gone. */
+	while (pty_open || pipe_open) {
+		struct pollfd p[2] = { { pty_open ? m : -1, POLLIN, 0 },
+				       { pipe_open ? pipefd[0] : -1, POLLIN, 0 } };
+		ssize_t got;
+
+		assert_true(poll(p, 2, 60000) > 0);
+		if (p[0].revents != 0) {
+			got = read(m, term + tlen, sizeof(r->out) - 1 - tlen);
+			if (got <= 0)
+				pty_open = false;
+			else
+				tlen += (size_t)got;
+		}
+		if (p[1].revents != 0) {
+			got = read(pipefd[0], (out_tty ? r->err : r->out) + plen,
+				   sizeof(r->out) - 1 - plen);
+			if (got <= 0)
+				pipe_open = false;
+			else
+				plen += (size_t)got;
+		}
+	}
+	term[tlen] = '\0';
+	(out_tty ? r->err : r->out)[plen] = '\0';
+	close(m);
+	close(pipefd[0]);
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	r->status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+	if (getenv("FSBT_VERBOSE") != NULL)
+		fprintf(stderr, "--- exit %d\nOUT: %s\nERR: %s", r->status, r->out, r->err);
+}
+
+#define BACKUP_TTY(r, out_tty, env, ...)                                            \
+	run_fsbroker_tty((r), (out_tty), (env),                                      \
+			 (const char *const[]){ "backup", __VA_ARGS__, "--state-dir", S.state, \
+						"--session", SESSION, NULL })
 
 /* `fsbroker backup <args...> --state-dir S --session s1`. */
 #define BACKUP(r, ...)                                                              \
@@ -2016,20 +2105,48 @@ static void test_restore_then_undo_gives_back_the_state_before_the_restore(void 
 	take(&made2, S.made);
 	take(&del2, S.del);
 
+	/* Nothing has been undone: there is nothing to redo. */
+	BACKUP(&r, "redo");
+	assert_int_equal(r.status, 2);
+	assert_non_null(strstr(r.err, "nothing to redo; the last restore, cycle 1 of "
+				      "restore_backup (restore of cycle 1, sealed "));
+	assert_non_null(strstr(r.err, "`fsbroker backup undo` takes it back"));
+	assert_string_equal(r.out, "");
+	assert_int_equal(undo_cycles(), 1);
+
 	BACKUP(&r, "undo");
 	assert_int_equal(r.status, 0);
+	/* It says first what it takes back. */
+	assert_true(strncmp(r.out, "Undoing cycle 1 of restore_backup (restore of cycle 1, "
+			    "sealed ", 56) == 0);
+	assert_non_null(strstr(r.out, " UTC, 4 paths).\n"));
 	assert_true(has_line(r.out, "restored", S.a, " (content, mode, times"));
 	assert_true(has_line(r.out, "restored", S.made, " (content, mode, times"));
 	assert_true(has_line(r.out, "removed", S.del, " (created by the cycle)"));
-	assert_non_null(strstr(r.out, "This undo can be undone"));
+	assert_non_null(strstr(r.out, "`fsbroker backup redo` does the restore again (cycle 2 "
+				      "of restore_backup)."));
 	assert_as(&a, S.a);
 	assert_as(&made, S.made);
 	assert_as(&del, S.del);
 	assert_no_temp_files(S.ws);
 
-	/* The undo was kept too: undoing it redoes the restore. */
+	/* No toggle: a second undo changes nothing and points at redo. */
 	BACKUP(&r, "undo");
+	assert_int_equal(r.status, 2);
+	assert_non_null(strstr(r.err, "nothing to undo; the last restore was undone already by "
+				      "cycle 2 of restore_backup (undo of cycle 1, sealed "));
+	assert_non_null(strstr(r.err, "`fsbroker backup redo` does the restore again"));
+	assert_string_equal(r.out, "");
+	assert_content(S.a, A_AFTER);
+	assert_int_equal(undo_cycles(), 2);
+
+	/* redo does the restore again, and can itself be undone. */
+	BACKUP(&r, "redo");
 	assert_int_equal(r.status, 0);
+	assert_true(strncmp(r.out, "Redoing what cycle 2 of restore_backup (undo of cycle 1, "
+			    "sealed ", 57) == 0);
+	assert_non_null(strstr(r.out, "This redo can be undone with `fsbroker backup undo` "
+				      "(cycle 3 of restore_backup)."));
 	assert_as(&a2, S.a);
 	assert_as(&made2, S.made);
 	assert_as(&del2, S.del);
@@ -2037,6 +2154,18 @@ static void test_restore_then_undo_gives_back_the_state_before_the_restore(void 
 	BACKUP(&r, "show", "2", "--undo");
 	assert_int_equal(r.status, 0);
 	assert_non_null(strstr(r.out, "message: undo of cycle 1"));
+	BACKUP(&r, "show", "3", "--undo");
+	assert_int_equal(r.status, 0);
+	assert_non_null(strstr(r.out, "message: redo of cycle 2"));
+	BACKUP(&r, "redo");
+	assert_int_equal(r.status, 2);
+	/* (The times are those the redo found: reading a.txt above moved its
+	 * atime.) */
+	BACKUP(&r, "undo");
+	assert_int_equal(r.status, 0);
+	assert_content(S.a, A_AFTER);
+	assert_int_equal(access(S.del, F_OK), -1);
+	assert_int_equal(undo_cycles(), 4);
 	snap_free(&a);
 	snap_free(&made);
 	snap_free(&del);
@@ -2055,19 +2184,79 @@ static void test_undo_of_a_path_changed_after_the_restore_needs_force(void **sta
 	BACKUP(&r, "restore", "--last");
 	assert_int_equal(r.status, 0);
 	fsbt_write_file(S.a, "edited after the restore\n");
-	BACKUP(&r, "undo");
+	BACKUP(&r, "undo", "--dry-run");
 	assert_int_equal(r.status, 1);
 	assert_true(has_line(r.out, "skipped", S.a, ": changed since the cycle ended ("));
+	assert_true(has_line(r.out, "would restore", S.made, " (content, mode, times"));
 	assert_content(S.a, "edited after the restore\n");
-	assert_content(S.made, "made by the cycle\n");	/* the rest is undone */
-	/* That undo is kept as cycle 2; `undo` now would redo it. The skipped
-	 * path is forced back from cycle 1, by number. */
-	assert_int_equal(undo_cycles(), 2);
-	BACKUP(&r, "undo", "1", S.a, "--force");
+	assert_int_equal(undo_cycles(), 1);
+	BACKUP(&r, "undo", "--force");
 	assert_int_equal(r.status, 0);
 	assert_true(has_line(r.out, "restored", S.a, " (content, mode, times"));
 	assert_content(S.a, A_AFTER);
-	assert_int_equal(undo_cycles(), 3);
+	assert_content(S.made, "made by the cycle\n");
+	assert_int_equal(undo_cycles(), 2);
+	/* A partial undo counts as the undo: a second one is refused. */
+	BACKUP(&r, "undo", "--force");
+	assert_int_equal(r.status, 2);
+	assert_content(S.a, A_AFTER);
+}
+
+/* Restore, undo, restore again: the undo wrote the files anew (other
+ * inodes), which the second restore took for a later change and skipped
+ * ("its inode differs") unless --force. */
+static void test_restore_after_undo_needs_no_force(void **state)
+{
+	struct run r;
+
+	(void)state;
+	need_openat2();
+	scene(false);
+	for (int round = 0; round < 2; round++) {
+		BACKUP(&r, "restore", "--last");
+		assert_int_equal(r.status, 0);
+		assert_content(S.a, A_BEFORE);
+		assert_int_equal(access(S.made, F_OK), -1);
+		assert_content(S.del, D_BEFORE);
+		BACKUP(&r, "undo");
+		assert_int_equal(r.status, 0);
+		assert_content(S.a, A_AFTER);
+		assert_content(S.made, "made by the cycle\n");
+		assert_int_equal(access(S.del, F_OK), -1);
+	}
+	/* Twice undone: the chain of undos is followed back to the cycle. */
+	BACKUP(&r, "restore", "--last");
+	assert_int_equal(r.status, 0);
+	assert_null(strstr(r.out, "forced"));
+	assert_true(has_line(r.out, "restored", S.a, " (content, mode, times"));
+	assert_true(has_line(r.out, "removed", S.made, " (created by the cycle)"));
+	assert_content(S.a, A_BEFORE);
+	assert_int_equal(access(S.made, F_OK), -1);
+	assert_content(S.del, D_BEFORE);
+}
+
+/* What the undo left stands for the cycle's end only while nothing else
+ * changed it: an edit after the undo is still a later change. */
+static void test_restore_after_undo_and_an_edit_still_needs_force(void **state)
+{
+	struct run r;
+
+	(void)state;
+	need_openat2();
+	scene(false);
+	BACKUP(&r, "restore", "--last");
+	assert_int_equal(r.status, 0);
+	BACKUP(&r, "undo");
+	assert_int_equal(r.status, 0);
+	fsbt_write_file(S.a, "edited after the undo\n");
+	fsbt_write_file(S.made, "edited too\n");
+	BACKUP(&r, "restore", "--last");
+	assert_int_equal(r.status, 1);
+	assert_true(has_line(r.out, "skipped", S.a, ": changed since the cycle ended ("));
+	assert_true(has_line(r.out, "skipped", S.made, ": changed since the cycle ended ("));
+	assert_content(S.a, "edited after the undo\n");
+	assert_content(S.made, "edited too\n");
+	assert_content(S.del, D_BEFORE);	/* the rest is restored */
 }
 
 static void test_restore_refuses_when_the_undo_store_cannot_be_written(void **state)
@@ -2128,6 +2317,7 @@ static void test_restore_refuses_when_a_copy_fails_halfway(void **state)
 	assert_int_equal(undo_cycles(), 0);
 	BACKUP(&r, "undo");
 	assert_int_equal(r.status, 2);
+	assert_non_null(strstr(r.err, "nothing to undo: session "));
 	assert_non_null(strstr(r.err, "has no restore to undo"));
 }
 
@@ -2197,6 +2387,268 @@ static void restore_of_an_old_cycle_removes_only_empty_created_paths(void **stat
 	assert_int_equal(access(dir, F_OK), -1);
 }
 
+
+/* ---- restore --to DIR ---------------------------------------------------- */
+
+static void test_restore_to_a_directory_touches_nothing_in_place(void **state)
+{
+	char out[PATH_MAX * 2], f[PATH_MAX * 3], want[PATH_MAX * 4];
+	struct stat st;
+	struct run r;
+
+	(void)state;
+	scene(false);
+	snprintf(out, sizeof(out), "%s/out", S.root);
+	BACKUP(&r, "restore", "--last", "--to", out, "--workspace", S.ws, "--dry-run");
+	assert_int_equal(r.status, 0);
+	assert_int_equal(access(out, F_OK), -1);	/* a dry run makes nothing */
+	snprintf(want, sizeof(want), " (into %s/a.txt)", out);
+	assert_true(has_line(r.out, "would restore", S.a, want));
+
+	BACKUP(&r, "restore", "--last", "--to", out, "--workspace", S.ws);
+	assert_int_equal(r.status, 0);
+	snprintf(want, sizeof(want), " (into %s/a.txt: content, mode, times)", out);
+	assert_true(has_line(r.out, "restored", S.a, want));
+	assert_true(has_line(r.out, "absent", S.made, ": the cycle created it: nothing to write"));
+	assert_non_null(strstr(r.out, "restore --to: 3 paths in "));
+	/* The old versions, laid out as below the workspace. */
+	snprintf(f, sizeof(f), "%s/a.txt", out);
+	assert_content(f, A_BEFORE);
+	assert_int_equal(lstat(f, &st), 0);
+	assert_int_equal(st.st_mode & 07777, 0640);
+	assert_int_equal(st.st_mtim.tv_sec, S.a_before.st_mtim.tv_sec);
+	assert_int_equal(st.st_mtim.tv_nsec, S.a_before.st_mtim.tv_nsec);
+	snprintf(f, sizeof(f), "%s/del.txt", out);
+	assert_content(f, D_BEFORE);
+	assert_int_equal(lstat(f, &st), 0);
+	assert_int_equal(st.st_mode & 07777, 0600);
+	snprintf(f, sizeof(f), "%s/new.txt", out);
+	assert_int_equal(access(f, F_OK), -1);
+	/* In place, all as the cycle left it, and no undo was kept. */
+	assert_content(S.a, A_AFTER);
+	assert_content(S.made, "made by the cycle\n");
+	assert_int_equal(access(S.del, F_OK), -1);
+	assert_int_equal(undo_cycles(), 0);
+
+	/* A directory that holds something is refused. */
+	BACKUP(&r, "restore", "--last", "--to", out, "--workspace", S.ws);
+	assert_int_equal(r.status, 2);
+	assert_non_null(strstr(r.err, "the directory is not empty"));
+	/* One PATH only; --force and --no-undo do not go with --to. */
+	snprintf(out, sizeof(out), "%s/out2", S.root);
+	BACKUP(&r, "restore", "--last", S.a, "--to", out, "--workspace", S.ws);
+	assert_int_equal(r.status, 0);
+	snprintf(f, sizeof(f), "%s/a.txt", out);
+	assert_content(f, A_BEFORE);
+	snprintf(f, sizeof(f), "%s/del.txt", out);
+	assert_int_equal(access(f, F_OK), -1);
+	BACKUP(&r, "restore", "--last", "--to", out, "--force");
+	assert_int_equal(r.status, 2);
+	assert_non_null(strstr(r.err, "goes without --force and --no-undo"));
+}
+
+/* A symlink the restore writes into DIR leads no later path out of DIR: the
+ * walk below DIR follows no symlink, so a file journaled beneath the link's
+ * name is skipped, not written where the link points. */
+static void test_restore_to_follows_no_symlink_it_wrote(void **state)
+{
+	char out[PATH_MAX * 2], lnk[PATH_MAX * 2], evil[PATH_MAX * 3], f[PATH_MAX * 3];
+	char hex[65];
+	size_t n;
+	struct stat st;
+	struct run r;
+
+	(void)state;
+	snprintf(lnk, sizeof(lnk), "%s/lnk", S.ws);
+	snprintf(evil, sizeof(evil), "%s/lnk/evil.txt", S.ws);
+	put_object(A_BEFORE, hex);
+	n = strlen(S.journal);
+	snprintf(S.journal + n, sizeof(S.journal) - n,
+		 "{\"seq\":1,\"time\":\"2026-11-29T20:01:01.003Z\",\"toolCallId\":\"tc-1\","
+		 "\"traceId\":\"tr-1\",\"op\":\"delete\",\"flags\":0,\"path\":\"%s\","
+		 "\"resolved\":\"%s\",\"prior\":{\"exists\":true,\"type\":\"symlink\","
+		 "\"dev\":1,\"ino\":2,\"nlink\":1,\"mode\":511,\"uid\":0,\"gid\":0,"
+		 "\"size\":5,\"atime\":[1,0],\"mtime\":[1,0],\"target\":\"%s\"},\"ok\":true}\n"
+		 "{\"seq\":2,\"time\":\"2026-11-29T20:01:02.003Z\",\"toolCallId\":\"tc-1\","
+		 "\"traceId\":\"tr-2\",\"op\":\"delete\",\"flags\":0,\"path\":\"%s\","
+		 "\"resolved\":\"%s\",\"prior\":{\"exists\":true,\"type\":\"file\","
+		 "\"dev\":1,\"ino\":3,\"nlink\":1,\"mode\":420,\"uid\":0,\"gid\":0,"
+		 "\"size\":%zu,\"atime\":[1,0],\"mtime\":[1,0],\"object\":\"%s\"},"
+		 "\"ok\":true}\n", lnk, lnk, S.root, evil, evil, strlen(A_BEFORE), hex);
+	journal_write();
+	seal((const char *const[]){ lnk, evil, NULL });
+	snprintf(out, sizeof(out), "%s/out", S.root);
+	BACKUP(&r, "restore", "--last", "--to", out, "--workspace", S.ws);
+	assert_int_equal(r.status, 1);
+	assert_true(has_line(r.out, "restored", lnk, " (into "));
+	assert_true(has_line(r.out, "skipped", evil, ": cannot make its directory in "));
+	snprintf(f, sizeof(f), "%s/lnk", out);
+	assert_int_equal(lstat(f, &st), 0);
+	assert_true(S_ISLNK(st.st_mode));
+	/* Where the link points, nothing was written. */
+	snprintf(f, sizeof(f), "%s/evil.txt", S.root);
+	assert_int_equal(access(f, F_OK), -1);
+}
+
+/* ---- on a terminal ------------------------------------------------------ */
+
+static void test_restore_progress_on_a_terminal_and_a_total_line(void **state)
+{
+	struct run r;
+
+	(void)state;
+	need_openat2();
+	scene(false);
+	BACKUP_TTY(&r, false, NULL, "restore", "--last", "--dry-run");
+	assert_int_equal(r.status, 0);
+	/* The last count is always shown, rewritten in place, then cleared. */
+	assert_non_null(strstr(r.err, "\r\033[Krestoring 3/3"));
+	assert_non_null(strstr(r.err, "restoring 3/3\r\033[K"));
+	assert_non_null(strstr(r.out, "dry run of restore: 3 paths in "));
+	assert_non_null(strstr(r.out, " s: 1 would remove, 2 would restore\n"));
+
+	BACKUP_TTY(&r, false, NULL, "restore", "--last");
+	assert_int_equal(r.status, 0);
+	assert_non_null(strstr(r.err, "restoring 3/3"));
+	assert_non_null(strstr(r.out, "restore: 3 paths in "));
+	assert_non_null(strstr(r.out, " s: 1 removed, 2 restored\n"));
+	assert_content(S.a, A_BEFORE);
+
+	/* -q: neither progress nor total, the lines per path stay. */
+	BACKUP_TTY(&r, false, NULL, "undo", "-q");
+	assert_int_equal(r.status, 0);
+	assert_null(strstr(r.err, "undoing"));
+	assert_null(strstr(r.out, "undo: 4 paths"));
+	assert_true(has_line(r.out, "restored", S.a, " (content, mode, times"));
+	assert_content(S.a, A_AFTER);
+
+	BACKUP_TTY(&r, false, NULL, "redo");
+	assert_int_equal(r.status, 0);
+	assert_non_null(strstr(r.err, "redoing 4/4"));
+	assert_non_null(strstr(r.out, "redo: 4 paths in "));
+}
+
+static void test_restore_without_a_terminal_prints_the_total_but_no_progress(void **state)
+{
+	struct run r;
+
+	(void)state;
+	need_openat2();
+	scene(false);
+	BACKUP(&r, "restore", "--last");
+	assert_int_equal(r.status, 0);
+	assert_null(strstr(r.err, "restoring"));
+	assert_null(strchr(r.err, '\r'));
+	assert_non_null(strstr(r.out, "restore: 3 paths in "));
+	assert_non_null(strstr(r.out, " s: 1 removed, 2 restored\n"));
+	/* With --json the total goes to stderr: stdout holds the JSON alone. */
+	BACKUP(&r, "undo", "--json", "--dry-run");
+	assert_int_equal(r.status, 0);
+	assert_non_null(strstr(r.err, "dry run of undo: 4 paths in "));
+	assert_true(r.out[0] == '[');
+	BACKUP(&r, "undo", "--quiet");
+	assert_int_equal(r.status, 0);
+	assert_null(strstr(r.out, "undo: 4 paths"));
+}
+
+static void test_diff_stat_progress_on_a_terminal_only(void **state)
+{
+	struct run r;
+
+	(void)state;
+	scene(false);
+	BACKUP_TTY(&r, false, NULL, "diff", "--last", "--stat");
+	assert_int_equal(r.status, 1);
+	assert_non_null(strstr(r.err, "diffing 3/3"));
+	assert_non_null(strstr(r.out, " 3 paths changed"));
+	BACKUP_TTY(&r, false, NULL, "diff", "--last", "--stat", "-q");
+	assert_null(strstr(r.err, "diffing"));
+	BACKUP(&r, "diff", "--last", "--stat");
+	assert_int_equal(r.status, 1);
+	assert_null(strstr(r.err, "diffing"));
+}
+
+static void test_diff_colour_on_a_terminal_and_never_into_a_pipe(void **state)
+{
+	struct run r;
+
+	(void)state;
+	scene(false);
+	BACKUP_TTY(&r, true, ((const char *const[]){ "PAGER=cat", NULL }), "diff", "--last");
+	assert_int_equal(r.status, 1);
+	/* diff's own colours: added lines green, removed red. */
+	assert_non_null(strstr(r.out, "\033[32m+alpha, rewritten by the cycle"));
+	assert_non_null(strstr(r.out, "\033[31m-alpha: the content before the cycle"));
+	BACKUP_TTY(&r, true, ((const char *const[]){ "PAGER=cat", NULL }), "list");
+	assert_int_equal(r.status, 0);
+	assert_non_null(strstr(r.out, "\033[33m    1\033[m  sealed"));
+	BACKUP_TTY(&r, true, ((const char *const[]){ "PAGER=cat", NULL }), "diff", "--last",
+		   "--stat");
+	assert_non_null(strstr(r.out, "\033[32m+"));
+	/* NO_COLOR, TERM=dumb and --color=never turn it off on a terminal. */
+	BACKUP_TTY(&r, true, ((const char *const[]){ "PAGER=cat", "NO_COLOR=1", NULL }), "diff",
+		   "--last");
+	assert_non_null(strstr(r.out, "+alpha, rewritten by the cycle"));
+	assert_null(strchr(r.out, '\033'));
+	BACKUP_TTY(&r, true, ((const char *const[]){ "PAGER=cat", "TERM=dumb", NULL }), "diff",
+		   "--last");
+	assert_null(strchr(r.out, '\033'));
+	BACKUP_TTY(&r, true, ((const char *const[]){ "PAGER=cat", NULL }), "diff", "--last",
+		   "--color=never");
+	assert_null(strchr(r.out, '\033'));
+	/* --color=always over NO_COLOR: the command's word is the user's. */
+	BACKUP_TTY(&r, true, ((const char *const[]){ "PAGER=cat", "NO_COLOR=1", NULL }), "diff",
+		   "--last", "--color=always");
+	assert_non_null(strstr(r.out, "\033[32m+alpha"));
+	/* Into a pipe: none by default, colour when asked. */
+	BACKUP(&r, "diff", "--last");
+	assert_int_equal(r.status, 1);
+	assert_null(strchr(r.out, '\033'));
+	BACKUP(&r, "diff", "--last", "--color");
+	assert_non_null(strstr(r.out, "\033[32m+alpha"));
+	BACKUP(&r, "diff", "--last", "--color=sometimes");
+	assert_int_equal(r.status, 2);
+	assert_non_null(strstr(r.err, "--color is auto, always or never, not 'sometimes'"));
+	/* JSON is never coloured. */
+	BACKUP(&r, "list", "--json", "--color=always");
+	assert_null(strchr(r.out, '\033'));
+}
+
+static void test_output_goes_through_the_pager_on_a_terminal_only(void **state)
+{
+	const char *const sed[] = { "PAGER=sed s/^/paged:/", NULL };
+	struct run r;
+
+	(void)state;
+	scene(false);
+	BACKUP_TTY(&r, true, sed, "show", "--last");
+	assert_int_equal(r.status, 0);
+	assert_non_null(strstr(r.out, "paged:"));
+	assert_non_null(strstr(r.out, "cycle 1"));
+	BACKUP_TTY(&r, true, sed, "log", S.a);
+	assert_non_null(strstr(r.out, "paged:"));
+	BACKUP_TTY(&r, true, sed, "show", "--last", "--no-pager");
+	assert_null(strstr(r.out, "paged:"));
+	assert_non_null(strstr(r.out, "cycle 1"));
+	BACKUP_TTY(&r, true, ((const char *const[]){ "PAGER=", NULL }), "show", "--last");
+	assert_non_null(strstr(r.out, "cycle 1"));
+	/* Into a pipe, never. */
+	setenv("PAGER", "sed s/^/paged:/", 1);
+	BACKUP(&r, "show", "--last");
+	unsetenv("PAGER");
+	assert_int_equal(r.status, 0);
+	assert_null(strstr(r.out, "paged:"));
+	/* The default, less -FRX: output shorter than the screen is printed
+	 * and less quits by itself. */
+	if (access("/usr/bin/less", X_OK) == 0) {
+		BACKUP_TTY(&r, true, NULL, "show", "--last");
+		assert_int_equal(r.status, 0);
+		assert_non_null(strstr(r.out, "cycle 1"));
+	} else {
+		print_message("(less is not installed: the default pager is not tried)\n");
+	}
+}
+
 int main(void)
 {
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
@@ -2240,6 +2692,15 @@ int main(void)
 		T(test_prune_max_size_reads_units_and_refuses_junk),
 		T(test_restore_then_undo_gives_back_the_state_before_the_restore),
 		T(test_undo_of_a_path_changed_after_the_restore_needs_force),
+		T(test_restore_after_undo_needs_no_force),
+		T(test_restore_after_undo_and_an_edit_still_needs_force),
+		T(test_restore_to_a_directory_touches_nothing_in_place),
+		T(test_restore_to_follows_no_symlink_it_wrote),
+		T(test_restore_progress_on_a_terminal_and_a_total_line),
+		T(test_restore_without_a_terminal_prints_the_total_but_no_progress),
+		T(test_diff_stat_progress_on_a_terminal_only),
+		T(test_diff_colour_on_a_terminal_and_never_into_a_pipe),
+		T(test_output_goes_through_the_pager_on_a_terminal_only),
 		T(test_restore_refuses_when_the_undo_store_cannot_be_written),
 		T(test_restore_refuses_when_a_copy_fails_halfway),
 		T(test_dry_runs_of_restore_and_undo_write_nothing),
