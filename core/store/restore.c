@@ -901,19 +901,55 @@ struct stamped {
 };
 
 /* Note the parent of `it` (before it is acted on), once. */
-static void note_parent(const struct ctx *c, const struct fsb_restore_item *items, size_t n,
+/* The first `len` bytes of a path against a whole one, for bsearch. */
+struct prefix {
+	const char *p;
+	size_t len;
+};
+
+static int by_prefix(const void *key, const void *elem)
+{
+	const struct prefix *k = key;
+	const char *e = *(const char *const *)elem;
+	int d = strncmp(k->p, e, k->len);
+
+	return d != 0 ? d : e[k->len] != '\0' ? -1 : 0;
+}
+
+static int by_string(const void *a, const void *b)
+{
+	return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* The paths of the directories the restore puts back, sorted. NULL when
+ * there is no memory: then every parent is noted. */
+static const char **dir_items(const struct fsb_restore_item *items, size_t n, size_t *nd)
+{
+	const char **v = malloc((n + 1) * sizeof(*v));
+
+	*nd = 0;
+	if (v == NULL)
+		return NULL;
+	for (size_t i = 0; i < n; i++)
+		if (items[i].act == FSB_ACT_DIR)
+			v[(*nd)++] = items[i].path;
+	qsort(v, *nd, sizeof(*v), by_string);
+	return v;
+}
+
+static void note_parent(const struct ctx *c, const char **dirs, size_t ndirs,
 			const struct fsb_restore_item *it,
 			struct stamped *v, size_t *nv)
 {
-	size_t plen = (size_t)(strrchr(it->path, '/') - it->path);
+	const struct prefix parent = { it->path,
+				       (size_t)(strrchr(it->path, '/') - it->path) };
 	const char *name;
 	struct stat st;
 	int pfd;
 
-	for (size_t i = 0; i < n; i++)
-		if (items[i].act == FSB_ACT_DIR && strlen(items[i].path) == plen &&
-		    strncmp(items[i].path, it->path, plen) == 0)
-			return;	/* restored as an item: finish_dir sets its times */
+	/* Restored as an item: finish_dir sets its times. */
+	if (dirs != NULL && bsearch(&parent, dirs, ndirs, sizeof(*dirs), by_prefix) != NULL)
+		return;
 	if ((pfd = open_parent(c, it->path, &name)) < 0)
 		return;
 	if (fstat(pfd, &st) == 0) {
@@ -1198,14 +1234,16 @@ int fsb_restore_perform(const struct fsb_restore_opts *o, const struct fsb_cycle
 	struct fsb_restore_item *items = r->items;
 	struct fsb_undo *undo = NULL;
 	struct stamped *stamped = NULL;
-	size_t nstamped = 0, n = r->n;
-	const char *workspace = o->workspace;
+	size_t nstamped = 0, n = r->n, ndirs = 0;
+	const char **dirs = NULL, *workspace = o->workspace;
 	char ws[PATH_MAX];
 
 	if (!o->dry_run && !o->no_undo && (r->undo_rc = keep_undo(c, r, &undo)) < 0)
 		return -ECANCELED;
-	if (!o->dry_run)
+	if (!o->dry_run) {
 		stamped = calloc(n + 1, sizeof(*stamped));
+		dirs = dir_items(items, n, &ndirs);
+	}
 	for (size_t i = 0; i < n; i++) {
 		struct fsb_restore_item *it = &items[i];
 
@@ -1229,7 +1267,7 @@ int fsb_restore_perform(const struct fsb_restore_opts *o, const struct fsb_cycle
 			continue;
 		}
 		if (stamped != NULL)
-			note_parent(c, items, n, it, stamped, &nstamped);
+			note_parent(c, dirs, ndirs, it, stamped, &nstamped);
 		execute(c, it, false);
 	}
 	/* Directories get their mode and times once what is inside is back;
@@ -1246,6 +1284,7 @@ int fsb_restore_perform(const struct fsb_restore_opts *o, const struct fsb_cycle
 			execute(c, &items[i], true);
 	unstamp_parents(c, stamped, nstamped);
 	free(stamped);
+	free(dirs);
 	if (o->progress != NULL)
 		o->progress(o->progress_arg, false, n, n);
 	if (undo != NULL)

@@ -35,7 +35,8 @@
  * cycle, the first restored name, and how to reach the inode now. */
 struct lost_group {
 	uint64_t dev, ino;
-	size_t first;		/* index of the first restored item of it */
+	const struct member *names;	/* its restored names, the first first */
+	size_t nnames;
 	int held;		/* the inode itself, held open by the restore
 				 * (a file the cycle moved), or -1 */
 	char *found;		/* else a name of it a walk found, or NULL */
@@ -53,22 +54,22 @@ static const struct fsb_prior *prior_of(const struct fsb_restore_item *it)
 	return &it->pick->rec->prior;
 }
 
-static bool same_file(const struct fsb_restore_item *a, const struct fsb_restore_item *b)
-{
-	return prior_of(a)->dev == prior_of(b)->dev && prior_of(a)->ino == prior_of(b)->ino;
-}
+/* A restored name by the inode it had before the cycle: sorted, the names
+ * of one file are a run. */
+struct member {
+	uint64_t dev, ino;
+	size_t i;		/* its item */
+};
 
-/* The most names the file of item `i` had in any record of the cycle: a
- * name replaced after its other one went was recorded with one link. */
-static uint64_t most_links(const struct fsb_restore_item *items, size_t n, size_t i)
+static int by_inode(const void *x, const void *y)
 {
-	uint64_t most = prior_of(&items[i])->nlink;
+	const struct member *a = x, *b = y;
 
-	for (size_t j = 0; j < n; j++)
-		if (restored_file(&items[j]) && same_file(&items[j], &items[i]) &&
-		    prior_of(&items[j])->nlink > most)
-			most = prior_of(&items[j])->nlink;
-	return most;
+	if (a->dev != b->dev)
+		return a->dev < b->dev ? -1 : 1;
+	if (a->ino != b->ino)
+		return a->ino < b->ino ? -1 : 1;
+	return (a->i > b->i) - (a->i < b->i);
 }
 
 /* Make the name of `it` a link of the inode open as `fd`: linked beside it
@@ -118,25 +119,18 @@ static int open_restored(int root, const char *path)
 	return fd;
 }
 
-/* Step 1: the later restored names of a file become links of the first
- * restored one. Not linked (another file system): they stay copies. */
-static void relink_restored(int root, struct fsb_restore_item *items, size_t n)
+/* Step 1: the later restored names of a file (the run v[0..n)) become
+ * links of the first. Not linked (another file system): they stay copies. */
+static void relink_restored(int root, struct fsb_restore_item *items, const struct member *v,
+			    size_t n)
 {
-	for (size_t i = 0; i < n; i++) {
-		if (!restored_file(&items[i]))
-			continue;
-		for (size_t j = 0; j < i; j++) {
-			int fd;
+	int fd;
 
-			if (!restored_file(&items[j]) || !same_file(&items[j], &items[i]))
-				continue;
-			if ((fd = open_restored(root, items[j].path)) >= 0) {
-				link_over(root, &items[i], fd);
-				close(fd);
-			}
-			break;
-		}
-	}
+	if (n < 2 || (fd = open_restored(root, items[v[0].i].path)) < 0)
+		return;
+	for (size_t k = 1; k < n; k++)
+		link_over(root, &items[v[k].i], fd);
+	close(fd);
 }
 
 /* ---- step 2: names the restore did not touch --------------------------------- */
@@ -147,20 +141,31 @@ static __thread struct {
 	size_t n, left;
 } walking;
 
+static int by_group_inode(const void *key, const void *elem)
+{
+	const struct stat *st = key;
+	const struct lost_group *g = elem;
+
+	if ((uint64_t)st->st_dev != g->dev)
+		return (uint64_t)st->st_dev < g->dev ? -1 : 1;
+	if ((uint64_t)st->st_ino != g->ino)
+		return (uint64_t)st->st_ino < g->ino ? -1 : 1;
+	return 0;
+}
+
+/* The groups are in (dev, ino) order: one lookup per file walked. */
 static int find_names(const char *path, const struct stat *st, int type, struct FTW *ftw)
 {
+	struct lost_group *g;
+
 	(void)ftw;
 	if (type != FTW_F || !S_ISREG(st->st_mode))
 		return 0;
-	for (size_t i = 0; i < walking.n; i++) {
-		struct lost_group *g = &walking.v[i];
-
-		if (g->held < 0 && g->found == NULL && g->dev == (uint64_t)st->st_dev &&
-		    g->ino == (uint64_t)st->st_ino) {
-			g->found = strdup(path);
-			if (g->found != NULL && --walking.left == 0)
-				return 1;	/* all found: stop the walk */
-		}
+	g = bsearch(st, walking.v, walking.n, sizeof(*walking.v), by_group_inode);
+	if (g != NULL && g->held < 0 && g->found == NULL) {
+		g->found = strdup(path);
+		if (g->found != NULL && --walking.left == 0)
+			return 1;	/* all found: stop the walk */
 	}
 	return 0;
 }
@@ -215,59 +220,34 @@ static int open_survivor(const struct lost_group *g, int restored_fd, const stru
 
 /* Step 2 for one group: every restored name of it becomes a link of the
  * name that lived on. */
-static void join_survivor(int root, const struct lost_group *g, struct fsb_restore_item *items,
-			  size_t n)
+static void join_survivor(int root, const struct lost_group *g, struct fsb_restore_item *items)
 {
-	int restored = open_restored(root, items[g->first].path), fd;
+	struct fsb_restore_item *first = &items[g->names[0].i];
+	int restored = open_restored(root, first->path), fd;
 
 	if (restored < 0)
 		return;
-	fd = open_survivor(g, restored, prior_of(&items[g->first]));
+	fd = open_survivor(g, restored, prior_of(first));
 	close(restored);
 	if (fd < 0)
 		return;
-	for (size_t i = g->first; i < n; i++)
-		if (restored_file(&items[i]) && same_file(&items[i], &items[g->first]) &&
-		    link_over(root, &items[i], fd) == 0)
-			snprintf(items[i].detail + strlen(items[i].detail),
-				 sizeof(items[i].detail) - strlen(items[i].detail),
+	for (size_t k = 0; k < g->nnames; k++) {
+		struct fsb_restore_item *it = &items[g->names[k].i];
+
+		if (link_over(root, it, fd) == 0)
+			snprintf(it->detail + strlen(it->detail), sizeof(it->detail) - strlen(it->detail),
 				 "; a hard link of its other names again");
+	}
 	close(fd);
 }
 
 /* A moved file's restore holds its inode open: the group's own. */
-static int held_inode(const struct fsb_restore_item *items, size_t n, size_t i)
+static int held_inode(const struct fsb_restore_item *items, const struct member *v, size_t n)
 {
-	for (size_t j = i; j < n; j++)
-		if (restored_file(&items[j]) && same_file(&items[j], &items[i]) &&
-		    items[j].act == FSB_ACT_MOVED && items[j].src_fd >= 0)
-			return items[j].src_fd;
+	for (size_t k = 0; k < n; k++)
+		if (items[v[k].i].act == FSB_ACT_MOVED && items[v[k].i].src_fd >= 0)
+			return items[v[k].i].src_fd;
 	return -1;
-}
-
-/* The files whose restored names are fewer than the names they had. */
-static size_t lost_groups(const struct fsb_restore_item *items, size_t n, struct lost_group *v)
-{
-	size_t nv = 0;
-
-	for (size_t i = 0; i < n; i++) {
-		uint64_t names = 0;
-		bool seen = false;
-
-		if (!restored_file(&items[i]))
-			continue;
-		for (size_t j = 0; j < i && !seen; j++)
-			seen = restored_file(&items[j]) && same_file(&items[j], &items[i]);
-		if (seen)
-			continue;
-		for (size_t j = i; j < n; j++)
-			names += restored_file(&items[j]) && same_file(&items[j], &items[i]);
-		if (names < most_links(items, n, i))
-			v[nv++] = (struct lost_group){ .dev = prior_of(&items[i])->dev,
-						       .ino = prior_of(&items[i])->ino, .first = i,
-						       .held = held_inode(items, n, i) };
-	}
-	return nv;
 }
 
 void fsb_restore_rejoin_links(int root, const char *workspace, struct fsb_restore_item *items,
@@ -275,15 +255,35 @@ void fsb_restore_rejoin_links(int root, const char *workspace, struct fsb_restor
 {
 	struct fsb_trash_place trash;
 	char where[PATH_MAX + 16];
-	struct lost_group *v;
-	size_t nv, unheld = 0;
+	struct lost_group *v = NULL;
+	struct member *m;
+	size_t nm = 0, nv = 0, unheld = 0;
 
-	relink_restored(root, items, n);
-	if ((v = calloc(n + 1, sizeof(*v))) == NULL)
+	if ((m = calloc(n + 1, sizeof(*m))) == NULL)
 		return;
-	nv = lost_groups(items, n, v);
-	for (size_t k = 0; k < nv; k++)
-		unheld += v[k].held < 0;
+	for (size_t i = 0; i < n; i++)
+		if (restored_file(&items[i]))
+			m[nm++] = (struct member){ .dev = prior_of(&items[i])->dev,
+						   .ino = prior_of(&items[i])->ino, .i = i };
+	qsort(m, nm, sizeof(*m), by_inode);
+	/* Each run is one file: its names joined, and when it had more names
+	 * than these (in any record: a name replaced after its other one went
+	 * was recorded with one link), a group to look for. */
+	for (size_t a = 0, b; a < nm; a = b) {
+		uint64_t most = 0;
+
+		for (b = a; b < nm && m[b].dev == m[a].dev && m[b].ino == m[a].ino; b++)
+			if (prior_of(&items[m[b].i])->nlink > most)
+				most = prior_of(&items[m[b].i])->nlink;
+		relink_restored(root, items, m + a, b - a);
+		if (b - a >= most)
+			continue;
+		if (v == NULL && (v = calloc(nm + 1, sizeof(*v))) == NULL)
+			break;
+		v[nv] = (struct lost_group){ .dev = m[a].dev, .ino = m[a].ino, .names = m + a,
+					     .nnames = b - a, .held = held_inode(items, m + a, b - a) };
+		unheld += v[nv++].held < 0;
+	}
 	walking.v = v;
 	walking.n = nv;
 	walking.left = unheld;
@@ -299,8 +299,9 @@ void fsb_restore_rejoin_links(int root, const char *workspace, struct fsb_restor
 	walking.v = NULL;
 	for (size_t k = 0; k < nv; k++) {
 		if (v[k].held >= 0 || v[k].found != NULL)
-			join_survivor(root, &v[k], items, n);
+			join_survivor(root, &v[k], items);
 		free(v[k].found);
 	}
 	free(v);
+	free(m);
 }
