@@ -105,18 +105,22 @@ void fsb_hook_tool_call_id(const char *given, const char *prefix, char *out, siz
 
 /**
  * fsb_hook_run_line - the shell line that runs CMD under `fsbroker run
- * --core` of S with tool call TC (`'SELF' run --core 'STATE' --tool-call
- * 'TC' -- /bin/bash -c 'CMD'`), malloc'd; NULL with errno.
+ * --core` of S with tool call TC, in the directory the line itself runs in
+ * (`'SELF' run --core 'STATE' --tool-call 'TC' -- /bin/bash -c 'cd -- "$1"
+ * || exit 1; shift<newline>CMD' fsbroker-cwd "$(pwd -P)"`), malloc'd; NULL
+ * with errno.
  */
 char *fsb_hook_run_line(const struct fsb_hook_session *s, const char *tc, const char *cmd);
 
 /**
- * fsb_hook_check - CheckAccess of a write to PATH on FD. 0 allowed; -EACCES
+ * fsb_hook_check - CheckAccess of OP (write, create, delete, rename-from,
+ * rename-to) on PATH on FD. 0 allowed; -EACCES
  * refused (a deny, or an ask a file tool cannot wait for), with the sentence
  * for the host in REASON; another -errno when the core did not answer, the
  * sentence in REASON.
  */
-int fsb_hook_check(int fd, const char *path, const char *tc, char *reason, size_t len);
+int fsb_hook_check(int fd, const char *op, const char *path, const char *tc, char *reason,
+		   size_t len);
 
 /**
  * fsb_hook_backup - ModifyBackup of PATH on FD, before the tool writes it.
@@ -131,5 +135,12 @@ int fsb_hook_backup(int fd, const char *path, const char *tc, char *reason, size
  */
 int fsb_hook_commit(const struct fsb_hook_session *s, const struct fsb_hook_opts *o,
 		    bool end);
+
+/**
+ * fsb_hook_pre_tool_answer - the PreToolUse answer of Claude Code and Codex
+ * CLI (hookSpecificOutput with DECISION, REASON and UPDATED, which it takes;
+ * each may be NULL) on stdout. The hook's exit status: 0, or 2 (no memory).
+ */
+int fsb_hook_pre_tool_answer(const char *decision, const char *reason, cJSON *updated);
 
 #endif

@@ -19,28 +19,6 @@
 
 #include "hooks.h"
 
-/* Claude Code's answer to a PreToolUse: printed on stdout, exit 0. */
-static int pre_tool_answer(const char *decision, const char *reason, cJSON *updated)
-{
-	cJSON *out = cJSON_CreateObject(), *spec = cJSON_AddObjectToObject(out, "hookSpecificOutput");
-	char *text;
-
-	cJSON_AddStringToObject(spec, "hookEventName", "PreToolUse");
-	if (decision != NULL)
-		cJSON_AddStringToObject(spec, "permissionDecision", decision);
-	if (reason != NULL)
-		cJSON_AddStringToObject(spec, "permissionDecisionReason", reason);
-	if (updated != NULL)
-		cJSON_AddItemToObject(spec, "updatedInput", updated);
-	text = cJSON_PrintUnformatted(out);
-	cJSON_Delete(out);
-	if (text == NULL)
-		return 2;
-	puts(text);
-	free(text);
-	return 0;
-}
-
 static int hook_bash(const struct fsb_hook_session *s, const struct fsb_hook_opts *o,
 		     const cJSON *ev)
 {
@@ -72,7 +50,7 @@ static int hook_bash(const struct fsb_hook_session *s, const struct fsb_hook_opt
 	/* allow: the command runs sandboxed, each change judged and backed up;
 	 * the settings' own deny and ask rules still apply. --ask-bash keeps
 	 * Claude Code's prompt, showing the rewritten command. */
-	return pre_tool_answer(o->ask_bash ? "ask" : "allow", "fsbroker: runs under fsbroker run",
+	return fsb_hook_pre_tool_answer(o->ask_bash ? "ask" : "allow", "fsbroker: runs under fsbroker run",
 			       updated);
 }
 
@@ -92,12 +70,12 @@ static int hook_file(const struct fsb_hook_session *s, const struct fsb_hook_opt
 		return fsb_hook_block("cannot start or reach the session's core (%s); see its "
 				      "log in the state dir", strerror(-fd));
 	fsb_hook_tool_call_id(fsb_hook_str(ev, "tool_use_id"), "tc", tc, sizeof(tc));
-	err = fsb_hook_check(fd, path, tc, reason, sizeof(reason));
+	err = fsb_hook_check(fd, "write", path, tc, reason, sizeof(reason));
 	if (err == 0)
 		err = fsb_hook_backup(fd, path, tc, reason, sizeof(reason));
 	close(fd);
 	if (err == -EACCES)
-		return pre_tool_answer("deny", reason, NULL);
+		return fsb_hook_pre_tool_answer("deny", reason, NULL);
 	if (err < 0)
 		return fsb_hook_block("%s", reason);
 	/* No decision: Claude Code's own permissions go on as without us. */

@@ -368,7 +368,7 @@ char *fsb_hook_run_line(const struct fsb_hook_session *s, const char *tc, const 
 		errno = -err;
 		return NULL;
 	}
-	len = strlen(self) * 4 + strlen(s->state) * 4 + strlen(tc) * 4 + strlen(cmd) * 4 + 128;
+	len = strlen(self) * 4 + strlen(s->state) * 4 + strlen(tc) * 4 + strlen(cmd) * 4 + 256;
 	if ((line = calloc(1, len)) == NULL)
 		return NULL;
 	fsb_hook_sh_quote(line, len, self);
@@ -376,12 +376,19 @@ char *fsb_hook_run_line(const struct fsb_hook_session *s, const char *tc, const 
 	fsb_hook_sh_quote(line, len, s->state);
 	strcat(line, " --tool-call ");
 	fsb_hook_sh_quote(line, len, tc);
+	/* The sandbox starts in the workspace (the mount plan's --chdir); the
+	 * command must run where the host runs this line (Gemini's dir_path,
+	 * Claude Code's shell after a cd), so it goes there first, and stops
+	 * rather than run somewhere else when it cannot. */
 	strcat(line, " -- /bin/bash -c ");
+	strcat(line, "'cd -- \"$1\" || exit 1; shift\n'");
 	fsb_hook_sh_quote(line, len, cmd);
+	strcat(line, " fsbroker-cwd \"$(pwd -P)\"");
 	return line;
 }
 
-static cJSON *file_request(const char *command, const char *path, const char *tc)
+static cJSON *file_request(const char *command, const char *op, const char *path,
+			   const char *tc)
 {
 	cJSON *req = cJSON_CreateObject();
 
@@ -390,16 +397,17 @@ static cJSON *file_request(const char *command, const char *path, const char *tc
 	cJSON_AddNumberToObject(req, "id", 1);
 	cJSON_AddStringToObject(req, "command", command);
 	cJSON_AddStringToObject(req, "path", path);
-	if (strcmp(command, "CheckAccess") == 0)
-		cJSON_AddStringToObject(req, "op", "write");
+	if (op != NULL)
+		cJSON_AddStringToObject(req, "op", op);
 	cJSON_AddStringToObject(req, "toolCallId", tc);
 	return req;
 }
 
-int fsb_hook_check(int fd, const char *path, const char *tc, char *reason, size_t len)
+int fsb_hook_check(int fd, const char *op, const char *path, const char *tc, char *reason,
+		   size_t len)
 {
 	const char *decision, *rule, *block_id;
-	cJSON *req = file_request("CheckAccess", path, tc), *reply;
+	cJSON *req = file_request("CheckAccess", op, path, tc), *reply;
 
 	if (req == NULL) {
 		snprintf(reason, len, "out of memory");
@@ -420,7 +428,7 @@ int fsb_hook_check(int fd, const char *path, const char *tc, char *reason, size_
 	 * host's own prompt let it through, and nothing keeps this block for
 	 * `fsbroker approve`. A shell command's ask is kept (run --core
 	 * leaves it for approve). */
-	snprintf(reason, len, "fsbroker: write of %s %s (%s)%s", path,
+	snprintf(reason, len, "fsbroker: %s of %s %s (%s)%s", op, path,
 		 block_id != NULL ? "needs an approval" : "is denied",
 		 rule != NULL ? rule : fsb_hook_str(reply, "error") ? fsb_hook_str(reply, "error")
 								    : "no rule",
@@ -434,7 +442,7 @@ int fsb_hook_check(int fd, const char *path, const char *tc, char *reason, size_
 
 int fsb_hook_backup(int fd, const char *path, const char *tc, char *reason, size_t len)
 {
-	cJSON *req = file_request("ModifyBackup", path, tc), *reply;
+	cJSON *req = file_request("ModifyBackup", NULL, path, tc), *reply;
 	int err = 0;
 
 	if (req == NULL) {
@@ -485,5 +493,26 @@ int fsb_hook_commit(const struct fsb_hook_session *s, const struct fsb_hook_opts
 		cJSON_Delete(reply);
 	}
 	close(fd);
+	return 0;
+}
+
+int fsb_hook_pre_tool_answer(const char *decision, const char *reason, cJSON *updated)
+{
+	cJSON *out = cJSON_CreateObject(), *spec = cJSON_AddObjectToObject(out, "hookSpecificOutput");
+	char *text;
+
+	cJSON_AddStringToObject(spec, "hookEventName", "PreToolUse");
+	if (decision != NULL)
+		cJSON_AddStringToObject(spec, "permissionDecision", decision);
+	if (reason != NULL)
+		cJSON_AddStringToObject(spec, "permissionDecisionReason", reason);
+	if (updated != NULL)
+		cJSON_AddItemToObject(spec, "updatedInput", updated);
+	text = cJSON_PrintUnformatted(out);
+	cJSON_Delete(out);
+	if (text == NULL)
+		return 2;
+	puts(text);
+	free(text);
 	return 0;
 }

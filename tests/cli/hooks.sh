@@ -120,6 +120,14 @@ else
           ! grep -q SECRET "$tmp/out"; echo $?)" \
         "the rewritten command runs sandboxed: its file made, .env unreadable" \
         "status $st: $(head -5 "$tmp/err")"
+    # Regression: the sandbox starts in the workspace, so a command Claude
+    # Code runs from a subdirectory (its shell after a cd) ran at the top.
+    mkdir -p "$ws/deep/er"
+    hook "$sid" PreToolUse ',"tool_name":"Bash","tool_input":{"command":"echo here >where.txt"},"tool_use_id":"toolu_b3"'
+    (cd "$ws/deep/er" && bash -c "$(jq -r .hookSpecificOutput.updatedInput.command "$tmp/answer")") >/dev/null 2>"$tmp/err"
+    ok "$([ -f "$ws/deep/er/where.txt" ] && [ ! -e "$ws/where.txt" ]; echo $?)" \
+        "the rewritten command runs in the directory Claude Code runs it from, not the workspace's top" \
+        "$(head -3 "$tmp/err")"
     hook "$sid" Stop ',"stop_hook_active":false'
     ok "$([ "$(bk list --json | jq length)" = 2 ] &&
           bk show --last --json | jq -e '.paths[] | select(.toolCallId == "toolu_b1" and .op == "create" and (.path | endswith("/it'"'"'s.txt")))' >/dev/null; echo $?)" \
