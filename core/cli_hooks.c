@@ -33,6 +33,7 @@
 
 static const struct fsb_hook_host *const hosts[] = {
 	&fsb_hooks_claude,
+	&fsb_hooks_gemini,
 };
 
 static const char usage[] =
