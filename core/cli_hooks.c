@@ -34,6 +34,7 @@
 static const struct fsb_hook_host *const hosts[] = {
 	&fsb_hooks_claude,
 	&fsb_hooks_gemini,
+	&fsb_hooks_codex,
 };
 
 static const char usage[] =

@@ -42,7 +42,8 @@ struct fsb_hook_host {
 	const char *settings;	/* under the project or $HOME: .claude/settings.json */
 	const char *hook_name;	/* the hook's "name" field, when the host has one */
 	const char *id_prefix;	/* of the fsbroker session id: cc */
-	const char *project_env; /* the workspace, set by the host: CLAUDE_PROJECT_DIR */
+	const char *project_env; /* the workspace, set by the host: CLAUDE_PROJECT_DIR;
+				 * NULL: the event's cwd */
 	const struct fsb_hook_group *groups;
 	size_t ngroups;
 	/* The hook for one event; returns the hook's exit status. */
@@ -107,8 +108,8 @@ void fsb_hook_tool_call_id(const char *given, const char *prefix, char *out, siz
  * fsb_hook_run_line - the shell line that runs CMD under `fsbroker run
  * --core` of S with tool call TC, in the directory the line itself runs in
  * (`'SELF' run --core 'STATE' --tool-call 'TC' -- /bin/bash -c 'cd -- "$1"
- * || exit 1; shift<newline>CMD' fsbroker-cwd "$(pwd -P)"`), malloc'd; NULL
- * with errno.
+ * || exit 1; shift; CMD' fsbroker-cwd "$(pwd -P)"`, one line, so a model can
+ * copy it), malloc'd; NULL with errno.
  */
 char *fsb_hook_run_line(const struct fsb_hook_session *s, const char *tc, const char *cmd);
 

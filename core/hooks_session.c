@@ -150,7 +150,7 @@ static bool host_id_ok(const char *s)
 int fsb_hook_session_init(struct fsb_hook_session *s, const struct fsb_hook_host *host,
 			  const char *host_session, const char *cwd)
 {
-	const char *proj = getenv(host->project_env), *rt = getenv("XDG_RUNTIME_DIR");
+	const char *proj = host->project_env ? getenv(host->project_env) : NULL, *rt = getenv("XDG_RUNTIME_DIR");
 	char state[PATH_MAX];
 
 	if (!host_id_ok(host_session))
@@ -381,7 +381,7 @@ char *fsb_hook_run_line(const struct fsb_hook_session *s, const char *tc, const 
 	 * Claude Code's shell after a cd), so it goes there first, and stops
 	 * rather than run somewhere else when it cannot. */
 	strcat(line, " -- /bin/bash -c ");
-	strcat(line, "'cd -- \"$1\" || exit 1; shift\n'");
+	strcat(line, "'cd -- \"$1\" || exit 1; shift; '");
 	fsb_hook_sh_quote(line, len, cmd);
 	strcat(line, " fsbroker-cwd \"$(pwd -P)\"");
 	return line;

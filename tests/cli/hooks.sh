@@ -225,7 +225,7 @@ mkdir "$tmp/fresh"
     "$fsb" hooks uninstall claude-code --project "$tmp/fresh" >/dev/null
 ok "$([ ! -e "$tmp/fresh/.claude/settings.json" ]; echo $?)" \
     "uninstall removes a settings file install created"
-"$fsb" hooks install codex >/dev/null 2>&1
+"$fsb" hooks install no-such-host >/dev/null 2>&1
 ok "$([ $? -eq 2 ]; echo $?)" "another host is a usage error naming the docs"
 
 echo "1..$n"
