@@ -34,7 +34,8 @@ static const char usage[] =
 	"  ui        browse and restore backups in a web browser (a local page)\n"
 	"  delete    ask the core to delete paths (to the trash, backed up first)\n"
 	"  audit     verify an audit log's hash chain\n"
-	"  hooks     install, remove and run the hooks of an agent host (Claude Code)\n"
+	"  hooks     install, remove and run an agent host's hooks (Claude Code,\n"
+	"            Gemini CLI, Codex CLI)\n"
 	"  version   print the version\n"
 	"  help      print this text, or a command's\n"
 	"\n"
@@ -50,8 +51,8 @@ static const char usage[] =
 	"  FSBROKER_SESSION_ID, FSBROKER_TOOL_CALL_ID, FSBROKER_TIMEOUT_MS,\n"
 	"  FSBROKER_TRACE_ID, FSBROKER_READS, FSBROKER_STAGE_TIMES, TMPDIR, TMPPREFIX,\n"
 	"  HOME, PATH, XDG_STATE_HOME, XDG_RUNTIME_DIR, XDG_DATA_HOME,\n"
-	"  CLAUDE_PROJECT_DIR; `fsbroker help environment` says what each does, and\n"
-	"  each command which it reads\n"
+	"  CLAUDE_PROJECT_DIR, GEMINI_PROJECT_DIR; `fsbroker help environment` says\n"
+	"  what each does, and each command which it reads\n"
 	"docs: README.md, docs/cli.md, docs/runtime.md, docs/rule-packs.md,\n"
 	"  docs/restore.md, docs/protocol.md, docs/clients.md\n";
 
@@ -116,6 +117,7 @@ static const char environment_text[] =
 	"                        $XDG_DATA_HOME/Trash (default: ~/.local/share/Trash)\n"
 	"  CLAUDE_PROJECT_DIR    set by Claude Code for its hooks: the workspace of\n"
 	"                        the session's core (`hooks run`; else the event's cwd)\n"
+	"  GEMINI_PROJECT_DIR    the same, set by Gemini CLI for its hooks\n"
 	"\n"
 	"fsbroker writes no colours, so NO_COLOR changes nothing.\n"
 	"\n"
