@@ -130,6 +130,15 @@ int fsb_hook_check(int fd, const char *op, const char *path, const char *tc, cha
 int fsb_hook_backup(int fd, const char *path, const char *tc, char *reason, size_t len);
 
 /**
+ * fsb_hook_guard_write - what a file tool's hook does before the tool
+ * writes PATH: connect to S's core (starting it), fsb_hook_check of a
+ * write, then fsb_hook_backup. 0 (the tool may write), -EACCES (refused:
+ * REASON for the model), or another -errno (blocked: REASON for stderr).
+ */
+int fsb_hook_guard_write(const struct fsb_hook_session *s, const struct fsb_hook_opts *o,
+			 const char *path, const char *tc, char *reason, size_t len);
+
+/**
  * fsb_hook_commit - CommitModifyBackup of S's turn (a cycle when anything
  * was backed up), then Shutdown when END. No core: nothing to do. 0, or 1
  * with a sentence on stderr when the turn was not sealed.

@@ -60,20 +60,14 @@ static int hook_file(const struct fsb_hook_session *s, const struct fsb_hook_opt
 	const cJSON *input = cJSON_GetObjectItemCaseSensitive(ev, "tool_input");
 	const char *path = fsb_hook_str(input, "file_path");
 	char tc[160], reason[2048];
-	int fd, err;
+	int err;
 
 	if (path == NULL)
 		path = fsb_hook_str(input, "notebook_path");
 	if (path == NULL || path[0] != '/')
 		return fsb_hook_block("a file tool call without an absolute path: %s", "blocked");
-	if ((fd = fsb_hook_core_connect(s, o, true)) < 0)
-		return fsb_hook_block("cannot start or reach the session's core (%s); see its "
-				      "log in the state dir", strerror(-fd));
 	fsb_hook_tool_call_id(fsb_hook_str(ev, "tool_use_id"), "tc", tc, sizeof(tc));
-	err = fsb_hook_check(fd, "write", path, tc, reason, sizeof(reason));
-	if (err == 0)
-		err = fsb_hook_backup(fd, path, tc, reason, sizeof(reason));
-	close(fd);
+	err = fsb_hook_guard_write(s, o, path, tc, reason, sizeof(reason));
 	if (err == -EACCES)
 		return fsb_hook_pre_tool_answer("deny", reason, NULL);
 	if (err < 0)

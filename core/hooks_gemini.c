@@ -91,7 +91,7 @@ static int hook_file(const struct fsb_hook_session *s, const struct fsb_hook_opt
 	const cJSON *input = cJSON_GetObjectItemCaseSensitive(ev, "tool_input");
 	const char *given = fsb_hook_str(input, "file_path");
 	char path[PATH_MAX], tc[160], reason[2048];
-	int fd, err;
+	int err;
 
 	if (given == NULL || given[0] == '\0')
 		return fsb_hook_block("a file tool call without a file_path: %s", "blocked");
@@ -102,14 +102,8 @@ static int hook_file(const struct fsb_hook_session *s, const struct fsb_hook_opt
 		err = snprintf(path, sizeof(path), "%s/%s", s->workspace, given);
 	if (err < 0 || (size_t)err >= sizeof(path))
 		return fsb_hook_block("file_path too long: %s", "blocked");
-	if ((fd = fsb_hook_core_connect(s, o, true)) < 0)
-		return fsb_hook_block("cannot start or reach the session's core (%s); see its "
-				      "log in the state dir", strerror(-fd));
 	fsb_hook_tool_call_id(NULL, "gm", tc, sizeof(tc));
-	err = fsb_hook_check(fd, "write", path, tc, reason, sizeof(reason));
-	if (err == 0)
-		err = fsb_hook_backup(fd, path, tc, reason, sizeof(reason));
-	close(fd);
+	err = fsb_hook_guard_write(s, o, path, tc, reason, sizeof(reason));
 	if (err == -EACCES)
 		return deny(reason);
 	if (err < 0)

@@ -462,6 +462,23 @@ int fsb_hook_backup(int fd, const char *path, const char *tc, char *reason, size
 	return err;
 }
 
+int fsb_hook_guard_write(const struct fsb_hook_session *s, const struct fsb_hook_opts *o,
+			 const char *path, const char *tc, char *reason, size_t len)
+{
+	int fd = fsb_hook_core_connect(s, o, true), err;
+
+	if (fd < 0) {
+		snprintf(reason, len, "cannot start or reach the session's core (%s); see its "
+			 "log in the state dir", strerror(-fd));
+		return fd == -EACCES ? -EIO : fd;
+	}
+	err = fsb_hook_check(fd, "write", path, tc, reason, len);
+	if (err == 0)
+		err = fsb_hook_backup(fd, path, tc, reason, len);
+	close(fd);
+	return err;
+}
+
 int fsb_hook_commit(const struct fsb_hook_session *s, const struct fsb_hook_opts *o, bool end)
 {
 	char err[512], msg[256];
