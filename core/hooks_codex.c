@@ -198,9 +198,19 @@ static int patch_paths(const char *patch, const char *cwd, struct patch_path *pa
 			begun = strcmp(line, "*** Begin Patch") == 0;
 			continue;
 		}
+		if (ended) {
+			/* After the end only a wrapper's EOF: a second patch
+			 * there would be applied without being judged. */
+			if (strncmp(line, "***", 3) == 0) {
+				snprintf(why, whylen, "a line after *** End Patch: %.200s", line);
+				err = -EINVAL;
+				break;
+			}
+			continue;
+		}
 		if (strcmp(line, "*** End Patch") == 0) {
 			ended = true;
-			break;
+			continue;
 		}
 		if (strncmp(line, "*** Add File: ", 14) == 0) {
 			op = "create", p = line + 14;
