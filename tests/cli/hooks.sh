@@ -5,9 +5,10 @@
 # cwd, hook_event_name, tool_name, tool_input, tool_use_id) and checks what
 # a user relies on: the Bash command comes back rewritten to run under
 # `fsbroker run --core` and, run as Claude Code would run it, is sandboxed
-# (a denyRead file unreadable) and its changes land in that tool call's
-# backups; a Write to .env is denied with the rule; an Edit's file is backed
-# up before the tool writes and restorable after it did; each Stop seals
+# (a denyRead file unreadable), in the directory Claude Code runs it from,
+# and its changes land in that tool call's backups; a Write to .env is
+# denied with the rule; an Edit's file is backed up before the tool writes
+# and restorable after it did; each Stop seals
 # one cycle (a turn that changed nothing none); SessionEnd stops the
 # session's core and --idle-exit stops an unused one; install merges into
 # the settings file and uninstall puts it back byte for byte, or takes out
