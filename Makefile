@@ -386,14 +386,17 @@ test-browser: all
 # the manual pages against the help texts and docs (tests/cli/man.sh);
 # the completion scripts in bash and zsh (tests/cli/completion.sh); make
 # install and uninstall, the installed tree run from / (tests/cli/install.sh);
-# make deb (tests/cli/deb.sh); the Claude Code hooks (tests/cli/hooks.sh).
+# make deb (tests/cli/deb.sh); the agent host hooks (tests/cli/hooks.sh,
+# hooks_gemini.sh, hooks_codex.sh).
 test-cli: all man
 	$(Q)sh tools/tap-sum.sh "command line" "bash tests/cli/help.sh $(BUILD)/fsbroker" \
 	    "manual pages" "bash tests/cli/man.sh $(BUILD)/fsbroker $(MAN_DIR)" \
 	    "completion" "bash tests/cli/completion.sh $(BUILD)/fsbroker" \
 	    "install" "bash tests/cli/install.sh $(BUILD)/fsbroker" \
 	    "Debian package" "bash tests/cli/deb.sh $(BUILD)/fsbroker" \
-	    "agent host hooks" "bash tests/cli/hooks.sh $(BUILD)/fsbroker"
+	    "agent host hooks" "bash tests/cli/hooks.sh $(BUILD)/fsbroker" \
+	    "Gemini CLI hooks" "bash tests/cli/hooks_gemini.sh $(BUILD)/fsbroker" \
+	    "Codex CLI hooks" "bash tests/cli/hooks_codex.sh $(BUILD)/fsbroker"
 
 test-lua:
 	$(Q)sh tools/tap-sum.sh "Lua specs" "busted --lua=lua5.4 --output=TAP spec"

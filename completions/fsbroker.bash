@@ -216,6 +216,20 @@ _fsbroker()
         run: | shell:)
             _fsbroker_reply < <(compgen -W "--" -- "$cur")
             ;;
+        hooks:)
+            # hooks VERB HOST: the verbs, then the hosts, each from the
+            # help's list; an option's value is no operand.
+            local pos=0 valopts
+            valopts=" $(_fsbroker_value_opts hooks | cut -d' ' -f1 | tr '\n' ' ')"
+            for ((i = start + 1; i < COMP_CWORD; i++)); do
+                w=${COMP_WORDS[i]}
+                [[ $w == -* || $valopts == *" ${COMP_WORDS[i - 1]} "* ]] || pos=$((pos + 1))
+            done
+            case $pos in
+                0) _fsbroker_reply < <(compgen -W "$(_fsbroker_help hooks | _fsbroker_list verbs)" -- "$cur") ;;
+                1) _fsbroker_reply < <(compgen -W "$(_fsbroker_help hooks | _fsbroker_list hosts)" -- "$cur") ;;
+            esac
+            ;;
     esac
 }
 

@@ -16,7 +16,7 @@ int fsb_cli_audit(int argc, char **argv);
 int fsb_cli_backup(int argc, char **argv);
 int fsb_cli_delete(int argc, char **argv);
 int fsb_cli_shell(int argc, char **argv);
-/** `fsbroker hooks install|uninstall|run claude-code …` (cli_hooks.c). */
+/** `fsbroker hooks install|uninstall|run HOST …` (cli_hooks.c, hooks_*.c). */
 int fsb_cli_hooks(int argc, char **argv);
 
 /** `fsbroker backup du` of the store at STORE (cli_backup_du.c); the

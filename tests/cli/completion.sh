@@ -5,12 +5,13 @@
 # COMP_WORDS and COMP_CWORD are set as bash sets them for a command line,
 # _fsbroker is called and COMPREPLY checked: a command, a backup verb, an
 # option of run, the choices of --approvals, the shipped packs for --rules,
-# backup list's options (not restore's), file names for check, and the cycle
-# numbers of a session made here with `fsbroker run` (skipped when run cannot
-# sandbox on this machine).
+# backup list's options (not restore's), hooks' verbs and hosts, file names
+# for check, and the cycle numbers of a session made here with `fsbroker
+# run` (skipped when run cannot sandbox on this machine).
 # zsh: completions/_fsbroker parses (zsh -n) and compinit registers it for
 # fsbroker; then, with compadd and _describe replaced by functions printing
-# what they are given, it offers a command, a backup verb and run's options.
+# what they are given, it offers a command, a backup verb, run's options
+# and the hosts of hooks.
 # Skipped with a reason when zsh is not installed.
 set -u
 fsb=$(readlink -f "$1")
@@ -73,6 +74,11 @@ ok "$(has --all "$r" && has --json "$r" && ! has --force "$r"; echo $?)" \
     "bash: fsbroker backup list -- offers list's options, not restore's" "$r"
 r=$(bash_complete "$fsb" help backup '')
 ok "$(has prune "$r" && has undo "$r"; echo $?)" "bash: fsbroker help backup offers the verbs" "$r"
+r=$(bash_complete "$fsb" hooks '')
+ok "$([ "$(echo $r)" = "install uninstall run" ]; echo $?)" "bash: fsbroker hooks offers its verbs" "$r"
+r=$(bash_complete "$fsb" hooks install --project /tmp '')
+ok "$([ "$(echo $r)" = "claude-code gemini-cli codex" ]; echo $?)" \
+    "bash: fsbroker hooks install --project DIR offers the hosts" "$r"
 mkdir "$tmp/ws"
 touch "$tmp/ws/alpha.c" "$tmp/ws/beta.c"
 dir=$tmp/ws
@@ -140,6 +146,9 @@ else
     r=$(zsh_complete "$fsb" run --approvals '')
     ok "$([ "$(echo $r)" = "deferred inline" ]; echo $?)" \
         "zsh: fsbroker run --approvals offers deferred and inline" "$r"
+    r=$(zsh_complete "$fsb" hooks uninstall '')
+    ok "$([ "$(echo $r)" = "claude-code gemini-cli codex" ]; echo $?)" \
+        "zsh: fsbroker hooks uninstall offers the hosts" "$r"
 fi
 echo "1..$n"
 exit $failed

@@ -5,9 +5,10 @@
 # cwd, hook_event_name, tool_name, tool_input, tool_use_id) and checks what
 # a user relies on: the Bash command comes back rewritten to run under
 # `fsbroker run --core` and, run as Claude Code would run it, is sandboxed
-# (a denyRead file unreadable) and its changes land in that tool call's
-# backups; a Write to .env is denied with the rule; an Edit's file is backed
-# up before the tool writes and restorable after it did; each Stop seals
+# (a denyRead file unreadable), in the directory Claude Code runs it from,
+# and its changes land in that tool call's backups; a Write to .env is
+# denied with the rule; an Edit's file is backed up before the tool writes
+# and restorable after it did; each Stop seals
 # one cycle (a turn that changed nothing none); SessionEnd stops the
 # session's core and --idle-exit stops an unused one; install merges into
 # the settings file and uninstall puts it back byte for byte, or takes out
@@ -120,6 +121,14 @@ else
           ! grep -q SECRET "$tmp/out"; echo $?)" \
         "the rewritten command runs sandboxed: its file made, .env unreadable" \
         "status $st: $(head -5 "$tmp/err")"
+    # Regression: the sandbox starts in the workspace, so a command Claude
+    # Code runs from a subdirectory (its shell after a cd) ran at the top.
+    mkdir -p "$ws/deep/er"
+    hook "$sid" PreToolUse ',"tool_name":"Bash","tool_input":{"command":"echo here >where.txt"},"tool_use_id":"toolu_b3"'
+    (cd "$ws/deep/er" && bash -c "$(jq -r .hookSpecificOutput.updatedInput.command "$tmp/answer")") >/dev/null 2>"$tmp/err"
+    ok "$([ -f "$ws/deep/er/where.txt" ] && [ ! -e "$ws/where.txt" ]; echo $?)" \
+        "the rewritten command runs in the directory Claude Code runs it from, not the workspace's top" \
+        "$(head -3 "$tmp/err")"
     hook "$sid" Stop ',"stop_hook_active":false'
     ok "$([ "$(bk list --json | jq length)" = 2 ] &&
           bk show --last --json | jq -e '.paths[] | select(.toolCallId == "toolu_b1" and .op == "create" and (.path | endswith("/it'"'"'s.txt")))' >/dev/null; echo $?)" \
@@ -217,7 +226,7 @@ mkdir "$tmp/fresh"
     "$fsb" hooks uninstall claude-code --project "$tmp/fresh" >/dev/null
 ok "$([ ! -e "$tmp/fresh/.claude/settings.json" ]; echo $?)" \
     "uninstall removes a settings file install created"
-"$fsb" hooks install codex >/dev/null 2>&1
+"$fsb" hooks install no-such-host >/dev/null 2>&1
 ok "$([ $? -eq 2 ]; echo $?)" "another host is a usage error naming the docs"
 
 echo "1..$n"
