@@ -430,6 +430,24 @@ static int check_journal_objects(const struct fsbt_core *c, char *why, size_t le
 }
 
 /* The cycles without cycle.json (open), as a bit set of cycle numbers < 64. */
+/* The open cycles whose journal was made: a crash between a cycle's mkdir
+ * and its journal's create leaves one without, which the next start takes
+ * away rather than seal (nothing in it to restore). */
+static uint64_t journaled_cycles(const struct fsbt_core *c, uint64_t open)
+{
+	char dir[PATH_MAX], p[PATH_MAX * 2];
+	uint64_t set = 0;
+	struct stat st;
+
+	store_dir(c, dir, sizeof(dir));
+	for (int n = 1; n < 64; n++) {
+		snprintf(p, sizeof(p), "%s/cycles/%d/journal.jsonl", dir, n);
+		if ((open & ((uint64_t)1 << n)) && stat(p, &st) == 0)
+			set |= (uint64_t)1 << n;
+	}
+	return set;
+}
+
 static uint64_t open_cycles(const struct fsbt_core *c)
 {
 	char dir[PATH_MAX], p[PATH_MAX * 2];
@@ -761,7 +779,7 @@ static void core_killed_during_a_large_backup_leaves_file_and_store_whole(void *
 
 	for (size_t i = 0; i < sizeof(delays_ms) / sizeof(delays_ms[0]); i++) {
 		char *out = NULL;
-		uint64_t open_before, open_after;
+		uint64_t open_before, open_after, journaled;
 		bool replied;
 		int got = -1, status;
 		struct stat st;
@@ -830,6 +848,7 @@ static void core_killed_during_a_large_backup_leaves_file_and_store_whole(void *
 		    check_journal_objects(c, why, sizeof(why)) != 0)
 			fail_msg("after the kill at %u ms: %s", delays_ms[i], why);
 
+		journaled = journaled_cycles(c, open_before);
 		fsbt_core_start(c);
 		open_after = open_cycles(c);
 		assert_int_equal(open_after, 0);
@@ -841,6 +860,12 @@ static void core_killed_during_a_large_backup_leaves_file_and_store_whole(void *
 				continue;
 			snprintf(p, sizeof(p), "%s/cycles/%d/cycle.json", dir, cy);
 			text = fsbt_read_file(p, NULL);
+			/* Killed before its journal was made: taken away. */
+			if (text == NULL && !(journaled & ((uint64_t)1 << cy))) {
+				snprintf(p, sizeof(p), "%s/cycles/%d", dir, cy);
+				assert_int_equal(access(p, F_OK), -1);
+				continue;
+			}
 			assert_non_null(text);
 			sealed = cJSON_Parse(text);
 			free(text);
