@@ -7,7 +7,8 @@
 #                        dispatcher and shims in build/clients/bin
 #   make zsh             build/clients/zsh from Debian's zsh source
 #   make test            C unit tests, Lua specs, cppcheck (make lint), the
-#                        command line (test-cli), integration tests, the
+#                        command line and host hooks (test-cli), the JSON
+#                        shapes, integration tests, the
 #                        clients' external suites (toybox-tests, zsh-tests)
 #                        and the npm package's suite (node-test)
 #   make lint            cppcheck over core/ (one TAP point)
@@ -349,8 +350,12 @@ test: deps
 	    "command line" "bash tests/cli/help.sh $(BUILD)/fsbroker" \
 	    "manual pages" "bash tests/cli/man.sh $(BUILD)/fsbroker $(MAN_DIR)" \
 	    "completion" "bash tests/cli/completion.sh $(BUILD)/fsbroker" \
+	    "JSON output" "bash tests/cli/json.sh $(BUILD)/fsbroker" \
 	    "install" "bash tests/cli/install.sh $(BUILD)/fsbroker" \
 	    "Debian package" "bash tests/cli/deb.sh $(BUILD)/fsbroker" \
+	    "agent host hooks" "bash tests/cli/hooks.sh $(BUILD)/fsbroker" \
+	    "Gemini CLI hooks" "bash tests/cli/hooks_gemini.sh $(BUILD)/fsbroker" \
+	    "Codex CLI hooks" "bash tests/cli/hooks_codex.sh $(BUILD)/fsbroker" \
 	    "integration" "FSBROKER=$(BUILD)/fsbroker sh tools/run-cmocka.sh $(INTEG_BIN)" \
 	    "toybox's own tests" "bash clients/toybox/run-toybox-tests.sh --tap $(BUILD)/fsbroker" \
 	    "zsh's own tests" "bash clients/zsh/run-zsh-tests.sh --tap $(BUILD)/fsbroker" \
@@ -392,6 +397,7 @@ test-cli: all man
 	$(Q)sh tools/tap-sum.sh "command line" "bash tests/cli/help.sh $(BUILD)/fsbroker" \
 	    "manual pages" "bash tests/cli/man.sh $(BUILD)/fsbroker $(MAN_DIR)" \
 	    "completion" "bash tests/cli/completion.sh $(BUILD)/fsbroker" \
+	    "JSON output" "bash tests/cli/json.sh $(BUILD)/fsbroker" \
 	    "install" "bash tests/cli/install.sh $(BUILD)/fsbroker" \
 	    "Debian package" "bash tests/cli/deb.sh $(BUILD)/fsbroker" \
 	    "agent host hooks" "bash tests/cli/hooks.sh $(BUILD)/fsbroker" \

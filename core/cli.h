@@ -65,6 +65,23 @@ void fsb_cli_json_error(const char *code, const char *message);
  */
 void fsb_cli_json_pack_error(const char *err);
 
+/**
+ * fsb_cli_json_out - print V as a command's JSON output on stdout and
+ * remember that something was printed (fsb_cli_json_printed): a command
+ * that failed after printing its output adds no error object.
+ */
+struct cJSON;
+void fsb_cli_json_out(const struct cJSON *v);
+bool fsb_cli_json_printed(void);
+
+/**
+ * fsb_cli_json_code - name the error CODE of the failure being said, for the
+ * error object; fsb_cli_json_reason(STATUS) gives it back, or "usage" for
+ * exit status 2 and "io" for any other when none was named.
+ */
+void fsb_cli_json_code(const char *code);
+const char *fsb_cli_json_reason(int status);
+
 /* Where the patched zsh and the brokered toybox's shims are (cli_shell.c):
  * build/clients/zsh and build/clients/bin beside build/fsbroker, or
  * $FSBROKER_ZSH and $FSBROKER_CLIENTS_BIN. 0, or -1 with a sentence. */

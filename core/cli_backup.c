@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -308,7 +309,7 @@ static const char du_usage[] =
 
 static const char prune_usage[] =
 	"usage: fsbroker backup prune (--keep N | --older-than DAYS | --max-size SIZE)\n"
-	"                             [--dry-run] [--undo] [--state-dir DIR]\n"
+	"                             [--dry-run] [--undo] [--json] [--state-dir DIR]\n"
 	"                             [--session ID | --workspace DIR]\n"
 	"\n"
 	"Remove old sealed cycles of the session, and the objects no remaining cycle\n"
@@ -321,6 +322,8 @@ static const char prune_usage[] =
 	"  --max-size SIZE           remove the oldest until the store fits SIZE (bytes,\n"
 	"                            or a whole number with K, M, G or T: 500M, 2G)\n"
 	"  --dry-run                 say what would be removed; change nothing\n"
+	"  --json                    one JSON object: the cycles removed, the objects\n"
+	"                            and bytes freed\n"
 	UNDO_OPT
 	STORE_OPTS
 	HELP_OPT
@@ -391,11 +394,7 @@ static const char *short_time(const char *t, char *buf, size_t len)
 
 static void print_json(cJSON *v)
 {
-	char *s = fsb_json_print(v, true);
-
-	if (s != NULL)
-		puts(s);
-	free(s);
+	fsb_cli_json_out(v);
 }
 
 /* ---- locating the store ------------------------------------------------- */
@@ -403,9 +402,11 @@ static void print_json(cJSON *v)
 /*
  * Without --session, the session of the workspace (--workspace, else the
  * current directory), as fsb_session_find says: never another project's.
- * 0, or the exit status after saying why.
+ * 0, or the exit status after saying why; with `none_ok`, NO_SESSION_YET
+ * said nothing when the workspace has no session at all.
  */
-static int session_of_workspace(struct cli *c)
+#define NO_SESSION_YET 3
+static int session_of_workspace(struct cli *c, bool none_ok)
 {
 	char real[PATH_MAX], own[FSB_SESSION_NAME_LEN] = "";
 	const char *ws = c->workspace != NULL ? c->workspace : ".";
@@ -423,7 +424,10 @@ static int session_of_workspace(struct cli *c)
 			strerror(-rc));
 		return 2;
 	}
+	if (none_ok)
+		return NO_SESSION_YET;
 	fsb_session_for_workspace(real, own, sizeof(own));
+	fsb_cli_json_code("no-session");
 	fputs("fsbroker backup: no session has backups of the workspace ", stderr);
 	put_safe(stderr, real);
 	fprintf(stderr, " (its own would be %s) under %s/sessions; name one with --session "
@@ -432,13 +436,13 @@ static int session_of_workspace(struct cli *c)
 	return 2;
 }
 
-static int locate_store(struct cli *c)
+static int locate_store(struct cli *c, bool none_ok)
 {
 	char dir[PATH_MAX + 16];
 	struct stat st;
 	int rc;
 
-	if (c->session[0] == '\0' && (rc = session_of_workspace(c)) != 0)
+	if (c->session[0] == '\0' && (rc = session_of_workspace(c, none_ok)) != 0)
 		return rc;
 	rc = fsb_backup_store_dir(c->state, c->session, c->store, sizeof(c->store));
 	if (rc < 0) {
@@ -447,6 +451,7 @@ static int locate_store(struct cli *c)
 	}
 	snprintf(dir, sizeof(dir), "%s/sessions/%s", c->state, c->session);
 	if (lstat(dir, &st) < 0 || !S_ISDIR(st.st_mode)) {
+		fsb_cli_json_code("no-session");
 		fprintf(stderr, "fsbroker backup: there is no session '%s' under %s/sessions\n",
 			c->session, c->state);
 		return 2;
@@ -487,6 +492,7 @@ static int pick_cycle(const struct cli *c, unsigned *num)
 		return 2;
 	}
 	if (n == 0) {
+		fsb_cli_json_code("no-cycle");
 		fprintf(stderr, "fsbroker backup: session %s has no backup cycles yet: there is "
 			"no last cycle\n", c->session);
 		return 2;
@@ -501,8 +507,10 @@ static int load(const struct cli *c, unsigned num, struct fsb_cycle *cy)
 	char err[PATH_MAX + 256];
 	int rc = fsb_cycle_load(c->store, num, cy, stderr, err, sizeof(err));
 
-	if (rc < 0)
+	if (rc < 0) {
+		fsb_cli_json_code(rc == -ENOENT ? "no-cycle" : "io");
 		fprintf(stderr, "fsbroker backup: %s\n", err);
+	}
 	return rc;
 }
 
@@ -947,6 +955,7 @@ static int restore_cycle(const struct cli *c, const struct fsb_cycle *cy)
 
 	rc = fsb_restore_plan(&o, cy, &r);
 	if (rc == -EBUSY) {
+		fsb_cli_json_code("open-cycle");
 		fprintf(stderr, "fsbroker backup: cycle %u is still open (not sealed): it has no "
 			"end states, so restore cannot tell the cycle's own changes from later "
 			"ones. Restore it after it is sealed, or now with --force.\n", cy->number);
@@ -954,6 +963,7 @@ static int restore_cycle(const struct cli *c, const struct fsb_cycle *cy)
 		goto out;
 	}
 	if (rc == -ENOENT) {
+		fsb_cli_json_code("no-tool-call");
 		fprintf(stderr, "fsbroker backup: tool call '%s' touched nothing in cycle %u (see "
 			"`fsbroker backup show %u`)\n", c->tool_call, cy->number, cy->number);
 		status = 2;
@@ -1048,6 +1058,7 @@ static int restore_into(const struct cli *c, const struct fsb_cycle *cy)
 	rc = fsb_restore_to(&o, cy, c->to, base, &r);
 	fsb_progress_clear(&prog);
 	if (rc == -ENOENT && c->tool_call != NULL) {
+		fsb_cli_json_code("no-tool-call");
 		fprintf(stderr, "fsbroker backup: tool call '%s' touched nothing in cycle %u (see "
 			"`fsbroker backup show %u`)\n", c->tool_call, cy->number, cy->number);
 		return 2;
@@ -1599,6 +1610,7 @@ static int cmd_diff(const struct cli *c)
 		if (arg_used[a])
 			continue;
 		fflush(stdout);
+		fsb_cli_json_code("no-path");
 		fprintf(stderr, "fsbroker backup diff: cycle %u did not touch ", cy.number);
 		put_safe(stderr, args[a]);
 		fputc('\n', stderr);
@@ -1715,6 +1727,7 @@ static int cmd_cat(const struct cli *c)
 	}
 	pk = pick_of(&picks, args[0]);
 	if (pk == NULL) {
+		fsb_cli_json_code("no-path");
 		fprintf(stderr, "fsbroker backup cat: cycle %u did not touch ", cy.number);
 		put_safe(stderr, args[0]);
 		fputc('\n', stderr);
@@ -1866,9 +1879,20 @@ out:
 
 /* What backup_prune.c says, as prune prints it: removals on stdout, the rest
  * on stderr. A sealing time comes from cycle.json: shown escaped. */
+/* With --json, what prune removed goes into `gone`; the sentences to
+ * stderr. */
+static void prune_cycle_gone(void *arg, unsigned cycle)
+{
+	cJSON *gone = arg;
+
+	if (gone != NULL)
+		cJSON_AddItemToArray(gone, cJSON_CreateNumber(cycle));
+}
+
 static void prune_say(void *arg, enum fsb_prune_msg kind, const char *msg)
 {
-	(void)arg;
+	if (kind == FSB_PRUNE_REMOVED && arg != NULL)
+		return;	/* --json: the cycle is in the list */
 	if (kind == FSB_PRUNE_REMOVED) {
 		put_safe(stdout, msg);
 		putchar('\n');
@@ -1880,11 +1904,29 @@ static void prune_say(void *arg, enum fsb_prune_msg kind, const char *msg)
 	fputc('\n', stderr);
 }
 
+/* prune --json: what it removed (or would), docs/schema's backupPrune. */
+static void prune_json(const struct cli *c, const cJSON *gone, const struct fsb_prune_result *res)
+{
+	cJSON *o = cJSON_CreateObject();
+
+	cJSON_AddBoolToObject(o, "dryRun", c->dry_run);
+	cJSON_AddItemToObject(o, "removed", gone != NULL ? cJSON_Duplicate(gone, true)
+							 : cJSON_CreateArray());
+	cJSON_AddNumberToObject(o, "objectsRemoved", (double)res->objects);
+	cJSON_AddNumberToObject(o, "bytesFreed", (double)res->bytes);
+	if (res->sized)
+		cJSON_AddNumberToObject(o, "sizeAfter", (double)res->size_after);
+	print_json(o);
+	cJSON_Delete(o);
+}
+
 static int cmd_prune(const struct cli *c)
 {
+	cJSON *gone = c->json ? cJSON_CreateArray() : NULL;
 	struct fsb_prune_opts o = {
 		.keep = c->keep, .older_than = c->older_than, .max_bytes = c->max_size,
-		.dry_run = c->dry_run, .report = prune_say,
+		.dry_run = c->dry_run, .report = prune_say, .cycle_gone = prune_cycle_gone,
+		.arg = gone,
 	};
 	struct fsb_prune_result res;
 	int rootfd, admfd, rc, status;
@@ -1892,10 +1934,17 @@ static int cmd_prune(const struct cli *c)
 	rootfd = open(c->store, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (rootfd < 0) {
 		if (errno == ENOENT) {
-			printf("Session %s has no %s: there is nothing to prune.\n", c->session,
-			       c->undo_store ? "restore_backup store" : "backup store");
+			memset(&res, 0, sizeof(res));
+			if (c->json)
+				prune_json(c, gone, &res);
+			else
+				printf("Session %s has no %s: there is nothing to prune.\n",
+				       c->session,
+				       c->undo_store ? "restore_backup store" : "backup store");
+			cJSON_Delete(gone);
 			return 0;
 		}
+		cJSON_Delete(gone);
 		fprintf(stderr, "fsbroker backup prune: cannot open %s: %s\n", c->store,
 			strerror(errno));
 		return 1;
@@ -1912,22 +1961,26 @@ static int cmd_prune(const struct cli *c)
 		while (flock(admfd, LOCK_EX) < 0 && errno == EINTR)
 			;
 	if (flock(rootfd, LOCK_EX | LOCK_NB) < 0) {
-		if (errno == EWOULDBLOCK)
+		if (errno == EWOULDBLOCK) {
+			fsb_cli_json_code("busy");
 			fprintf(stderr, "fsbroker backup prune: the store is in use by a running "
 				"%s; %s\n", c->undo_store ? "restore" : "fsbroker core",
 				c->undo_store ? "prune it once that is done"
 				: "stop it or prune later");
-		else
+		} else
 			fprintf(stderr, "fsbroker backup prune: cannot lock %s: %s\n", c->store,
 				strerror(errno));
 		if (admfd >= 0)
 			close(admfd);
 		close(rootfd);
+		cJSON_Delete(gone);
 		return 1;
 	}
 	rc = fsb_backup_prune(c->store, &o, &res);
 	status = rc < 0 ? 1 : 0;
-	if (res.cycles == 0 && res.objects == 0 && res.bytes == 0)
+	if (c->json)
+		prune_json(c, gone, &res);
+	else if (res.cycles == 0 && res.objects == 0 && res.bytes == 0)
 		printf("Nothing to prune: %zu sealed cycle%s, none beyond what is kept, and no "
 		       "object unreferenced.\n", res.sealed, res.sealed == 1 ? "" : "s");
 	else
@@ -1944,7 +1997,7 @@ static int cmd_prune(const struct cli *c)
 				(unsigned long long)res.size_after,
 				(unsigned long long)c->max_size);
 			status = 1;
-		} else {
+		} else if (!c->json) {
 			printf("The store %s %llu bytes (at most %llu asked).\n",
 			       c->dry_run ? "would hold" : "holds",
 			       (unsigned long long)res.size_after, (unsigned long long)c->max_size);
@@ -1953,6 +2006,7 @@ static int cmd_prune(const struct cli *c)
 	if (admfd >= 0)
 		close(admfd);
 	close(rootfd);	/* and with it the lock */
+	cJSON_Delete(gone);
 	return status;
 }
 
@@ -1987,6 +2041,7 @@ static int cmd_undo(const struct cli *c)
 
 	rc = fsb_undo_target(c->store, c->redo_cmd, &cy, err, sizeof(err));
 	if (rc == -ENOENT) {
+		fsb_cli_json_code(c->redo_cmd ? "nothing-to-redo" : "nothing-to-undo");
 		fprintf(stderr, "fsbroker backup %s: nothing to %s: session %s has no restore to "
 			"undo (a restore keeps what it changes in %s, unless it ran with "
 			"--no-undo or --dry-run)\n", restore_word(c), restore_word(c), c->session,
@@ -1994,6 +2049,7 @@ static int cmd_undo(const struct cli *c)
 		return 2;
 	}
 	if (rc == -EALREADY) {
+		fsb_cli_json_code(c->redo_cmd ? "nothing-to-redo" : "nothing-to-undo");
 		if (c->redo_cmd) {
 			fputs("fsbroker backup redo: nothing to redo; the last restore, ", stderr);
 			describe_undo_cycle(stderr, &cy);
@@ -2044,7 +2100,7 @@ static const struct verb verbs[] = {
 	{ "diff", diff_usage, "sSwhjluTOqCP" },
 	{ "cat", cat_usage, "sSwhlu" },
 	{ "log", log_usage, "sSwhjuCP" },
-	{ "prune", prune_usage, "sSwhnukom" },
+	{ "prune", prune_usage, "sSwhnukomj" },
 	{ "du", du_usage, "sSwhju" },
 };
 
@@ -2056,7 +2112,7 @@ static const struct verb *find_verb(const char *name)
 	return NULL;
 }
 
-int fsb_cli_backup(int argc, char **argv)
+static int backup_main(int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{ "state-dir", required_argument, NULL, 's' },
@@ -2307,7 +2363,16 @@ int fsb_cli_backup(int argc, char **argv)
 		fsb_pager_end(pager);
 		return rc;
 	}
-	rc = locate_store(&c);
+	/* A project nothing ran in yet has no backups: an empty list. */
+	rc = locate_store(&c, is(sub, "list"));
+	if (rc == NO_SESSION_YET) {
+		if (c.json)
+			fputs("[]\n", stdout);
+		else
+			printf("There are no backups of this workspace yet; `fsbroker backup list "
+			       "--all` shows every session's.\n");
+		return 0;
+	}
 	if (rc != 0)
 		return rc;
 	if ((c.undo_store || c.undo_cmd) &&
@@ -2329,4 +2394,62 @@ int fsb_cli_backup(int argc, char **argv)
 	if (is(sub, "du"))
 		return fsb_cli_backup_du(c.store, c.session, c.json);
 	return c.undo_cmd ? cmd_undo(&c) : cmd_restore(&c);
+}
+
+/* `--json` among the verb's arguments. */
+static bool asks_json(int argc, char **argv)
+{
+	for (int i = 2; i < argc; i++)
+		if (is(argv[i], "--json"))
+			return true;
+	return false;
+}
+
+/*
+ * With --json, every error is one object on stdout (docs/cli.md, "JSON
+ * output"). What the verb says on stderr, wherever it is said (here, in the
+ * option parser, in the store's reader), is caught in a memory file while
+ * it runs and written to stderr after it; when it failed without printing
+ * its JSON, that text becomes the error's message. The catch makes stderr
+ * no terminal, so --json shows no progress.
+ */
+static int with_json_errors(int argc, char **argv)
+{
+	int saved = fcntl(STDERR_FILENO, F_DUPFD_CLOEXEC, 3);
+	int caught = memfd_create("fsbroker-backup-errors", MFD_CLOEXEC), status;
+	char *text = NULL;
+	struct stat st;
+
+	if (saved < 0 || caught < 0 || dup2(caught, STDERR_FILENO) < 0) {
+		if (saved >= 0)
+			close(saved);
+		if (caught >= 0)
+			close(caught);
+		return backup_main(argc, argv);
+	}
+	status = backup_main(argc, argv);
+	fflush(stderr);
+	dup2(saved, STDERR_FILENO);
+	close(saved);
+	if (fstat(caught, &st) == 0 && (text = calloc(1, (size_t)st.st_size + 1)) != NULL &&
+	    pread(caught, text, (size_t)st.st_size, 0) == st.st_size) {
+		size_t len = strlen(text);
+
+		if (write(STDERR_FILENO, text, len) < 0)
+			(void)0;	/* stderr gone: the object below still says it */
+		while (len > 0 && text[len - 1] == '\n')
+			text[--len] = '\0';
+	}
+	close(caught);
+	fflush(stdout);
+	if (status != 0 && !fsb_cli_json_printed())
+		fsb_cli_json_error(fsb_cli_json_reason(status),
+				   text != NULL && text[0] != '\0' ? text : "failed (no message)");
+	free(text);
+	return status;
+}
+
+int fsb_cli_backup(int argc, char **argv)
+{
+	return asks_json(argc, argv) ? with_json_errors(argc, argv) : backup_main(argc, argv);
 }

@@ -36,11 +36,7 @@ static const char *human(uint64_t n, char *buf, size_t len)
 
 static void print_json(cJSON *o)
 {
-	char *s = fsb_json_print(o, true);
-
-	if (s != NULL)
-		puts(s);
-	free(s);
+	fsb_cli_json_out(o);
 	cJSON_Delete(o);
 }
 
@@ -81,14 +77,8 @@ int fsb_cli_backup_du(const char *store, const char *session, bool json)
 		const char *why = rc == -EBADMSG ? "a cycle's journal cannot be read, so what "
 			"each cycle holds is not known" : strerror(-rc);
 
-		if (json) {
-			cJSON *o = cJSON_CreateObject(), *err = cJSON_AddObjectToObject(o, "error");
-
-			cJSON_AddStringToObject(err, "code", rc == -EBADMSG ? "unreadable-journal"
-						: "io");
-			cJSON_AddStringToObject(err, "message", why);
-			print_json(o);
-		}
+		/* With --json, the error object is made of this line. */
+		fsb_cli_json_code("io");
 		fprintf(stderr, "fsbroker backup du: %s: %s\n", store, why);
 		return 1;
 	}

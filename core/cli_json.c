@@ -5,6 +5,7 @@
  * status left to the caller. The sentence also goes to stderr as without
  * --json, so a person reading the terminal sees it either way.
  */
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,6 +14,36 @@
 
 #include "cli.h"
 #include "proto_json.h"
+
+/* What the command printed and why it failed, for fsb_cli_json_errors. */
+static bool printed;
+static const char *reason_code;
+
+void fsb_cli_json_out(const cJSON *v)
+{
+	char *s = fsb_json_print(v, true);
+
+	if (s != NULL) {
+		puts(s);
+		printed = true;
+	}
+	free(s);
+}
+
+bool fsb_cli_json_printed(void)
+{
+	return printed;
+}
+
+void fsb_cli_json_code(const char *code)
+{
+	reason_code = code;
+}
+
+const char *fsb_cli_json_reason(int status)
+{
+	return reason_code != NULL ? reason_code : status == 2 ? "usage" : "io";
+}
 
 static void print_error(const char *code, const char *message, const char *file, long line,
 			const char *field)

@@ -571,6 +571,8 @@ static void remove_cycles(struct pruner *p)
 		}
 		say(p, FSB_PRUNE_REMOVED, "%s cycle %u (sealed %s, %llu bytes)", would, c->num,
 		    c->sealed_at, (unsigned long long)b);
+		if (p->o->cycle_gone != NULL)
+			p->o->cycle_gone(p->o->arg, c->num);
 		p->res->cycles++;
 		p->res->bytes += b;
 	}

@@ -32,6 +32,8 @@ struct fsb_prune_opts {
 	unsigned spare_newest;	/* never remove the newest this many sealed cycles */
 	bool dry_run;		/* say what would go, change nothing */
 	fsb_prune_report_fn *report;	/* may be NULL */
+	/* Each cycle removed (or that would be), by number; may be NULL. */
+	void (*cycle_gone)(void *arg, unsigned cycle);
 	void *arg;
 };
 

@@ -60,7 +60,7 @@ echo two >"$root/ws/b.txt"
 "$fsb" run --workspace "$root/ws" --summary-fd 3 -- sh -c 'echo x >e.txt; echo s >.env' \
     3>"$root/summary.json" 2>/dev/null
 
-echo "1..20"
+echo "1..24"
 valid version 0 "version --json" -- "$fsb" version --json
 valid backupList 0 "backup list --json" -- "$fsb" backup list --json
 valid backupListAll 0 "backup list --all --json" -- "$fsb" backup list --all --json
@@ -74,6 +74,12 @@ valid check 0 "check --json (an allow: exit 0)" -- "$fsb" check --workspace . --
 valid check 1 "check --json (a deny: exit 1)" -- "$fsb" check --workspace . --json --op write .env
 python3 "$src/tools/json-check.py" "$schema" runSummary "$root/summary.json" >"$root/why" 2>&1
 ok $? "run --summary-fd" "$root/why"
+
+valid backupDu 0 "backup du --json" -- "$fsb" backup du --json
+valid backupPrune 0 "backup prune --dry-run --json" -- "$fsb" backup prune --keep 1 --dry-run --json
+python3 -c 'import json,sys; o=json.load(open(sys.argv[1])); sys.exit(0 if o["removed"] == [1, 2] and o["dryRun"] else 1)' \
+    "$root/out" 2>"$root/why"
+ok $? "… names the cycles it would remove" "$root/out"
 
 # An empty store is an empty list, and no error.
 valid backupList 0 "backup list --json of a session with no cycles is []" -- \
@@ -94,4 +100,5 @@ valid error 2 "backup list --json of a session that does not exist" -- \
     "$fsb" backup list --json --session nosuch
 valid error 2 "backup restore --json of a tool call the cycle does not have" -- \
     "$fsb" backup restore 1 --tool-call nosuch --dry-run --json
+valid error 2 "backup undo --json with no restore to undo" -- "$fsb" backup undo --json
 exit $failed

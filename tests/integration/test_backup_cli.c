@@ -1130,7 +1130,18 @@ static void test_empty_and_missing_sessions_say_so(void **state)
 	assert_non_null(strstr(r.out, "Session s1 has no backup cycles yet"));
 	snprintf(dir, sizeof(dir), "%s/sessions/s2", S.state);
 	mkdirs(dir);
+	/* A list of a project nothing ran in yet is empty, not an error;
+	 * any other verb there has no session to act on. */
 	run_fsbroker(&r, (const char *const[]){ "backup", "list", "--state-dir", S.state, NULL });
+	assert_int_equal(r.status, 0);
+	assert_non_null(strstr(r.out, "There are no backups of this workspace yet"));
+	assert_non_null(strstr(r.out, "`fsbroker backup list --all`"));
+	run_fsbroker(&r, (const char *const[]){ "backup", "list", "--json", "--state-dir", S.state,
+						NULL });
+	assert_int_equal(r.status, 0);
+	assert_string_equal(r.out, "[]\n");
+	run_fsbroker(&r, (const char *const[]){ "backup", "show", "--last", "--state-dir", S.state,
+						NULL });
 	assert_int_equal(r.status, 2);
 	assert_non_null(strstr(r.err, "no session has backups of the workspace "));
 	assert_non_null(strstr(r.err, "`fsbroker backup list --all`"));
