@@ -31,8 +31,15 @@
 /* Directories nftw keeps open at once. */
 #define WALK_FDS 32
 
+/* A restored name by the inode it had before the cycle: sorted, the names
+ * of one file are a run. */
+struct member {
+	uint64_t dev, ino;
+	size_t i;		/* its item */
+};
+
 /* A file that had other names than the ones restored: its inode before the
- * cycle, the first restored name, and how to reach the inode now. */
+ * cycle, its restored names, and how to reach the inode now. */
 struct lost_group {
 	uint64_t dev, ino;
 	const struct member *names;	/* its restored names, the first first */
@@ -53,13 +60,6 @@ static const struct fsb_prior *prior_of(const struct fsb_restore_item *it)
 {
 	return &it->pick->rec->prior;
 }
-
-/* A restored name by the inode it had before the cycle: sorted, the names
- * of one file are a run. */
-struct member {
-	uint64_t dev, ino;
-	size_t i;		/* its item */
-};
 
 static int by_inode(const void *x, const void *y)
 {
@@ -109,6 +109,7 @@ static int link_over(int root, const struct fsb_restore_item *it, int fd)
  * it is not the regular file the restore left. */
 static int open_restored(int root, const char *path)
 {
+	struct stat st;
 	const char *name;
 	int pfd = fsb_at_open_parent(root, path, &name), fd;
 
@@ -116,6 +117,10 @@ static int open_restored(int root, const char *path)
 		return -1;
 	fd = openat(pfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
 	close(pfd);
+	if (fd >= 0 && (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))) {
+		close(fd);
+		return -1;
+	}
 	return fd;
 }
 
