@@ -309,8 +309,8 @@ static const char du_usage[] =
 
 static const char prune_usage[] =
 	"usage: fsbroker backup prune (--keep N | --older-than DAYS | --max-size SIZE)\n"
-	"                             [--dry-run] [--undo] [--json] [--state-dir DIR]\n"
-	"                             [--session ID | --workspace DIR]\n"
+	"                             [--dry-run] [--undo] [--json] [-q]\n"
+	"                             [--state-dir DIR] [--session ID | --workspace DIR]\n"
 	"\n"
 	"Remove old sealed cycles of the session, and the objects no remaining cycle\n"
 	"names. The open cycle is never removed. It refuses while a core has the store\n"
@@ -324,6 +324,7 @@ static const char prune_usage[] =
 	"  --dry-run                 say what would be removed; change nothing\n"
 	"  --json                    one JSON object: the cycles removed, the objects\n"
 	"                            and bytes freed\n"
+	"  -q, --quiet               no progress on a terminal (stderr)\n"
 	UNDO_OPT
 	STORE_OPTS
 	HELP_OPT
@@ -1879,20 +1880,36 @@ out:
 
 /* What backup_prune.c says, as prune prints it: removals on stdout, the rest
  * on stderr. A sealing time comes from cycle.json: shown escaped. */
-/* With --json, what prune removed goes into `gone`; the sentences to
- * stderr. */
+/* A prune under way: with --json, the cycles it removed go into `gone`
+ * (the sentences to stderr); on a terminal, its progress over the objects. */
+struct pruning {
+	cJSON *gone;
+	struct fsb_progress progress;
+};
+
 static void prune_cycle_gone(void *arg, unsigned cycle)
 {
-	cJSON *gone = arg;
+	struct pruning *pr = arg;
 
-	if (gone != NULL)
-		cJSON_AddItemToArray(gone, cJSON_CreateNumber(cycle));
+	if (pr->gone != NULL)
+		cJSON_AddItemToArray(pr->gone, cJSON_CreateNumber(cycle));
+}
+
+static void prune_objects_step(void *arg, size_t done, size_t total)
+{
+	struct pruning *pr = arg;
+
+	pr->progress.total = total;
+	fsb_progress_step(&pr->progress, done);
 }
 
 static void prune_say(void *arg, enum fsb_prune_msg kind, const char *msg)
 {
-	if (kind == FSB_PRUNE_REMOVED && arg != NULL)
+	struct pruning *pr = arg;
+
+	if (kind == FSB_PRUNE_REMOVED && pr->gone != NULL)
 		return;	/* --json: the cycle is in the list */
+	fsb_progress_clear(&pr->progress);
 	if (kind == FSB_PRUNE_REMOVED) {
 		put_safe(stdout, msg);
 		putchar('\n');
@@ -1922,11 +1939,12 @@ static void prune_json(const struct cli *c, const cJSON *gone, const struct fsb_
 
 static int cmd_prune(const struct cli *c)
 {
-	cJSON *gone = c->json ? cJSON_CreateArray() : NULL;
+	struct pruning pr = { .gone = c->json ? cJSON_CreateArray() : NULL };
+	cJSON *gone = pr.gone;
 	struct fsb_prune_opts o = {
 		.keep = c->keep, .older_than = c->older_than, .max_bytes = c->max_size,
 		.dry_run = c->dry_run, .report = prune_say, .cycle_gone = prune_cycle_gone,
-		.arg = gone,
+		.objects_step = prune_objects_step, .arg = &pr,
 	};
 	struct fsb_prune_result res;
 	int rootfd, admfd, rc, status;
@@ -1976,7 +1994,10 @@ static int cmd_prune(const struct cli *c)
 		cJSON_Delete(gone);
 		return 1;
 	}
+	fsb_progress_start(&pr.progress, c->dry_run ? "looking at objects" : "pruning objects", 0,
+			   c->quiet);
 	rc = fsb_backup_prune(c->store, &o, &res);
+	fsb_progress_clear(&pr.progress);
 	status = rc < 0 ? 1 : 0;
 	if (c->json)
 		prune_json(c, gone, &res);
@@ -2100,7 +2121,7 @@ static const struct verb verbs[] = {
 	{ "diff", diff_usage, "sSwhjluTOqCP" },
 	{ "cat", cat_usage, "sSwhlu" },
 	{ "log", log_usage, "sSwhjuCP" },
-	{ "prune", prune_usage, "sSwhnukomj" },
+	{ "prune", prune_usage, "sSwhnukomjq" },
 	{ "du", du_usage, "sSwhju" },
 };
 

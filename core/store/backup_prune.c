@@ -678,6 +678,8 @@ static void remove_objects(struct pruner *p)
 				unlinkat(objfd, hh, AT_REMOVEDIR);
 		}
 		i = j;
+		if (p->o->objects_step != NULL)
+			p->o->objects_step(p->o->arg, i, p->nobjs);
 	}
 	if (!p->o->dry_run)
 		fsync(objfd);

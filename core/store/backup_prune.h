@@ -34,6 +34,9 @@ struct fsb_prune_opts {
 	fsb_prune_report_fn *report;	/* may be NULL */
 	/* Each cycle removed (or that would be), by number; may be NULL. */
 	void (*cycle_gone)(void *arg, unsigned cycle);
+	/* How far the pass over the store's objects is: `done` of `total`,
+	 * at least once at the end; may be NULL. */
+	void (*objects_step)(void *arg, size_t done, size_t total);
 	void *arg;
 };
 

@@ -2539,6 +2539,26 @@ static void test_restore_progress_on_a_terminal_and_a_total_line(void **state)
 	assert_non_null(strstr(r.out, "redo: 4 paths in "));
 }
 
+/* A prune's pass over the objects shows progress on a terminal (stderr),
+ * never into a pipe, and -q silences it. */
+static void test_prune_progress_on_a_terminal_only(void **state)
+{
+	struct run r;
+
+	(void)state;
+	prune_store(false);
+	BACKUP_TTY(&r, false, NULL, "prune", "--keep", "1", "--dry-run");
+	assert_int_equal(r.status, 0);
+	assert_non_null(strstr(r.err, "\r\033[Klooking at objects "));
+	BACKUP_TTY(&r, false, NULL, "prune", "--keep", "1", "--dry-run", "-q");
+	assert_int_equal(r.status, 0);
+	assert_null(strstr(r.err, "looking at objects"));
+	BACKUP(&r, "prune", "--keep", "1");
+	assert_int_equal(r.status, 0);
+	assert_null(strstr(r.err, "pruning objects"));
+	assert_false(cycle_exists(1));
+}
+
 static void test_restore_without_a_terminal_prints_the_total_but_no_progress(void **state)
 {
 	struct run r;
@@ -2709,6 +2729,7 @@ int main(void)
 		T(test_restore_to_follows_no_symlink_it_wrote),
 		T(test_restore_progress_on_a_terminal_and_a_total_line),
 		T(test_restore_without_a_terminal_prints_the_total_but_no_progress),
+		T(test_prune_progress_on_a_terminal_only),
 		T(test_diff_stat_progress_on_a_terminal_only),
 		T(test_diff_colour_on_a_terminal_and_never_into_a_pipe),
 		T(test_output_goes_through_the_pager_on_a_terminal_only),
