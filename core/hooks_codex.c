@@ -23,6 +23,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cJSON.h>
@@ -137,7 +138,9 @@ static void rstrip(char *line)
 		line[--n] = '\0';
 }
 
-/* CWD/P made absolute, `.` and `..` taken out by name. 0, or -EINVAL. */
+/* CWD/P made absolute, `.` and `..` taken out by name. A `..` after a
+ * symlink is refused (-EINVAL): taken out by name it would judge another
+ * file than the one Codex writes. 0, or -EINVAL. */
 static int patch_abs(const char *cwd, const char *p, char *out, size_t len)
 {
 	char buf[PATH_MAX * 2];
@@ -152,6 +155,11 @@ static int patch_abs(const char *cwd, const char *p, char *out, size_t len)
 		if (strcmp(part, ".") == 0)
 			continue;
 		if (strcmp(part, "..") == 0) {
+			struct stat st;
+
+			out[o] = '\0';
+			if (o > 0 && lstat(out, &st) == 0 && S_ISLNK(st.st_mode))
+				return -EINVAL;
 			while (o > 0 && out[--o] != '/')
 				;
 			continue;

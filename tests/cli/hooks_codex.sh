@@ -10,7 +10,8 @@
 # (the line with something added) is refused; an apply_patch that touches
 # .env is blocked whole, naming the path and the rule; an allowed patch's
 # files (added, updated, moved, deleted) are backed up first and restorable;
-# a malformed patch (a second one after the end included) is blocked
+# a malformed patch (a second one after the end included, a `..` after a
+# symlink) is blocked
 # (fail closed); each Stop seals one cycle;
 # install merges into .codex/hooks.json, twice adds nothing twice, uninstall
 # puts the file back byte for byte.
@@ -120,13 +121,16 @@ ok "$([ "$(cat "$ws/keep.txt")" = "$(printf 'one\ntwo')" ] && [ "$(cat "$ws/old.
 hook Stop ',"stop_hook_active":false'
 ok "$([ "$(bk list --json | jq length)" = 1 ]; echo $?)" "a turn that changed nothing seals no cycle" "$(bk list 2>&1)"
 
+# A `..` after a symlink names another file than its text says: refused.
+ln -s "$tmp" "$ws/outside"
 for bad in 'no patch at all' \
            "$(printf '*** Begin Patch\n*** Update File: keep.txt\n@@\n-one\n+x\n')" \
            "$(printf '*** Begin Patch\n*** Frobnicate File: keep.txt\n*** End Patch\n')" \
            "$(printf '*** Begin Patch\nstray line\n*** End Patch\n')" \
            "$(printf '*** Begin Patch\n*** Move to: x.txt\n*** End Patch\n')" \
            "$(printf '*** Begin Patch\n*** End Patch\n')" \
-           "$(printf '*** Begin Patch\n*** Update File: keep.txt\n@@\n-one\n+x\n*** End Patch\n*** Begin Patch\n*** Delete File: .env\n*** End Patch\n')"; do
+           "$(printf '*** Begin Patch\n*** Update File: keep.txt\n@@\n-one\n+x\n*** End Patch\n*** Begin Patch\n*** Delete File: .env\n*** End Patch\n')" \
+           "$(printf '*** Begin Patch\n*** Delete File: outside/../keep.txt\n*** End Patch\n')"; do
     cp "$ws/keep.txt" "$tmp/keep.before"
     patch call_bad "$bad"
     st=$?
