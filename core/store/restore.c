@@ -1117,46 +1117,22 @@ static void seal_undo(const struct ctx *c, unsigned cycle, struct fsb_undo *u,
 	r->undo_cycle = n > 0 ? n : -1;
 }
 
-/* ---- the two steps ------------------------------------------------------ */
-
-int fsb_restore_plan(const struct fsb_restore_opts *o, const struct fsb_cycle *cy,
-		     struct fsb_restore *r)
+int fsb_restore_select(const struct fsb_restore_opts *o, const struct fsb_cycle *cy,
+		       struct fsb_restore *r)
 {
-	struct fsb_undo_chain *chain = NULL;
-	struct ctx c0 = { .o = o, .root = -1, .chain = &chain }, *c = &c0;
 	struct fsb_restore_item *items;
-	struct rlimit nofile;
 	size_t n = 0, extra = 0;
-	int err;
 
-	memset(r, 0, sizeof(*r));
-	if (cy->state == FSB_CYCLE_OPEN && !o->force)
-		return -EBUSY;
-	/* The walks start at a descriptor of "/": no path string is trusted
-	 * between the plan's look at a path and the change. */
-	c0.root = r->root_fd = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
-	if (r->root_fd < 0)
-		return -errno;
-	r->root_open = true;
-	/* Each file the cycle moved is held open from planning to its copy
-	 * (see open_moved): as many descriptors as the system lets us. */
-	if (getrlimit(RLIMIT_NOFILE, &nofile) == 0 && nofile.rlim_cur < nofile.rlim_max) {
-		nofile.rlim_cur = nofile.rlim_max;
-		setrlimit(RLIMIT_NOFILE, &nofile);
-	}
-	err = -ENOMEM;
 	if (fsb_cycle_pick(cy, o->tool_call, &r->picks) < 0)
-		goto fail;
-	if (o->tool_call != NULL && r->picks.n == 0) {
-		err = -ENOENT;
-		goto fail;
-	}
+		return -ENOMEM;
+	if (o->tool_call != NULL && r->picks.n == 0)
+		return -ENOENT;
 	r->nargs = o->npaths;
 	if (fsb_restore_canonical_paths(o->paths, o->npaths, &r->args, &r->arg_used) < 0)
-		goto fail;
+		return -ENOMEM;
 	items = r->items = calloc(r->picks.n + (size_t)o->npaths + 1, sizeof(*items));
 	if (items == NULL)
-		goto fail;
+		return -ENOMEM;
 	for (size_t i = 0; i < r->picks.n; i++) {
 		const struct fsb_pick *pk = &r->picks.v[i];
 		bool want = o->npaths == 0;
@@ -1175,8 +1151,6 @@ int fsb_restore_plan(const struct fsb_restore_opts *o, const struct fsb_cycle *c
 		items[n].path = pk->rec->resolved;
 		items[n].depth = depth_of(items[n].path);
 		items[n].src_fd = -1;
-		/* Before sorting: the action decides the order. */
-		choose_action(&items[n]);
 		n++;
 	}
 	for (int a = 0; a < o->npaths; a++) {
@@ -1191,6 +1165,43 @@ int fsb_restore_plan(const struct fsb_restore_opts *o, const struct fsb_cycle *c
 	}
 	r->n = n;
 	r->extra = extra;
+	return 0;
+}
+
+/* ---- the two steps ------------------------------------------------------ */
+
+int fsb_restore_plan(const struct fsb_restore_opts *o, const struct fsb_cycle *cy,
+		     struct fsb_restore *r)
+{
+	struct fsb_undo_chain *chain = NULL;
+	struct ctx c0 = { .o = o, .root = -1, .chain = &chain }, *c = &c0;
+	struct fsb_restore_item *items;
+	struct rlimit nofile;
+	size_t n = 0;
+	int err;
+
+	memset(r, 0, sizeof(*r));
+	if (cy->state == FSB_CYCLE_OPEN && !o->force)
+		return -EBUSY;
+	/* The walks start at a descriptor of "/": no path string is trusted
+	 * between the plan's look at a path and the change. */
+	c0.root = r->root_fd = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (r->root_fd < 0)
+		return -errno;
+	r->root_open = true;
+	/* Each file the cycle moved is held open from planning to its copy
+	 * (see open_moved): as many descriptors as the system lets us. */
+	if (getrlimit(RLIMIT_NOFILE, &nofile) == 0 && nofile.rlim_cur < nofile.rlim_max) {
+		nofile.rlim_cur = nofile.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &nofile);
+	}
+	if ((err = fsb_restore_select(o, cy, r)) < 0)
+		goto fail;
+	items = r->items;
+	n = r->n;
+	/* Before sorting: the action decides the order. */
+	for (size_t i = 0; i < n; i++)
+		choose_action(&items[i]);
 
 	qsort(items, n, sizeof(*items), cmp_exec);
 	for (size_t i = 0; i < n; i++) {

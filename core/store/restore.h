@@ -101,6 +101,18 @@ int fsb_restore_plan(const struct fsb_restore_opts *o, const struct fsb_cycle *c
 		     struct fsb_restore *out);
 
 /**
+ * The items a restore of cycle `cy` acts on, as `o` chooses them (a tool
+ * call's paths, the PATH arguments and what is beneath them, else every
+ * path), into r->items: r->n of the cycle's paths (each's action still
+ * FSB_ACT_NONE, its depth set), then r->extra PATH arguments the cycle did
+ * not touch, settled as skipped. fsb_restore_plan and fsb_restore_to both
+ * start from it. 0, -ENOENT (the tool call touched nothing) or -ENOMEM; the
+ * caller fsb_restore_free()s `r` either way.
+ */
+int fsb_restore_select(const struct fsb_restore_opts *o, const struct fsb_cycle *cy,
+		       struct fsb_restore *r);
+
+/**
  * Perform a planned restore: keep what it will change in restore_backup
  * (unless no_undo), put each path back, removals deepest first, recreations
  * parents first, directories' modes and times once what is inside is back,

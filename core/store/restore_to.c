@@ -275,7 +275,7 @@ int fsb_restore_to(const struct fsb_restore_opts *o, const struct fsb_cycle *cy,
 {
 	struct fsb_restore_item *items;
 	char dest[PATH_MAX * 2];
-	size_t n = 0, extra = 0;
+	size_t n = 0;
 	int destfd = -1, err;
 
 	memset(r, 0, sizeof(*r));
@@ -283,46 +283,13 @@ int fsb_restore_to(const struct fsb_restore_opts *o, const struct fsb_cycle *cy,
 	if (r->root_fd < 0)
 		return -errno;
 	r->root_open = true;
-	err = -ENOMEM;
-	if (fsb_cycle_pick(cy, o->tool_call, &r->picks) < 0)
+	if ((err = fsb_restore_select(o, cy, r)) < 0)
 		goto fail;
-	if (o->tool_call != NULL && r->picks.n == 0) {
-		err = -ENOENT;
-		goto fail;
-	}
-	r->nargs = o->npaths;
-	if (fsb_restore_canonical_paths(o->paths, o->npaths, &r->args, &r->arg_used) < 0)
-		goto fail;
-	items = r->items = calloc(r->picks.n + (size_t)o->npaths + 1, sizeof(*items));
-	if (items == NULL)
-		goto fail;
-	for (size_t i = 0; i < r->picks.n; i++) {
-		const struct fsb_pick *pk = &r->picks.v[i];
-		bool want = o->npaths == 0;
-
-		for (int a = 0; a < o->npaths; a++)
-			for (size_t k = 0; k < pk->nall && !(want && r->arg_used[a]); k++)
-				if (fsb_restore_path_matches(r->args[a], pk->all[k]))
-					want = r->arg_used[a] = true;
-		if (!want)
-			continue;
-		items[n] = (struct fsb_restore_item){ .pick = pk, .path = pk->rec->resolved,
-						      .src_fd = -1, .act = FSB_ACT_FILE };
-		for (const char *c = items[n].path; *c != '\0'; c++)
-			items[n].depth += *c == '/';
-		n++;
-	}
-	for (int a = 0; a < o->npaths; a++) {
-		if (r->arg_used[a])
-			continue;
-		items[n + extra] = (struct fsb_restore_item){ .path = r->args[a], .src_fd = -1,
-							      .act = FSB_ACT_OTHER };
-		say(&items[n + extra], FSB_RES_SKIPPED, "skipped", false, "%s did not touch it",
-		    o->tool_call != NULL ? "that tool call" : "the cycle");
-		extra++;
-	}
-	r->n = n;
-	r->extra = extra;
+	items = r->items;
+	n = r->n;
+	/* Each one's state before the cycle, written as a file of its own. */
+	for (size_t i = 0; i < n; i++)
+		items[i].act = FSB_ACT_FILE;
 	qsort(items, n, sizeof(*items), by_depth);
 
 	/* New, or empty: what is written there is only this restore's. */
