@@ -21,16 +21,7 @@ n=0 failed=0
 out=$(mktemp) err=$(mktemp) seen=$(mktemp)
 trap 'rm -f "$out" "$err" "$seen"' EXIT
 
-ok() { # CONDITION-STATUS DESCRIPTION [DETAIL]
-    n=$((n + 1))
-    if [ "$1" -eq 0 ]; then
-        echo "ok $n - $2"
-    else
-        echo "not ok $n - $2"
-        [ -n "${3:-}" ] && printf '#   %s\n' "$3"
-        failed=1
-    fi
-}
+. "$(dirname "$0")/tap.sh"
 
 # "name code" per line: the long options of the getopt_long table(s) in FILE.
 long_opts() {

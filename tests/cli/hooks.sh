@@ -31,21 +31,7 @@ stop_cores() {
 }
 trap 'stop_cores >/dev/null 2>&1; rm -rf "$tmp"' EXIT
 
-ok() { # CONDITION-STATUS DESCRIPTION [DETAIL]
-    n=$((n + 1))
-    if [ "$1" -eq 0 ]; then
-        echo "ok $n - $2"
-    else
-        echo "not ok $n - $2"
-        [ -n "${3:-}" ] && printf '#   %s\n' "$3"
-        failed=1
-    fi
-}
-
-skip() { # DESCRIPTION REASON
-    n=$((n + 1))
-    echo "ok $n - $1 # SKIP $2"
-}
+. "$(dirname "$0")/tap.sh"
 
 # ev SESSION EVENT EXTRA-FIELDS: one hook input as Claude Code sends it.
 ev() {

@@ -25,21 +25,7 @@ sid=g-$$
 state=$XDG_STATE_HOME/fsbroker/hosts/gemini-cli-$sid
 trap 'ev SessionEnd "" | "$fsb" hooks run gemini-cli >/dev/null 2>&1; rm -rf "$tmp"' EXIT
 
-ok() { # CONDITION-STATUS DESCRIPTION [DETAIL]
-    n=$((n + 1))
-    if [ "$1" -eq 0 ]; then
-        echo "ok $n - $2"
-    else
-        echo "not ok $n - $2"
-        [ -n "${3:-}" ] && printf '#   %s\n' "$3"
-        failed=1
-    fi
-}
-
-skip() { # DESCRIPTION REASON
-    n=$((n + 1))
-    echo "ok $n - $1 # SKIP $2"
-}
+. "$(dirname "$0")/tap.sh"
 
 if ! command -v jq >/dev/null; then
     echo "1..0 # SKIP jq is not installed (the test reads JSON with it)"

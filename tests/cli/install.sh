@@ -21,21 +21,7 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 version=$(cat "$src/VERSION")
 
-ok() { # CONDITION-STATUS DESCRIPTION [DETAIL]
-    n=$((n + 1))
-    if [ "$1" -eq 0 ]; then
-        echo "ok $n - $2"
-    else
-        echo "not ok $n - $2"
-        [ -n "${3:-}" ] && printf '#   %s\n' "$3"
-        failed=1
-    fi
-}
-
-skip() { # DESCRIPTION REASON
-    n=$((n + 1))
-    echo "ok $n - $1 # SKIP $2"
-}
+. "$(dirname "$0")/tap.sh"
 
 # make in the source tree, quietly; BUILD as the binary under test has it.
 mk() {

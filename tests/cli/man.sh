@@ -16,16 +16,7 @@ n=0 failed=0
 txt=$(mktemp) err=$(mktemp) help=$(mktemp)
 trap 'rm -f "$txt" "$err" "$help"' EXIT
 
-ok() { # CONDITION-STATUS DESCRIPTION [DETAIL]
-    n=$((n + 1))
-    if [ "$1" -eq 0 ]; then
-        echo "ok $n - $2"
-    else
-        echo "not ok $n - $2"
-        [ -n "${3:-}" ] && printf '#   %s\n' "$3"
-        failed=1
-    fi
-}
+. "$(dirname "$0")/tap.sh"
 
 # The page as plain text, one paragraph a line as far as 250 columns go,
 # and no word hyphenated, so that names are found whole.
