@@ -990,6 +990,8 @@ int fsb_cli_run(int argc, char **argv)
 	in.runtime_dir = getenv("XDG_RUNTIME_DIR");
 	in.uid = getuid();
 	in.scan_max_entries = o.scan_max_entries;
+	/* Masked in the sandbox: no command run there can read or forge it. */
+	in.scan_index_dir = r->broker.cfg.state_dir[0] ? r->broker.cfg.state_dir : NULL;
 	if (o.explain) {
 		rc = explain(&r->broker, &in, &o);
 		goto out;

@@ -42,6 +42,7 @@
 #include <unistd.h>
 
 #include "mount_plan.h"
+#include "scan_index.h"
 
 /* A path the plan places, with the rule or reason that put it there. */
 struct mp_path {
@@ -68,6 +69,8 @@ struct builder {
 	size_t budget;
 	char stopped_at[PATH_MAX];	/* where the entry bound was reached */
 	size_t unscanned_unsaid;	/* masked whole beyond the first UNSCANNED_SAID */
+	struct fsb_scan_index ix;	/* the scan's index (scan_index.c) */
+	bool use_ix;			/* false: every directory is read */
 };
 
 /* How many directories masked whole for want of a scan are named one by
@@ -273,8 +276,15 @@ static int step_argv(struct builder *b, ...)
 /* Masks: denyRead paths that exist, found from the literal globs and by the
  * bounded scan. */
 
-static int walk_children(struct builder *b, const char *dir, int parent, const char *name,
-			 unsigned depth);
+static int walk_children(struct builder *b, const char *dir, const struct stat *dst, int parent,
+			 const char *name, unsigned depth);
+
+/* What scan_entry() found at an entry, for the directory's index record:
+ * a kind (enum fsb_scan_child_kind), 0 for an entry that is only counted. */
+struct seen {
+	char kind;
+	char rule[600];
+};
 
 /* True when an exception of denyRead ("!glob") may match something beneath
  * `dir`: masking the whole directory would hide what the pack shows. */
@@ -363,41 +373,159 @@ static int mask_symlink_target(struct builder *b, const char *path, const char *
 	return list_add(&b->masks, real, why, S_ISDIR(st.st_mode), true);
 }
 
+static int note_entry_by_entry(struct builder *b, const char *path)
+{
+	return note(b, "%s is masked entry by entry, not as a whole: an exception of denyRead "
+		    "applies beneath it", path);
+}
+
 /* Look at `path` (`st` its lstat; `name` in the directory `parent`, or
  * parent -1 for a place the scan starts): mask it when denyRead hides it,
- * else look beneath it. */
+ * else look beneath it. What it found goes to `seen` when not NULL. */
 static int scan_entry(struct builder *b, const char *path, const struct stat *st, int parent,
-		      const char *name, unsigned depth)
+		      const char *name, unsigned depth, struct seen *seen)
 {
-	char rule[600];
+	struct seen local;
 	int r;
 
+	if (seen == NULL)
+		seen = &local;
+	seen->kind = 0;
 	b->out->scanned++;
-	r = fsb_policy_denied_read(b->p, path, rule, sizeof(rule));
+	r = fsb_policy_denied_read(b->p, path, seen->rule, sizeof(seen->rule));
 	if (r < 0)
 		return fail(b, -EINVAL, "the policy engine failed while planning the masks (at %s)", path);
-	if (r == 0)
-		return S_ISDIR(st->st_mode) ? walk_children(b, path, parent, name, depth) : 0;
-	if (S_ISLNK(st->st_mode))
-		return mask_symlink_target(b, path, rule);
+	if (r == 0) {
+		if (!S_ISDIR(st->st_mode))
+			return 0;
+		seen->kind = FSB_SCAN_SUBDIR;
+		seen->rule[0] = '\0';
+		return walk_children(b, path, st, parent, name, depth);
+	}
+	if (S_ISLNK(st->st_mode)) {
+		seen->kind = FSB_SCAN_MATCH_LINK;
+		return mask_symlink_target(b, path, seen->rule);
+	}
 	if (S_ISDIR(st->st_mode) && exceptions_within(b, path)) {
 		/* The directory's names stay listable; what it holds is masked
 		 * entry by entry, except what the exception lets through. */
-		r = note(b, "%s is masked entry by entry, not as a whole: an exception of denyRead "
-			 "applies beneath it", path);
-		return r < 0 ? r : walk_children(b, path, parent, name, depth);
+		seen->kind = FSB_SCAN_SUBDIR_EXCEPT;
+		r = note_entry_by_entry(b, path);
+		return r < 0 ? r : walk_children(b, path, st, parent, name, depth);
 	}
-	return list_add(&b->masks, path, rule, S_ISDIR(st->st_mode), true);
+	seen->kind = S_ISDIR(st->st_mode) ? FSB_SCAN_MATCH_DIR : FSB_SCAN_MATCH_FILE;
+	return list_add(&b->masks, path, seen->rule, S_ISDIR(st->st_mode), true);
 }
 
-/* The entries of the directory `dir`, opened as `name` in `parent` (or by
- * its path when parent is -1). Anything that keeps the scan from seeing all
- * of them makes the directory unscanned(), except its vanishing. */
-static int walk_children(struct builder *b, const char *dir, int parent, const char *name,
-			 unsigned depth)
+/* `dir`'s record in the index (`d`), its stamps equal to the directory's:
+ * what a read of it would find, without reading it. Its subdirectories are
+ * each lstat'ed and checked against their own records in turn. */
+static int replay(struct builder *b, const char *dir, const struct fsb_scan_dir *d,
+		  unsigned depth)
 {
+	int err = 0;
+
+	b->out->scanned += d->nentries;
+	b->out->scan_reused++;
+	for (size_t i = 0; i < d->nchildren && err == 0; i++) {
+		const struct fsb_scan_child *c = &d->children[i];
+		char child[PATH_MAX];
+		struct stat st;
+		int n;
+
+		n = snprintf(child, sizeof(child), "%s%s%s", dir, strcmp(dir, "/") == 0 ? "" : "/",
+			     c->name);
+		if (n < 0 || (size_t)n >= sizeof(child)) {
+			err = unscanned(b, dir, "it holds a path longer than PATH_MAX", REMEDY_BEYOND);
+			break;
+		}
+		if (masked(b, child))
+			continue;
+		switch (c->kind) {
+		case FSB_SCAN_MATCH_FILE:
+		case FSB_SCAN_MATCH_DIR:
+			err = list_add(&b->masks, child, c->rule, c->kind == FSB_SCAN_MATCH_DIR, true);
+			continue;
+		case FSB_SCAN_MATCH_LINK:
+			/* Where the link leads may have changed outside the tree. */
+			err = mask_symlink_target(b, child, c->rule);
+			continue;
+		default:
+			break;
+		}
+		if (lstat(child, &st) < 0) {
+			err = -errno;
+			if (err == -ENOENT) {
+				err = 0;
+				continue;
+			}
+			err = unscanned(b, dir, strerror(-err), REMEDY_UNREADABLE);
+			break;
+		}
+		if (!S_ISDIR(st.st_mode)) {
+			/* Replaced since (a mount over it): judged afresh. */
+			b->out->scanned--;
+			err = scan_entry(b, child, &st, -1, NULL, depth + 1, NULL);
+			continue;
+		}
+		if (c->kind == FSB_SCAN_SUBDIR_EXCEPT && (err = note_entry_by_entry(b, child)) < 0)
+			break;
+		err = walk_children(b, child, &st, -1, NULL, depth + 1);
+	}
+	if (err == 0)
+		fsb_scan_index_keep(&b->ix, d);
+	return err;
+}
+
+/* The children gathered for a directory's record. */
+struct child_list {
+	struct fsb_scan_child *v;
+	size_t n, cap;
+};
+
+static int child_add(struct child_list *l, const char *name, const struct seen *seen)
+{
+	struct fsb_scan_child *c;
+
+	if (grow((void **)&l->v, &l->cap, l->n, sizeof(*l->v)) < 0)
+		return -ENOMEM;
+	c = &l->v[l->n];
+	c->kind = seen->kind;
+	c->name = strdup(name);
+	c->rule = strdup(seen->rule);
+	if (c->name == NULL || c->rule == NULL) {
+		free((char *)c->name);
+		free((char *)c->rule);
+		return -ENOMEM;
+	}
+	l->n++;
+	return 0;
+}
+
+static void child_list_free(struct child_list *l)
+{
+	for (size_t i = 0; i < l->n; i++) {
+		free((char *)l->v[i].name);
+		free((char *)l->v[i].rule);
+	}
+	free(l->v);
+}
+
+/* The entries of the directory `dir` (`dst` its lstat), opened as `name` in
+ * `parent` (or by its path when parent is -1): from the index when its
+ * record still holds, else read. Anything that keeps the scan from seeing
+ * all of them makes the directory unscanned(), except its vanishing; a
+ * directory read in full gets a record, one read in part never does. */
+static int walk_children(struct builder *b, const char *dir, const struct stat *dst, int parent,
+			 const char *name, unsigned depth)
+{
+	const struct fsb_scan_dir *rec;
+	struct child_list kids = { 0 };
+	uint64_t nentries = 0;
 	char why[300];
 	struct dirent *de;
+	struct stat fst;
+	bool whole;
 	DIR *d;
 	int fd, err = 0;
 
@@ -406,6 +534,11 @@ static int walk_children(struct builder *b, const char *dir, int parent, const c
 			 "its depth bound", FSB_MOUNT_SCAN_MAX_DEPTH);
 		return unscanned(b, dir, why, REMEDY_BEYOND);
 	}
+	/* Beyond the entry bound, the directory is read: the bound stops the
+	 * scan at the same entry as without the index. */
+	if (b->use_ix && (rec = fsb_scan_index_find(&b->ix, dir, dst)) != NULL &&
+	    b->out->scanned + rec->nentries <= b->budget)
+		return replay(b, dir, rec, depth);
 	/* O_NOFOLLOW: the scan never leaves the tree through a symlink. */
 	fd = parent < 0 ? open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
 			: openat(parent, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
@@ -414,6 +547,10 @@ static int walk_children(struct builder *b, const char *dir, int parent, const c
 		/* Gone since it was looked at: there is nothing left to read. */
 		return err == -ENOENT ? 0 : unscanned(b, dir, strerror(-err), REMEDY_UNREADABLE);
 	}
+	/* Recorded only when what is read is what was stat'ed, on a file
+	 * system whose stamps can be trusted. */
+	whole = b->use_ix && fstat(fd, &fst) == 0 && fst.st_dev == dst->st_dev &&
+		fst.st_ino == dst->st_ino && fsb_scan_index_fs_ok(&b->ix, fd, (uint64_t)fst.st_dev);
 	d = fdopendir(fd);
 	if (d == NULL) {
 		err = -errno;
@@ -422,30 +559,37 @@ static int walk_children(struct builder *b, const char *dir, int parent, const c
 	}
 	for (;;) {
 		char child[PATH_MAX];
+		struct seen seen;
 		struct stat st;
 		int n;
 
 		errno = 0;
 		if ((de = readdir(d)) == NULL) {
 			err = -errno;
-			if (err != 0)
+			if (err != 0) {
+				whole = false;
 				err = unscanned(b, dir, strerror(-err), REMEDY_UNREADABLE);
+			}
 			break;
 		}
 		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
 			continue;
 		/* An entry left unlooked at: the entry bound is reached. */
-		if (budget_spent(b, dir))
+		if (budget_spent(b, dir)) {
+			whole = false;
 			break;
+		}
 		n = snprintf(child, sizeof(child), "%s%s%s", dir,
 			     strcmp(dir, "/") == 0 ? "" : "/", de->d_name);
 		if (n < 0 || (size_t)n >= sizeof(child)) {
 			/* bwrap could not be given a mask there either. */
+			whole = false;
 			err = unscanned(b, dir, "it holds a path longer than PATH_MAX", REMEDY_BEYOND);
 			break;
 		}
 		if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
 			err = -errno;
+			whole = false;
 			if (err == -ENOENT) {
 				err = 0;
 				continue;
@@ -455,12 +599,22 @@ static int walk_children(struct builder *b, const char *dir, int parent, const c
 			err = unscanned(b, dir, strerror(-err), REMEDY_UNREADABLE);
 			break;
 		}
-		if (masked(b, child))
+		/* Hidden by another mask (the state dir, a link's target):
+		 * what the record would say depends on that mask. */
+		if (masked(b, child)) {
+			whole = false;
 			continue;
-		if ((err = scan_entry(b, child, &st, dirfd(d), de->d_name, depth + 1)) < 0)
+		}
+		nentries++;
+		if ((err = scan_entry(b, child, &st, dirfd(d), de->d_name, depth + 1, &seen)) < 0)
 			break;
+		if (whole && seen.kind != 0 && child_add(&kids, de->d_name, &seen) < 0)
+			whole = false;
 	}
 	closedir(d);
+	if (err == 0 && whole)
+		fsb_scan_index_add(&b->ix, dir, dst, nentries, kids.v, kids.n);
+	child_list_free(&kids);
 	return err;
 }
 
@@ -524,7 +678,42 @@ static int mask_walk(struct builder *b, const char *path)
 	}
 	if (masked(b, path))
 		return 0;
-	return scan_entry(b, path, &st, -1, NULL, 0);
+	return scan_entry(b, path, &st, -1, NULL, 0, NULL);
+}
+
+/* The index of an earlier scan under the state dir, when one is kept. */
+static int open_index(struct builder *b)
+{
+	const struct fsb_mount_inputs *in = b->in;
+	size_t klen;
+	char *key;
+	int err;
+
+	if (in->scan_index_dir == NULL)
+		return 0;
+	if ((err = fsb_scan_index_key(&b->sum, in->workspace, b->budget, FSB_MOUNT_SCAN_MAX_DEPTH,
+				      &key, &klen)) < 0)
+		return err;
+	if ((err = fsb_scan_index_open(&b->ix, in->scan_index_dir, in->workspace, key, klen)) < 0)
+		return err;
+	b->use_ix = b->ix.file[0] != '\0';
+	if (b->ix.why_unused[0] != '\0')
+		return note(b, "the mask scan's index %s was not used (%s): every directory is read",
+			    b->use_ix ? b->ix.file : "under the state dir", b->ix.why_unused);
+	return 0;
+}
+
+/* Write the index of this scan, once it saw everything it had to. */
+static int save_index(struct builder *b)
+{
+	int err;
+
+	if (!b->use_ix || b->out->scan_truncated)
+		return 0;
+	if ((err = fsb_scan_index_save(&b->ix)) < 0)
+		return note(b, "the mask scan's index %s could not be written (%s): the next run "
+			    "reads every directory again", b->ix.file, strerror(-err));
+	return 0;
 }
 
 /* Masks from literal denyRead globs (their base is the path), then, with
@@ -960,7 +1149,8 @@ int fsb_mount_plan_build(struct fsb_policy *p, const struct fsb_mount_inputs *in
 		fail(&b, err, "cannot read the pack's summary: %s", err_text);
 		goto done;
 	}
-	if ((err = add_fixed_masks(&b)) < 0 || (err = plan_masks(&b)) < 0)
+	if ((err = add_fixed_masks(&b)) < 0 || (err = open_index(&b)) < 0 ||
+	    (err = plan_masks(&b)) < 0 || (err = save_index(&b)) < 0)
 		goto done;
 	if ((err = add_private_tmps(&b)) < 0)
 		goto done;
@@ -1015,6 +1205,7 @@ done:
 	if (err < 0 && out->why[0] == '\0')
 		fail(&b, err, "out of memory building the mount plan");
 	fsb_policy_summary_free(&b.sum);
+	fsb_scan_index_free(&b.ix);
 	list_free(&b.rw);
 	list_free(&b.masks);
 	list_free(&b.run);
@@ -1077,8 +1268,9 @@ int fsb_mount_plan_explain(const struct fsb_mount_plan *plan, FILE *f)
 		}
 		fputc('\n', f);
 	}
-	fprintf(f, "mask scan: %zu entries looked at%s\n", plan->scanned,
-		plan->scan_truncated ? ", stopped at its bound" : "");
+	fprintf(f, "mask scan: %zu entries looked at%s; %zu directories unchanged since the "
+		"last scan, not read again\n", plan->scanned,
+		plan->scan_truncated ? ", stopped at its bound" : "", plan->scan_reused);
 	for (size_t i = 0; i < plan->nwarnings; i++)
 		fprintf(f, "warning: %s\n", plan->warnings[i]);
 	for (size_t i = 0; i < plan->nnotes; i++)

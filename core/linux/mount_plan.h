@@ -51,6 +51,10 @@ struct fsb_mount_inputs {
 	const char *runtime_dir;	/* $XDG_RUNTIME_DIR; NULL: /run/user/<uid> */
 	uid_t uid;
 	size_t scan_max_entries;	/* 0: FSB_MOUNT_SCAN_MAX_ENTRIES (--scan-max-entries) */
+	/* The state dir whose scan-index/ keeps the mask scan's index
+	 * (scan_index.h), so that a repeat run reads only the directories
+	 * that changed; NULL: every directory is read. */
+	const char *scan_index_dir;
 };
 
 /* One group of arguments and why it is there, for the explanation. */
@@ -69,6 +73,7 @@ struct fsb_mount_plan {
 	char **warnings;		/* what the user must hear before the run: once each */
 	size_t nwarnings;
 	size_t scanned;			/* entries the mask scan looked at */
+	size_t scan_reused;		/* directories taken from the index, not read */
 	bool scan_truncated;		/* the scan hit its entry bound */
 	char why[1024];			/* after a failure: one sentence */
 	/* private */
