@@ -6,6 +6,10 @@
  * read modes (with reads = "broker" the supervisor refuses the read
  * instead), as root and as an ordinary user (uid 65534) where both apply:
  * root's scan reads a 0311 directory anyway, an ordinary user's cannot.
+ * Then the scan's index (core/linux/scan_index.c): a repeat run that finds
+ * a directory changed since the last scan (renamed, chmod 000, a new .env
+ * three levels down, on a tmpfs), a corrupt or forged index, an edited
+ * pack, still masks every denyRead file.
  */
 #include "harness.h"
 
@@ -18,6 +22,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sched.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -425,6 +431,269 @@ static void a_scan_that_hits_its_entry_bound_refuses_the_run(void **state)
 	}
 }
 
+/* ------------------------------------------------------------------------ */
+/* The scan's index. Each case builds a tree, waits until its stamps are
+ * older than the index trusts (1.1 s before the scan starts), runs once to
+ * write the index, checks that --explain takes directories from it, changes
+ * the tree or the index, and reads the denyRead file on the repeat run. */
+
+static void settle(void)
+{
+	usleep(1300 * 1000);
+}
+
+/* Run 1 writes the index; the --explain after it must have taken
+ * directories from it, or the repeat run would test nothing. */
+static void index_written(const struct layout *l)
+{
+	char *out = NULL;
+	int st;
+
+	settle();
+	st = run_as(l, NULL, "true", &out);
+	if (st != 0)
+		fsbt_fail_long("run 1 exited 0x%x:\n%s", (unsigned)st, out);
+	free(out);
+	st = run_as(l, (const char *const[]){ "--explain", NULL }, "true", &out);
+	if (st != 0 || strstr(out, "; 0 directories unchanged") != NULL ||
+	    strstr(out, " directories unchanged since the last scan") == NULL)
+		fsbt_fail_long("the repeat scan took nothing from the index (0x%x):\n%s",
+			       (unsigned)st, out);
+	free(out);
+}
+
+/* The repeat run: `script` must fail to read SECRET. */
+static void repeat_run_hides(const struct layout *l, const char *what, const char *script)
+{
+	char *out = NULL;
+
+	run_as(l, NULL, script, &out);
+	if (strstr(out, SECRET) != NULL || strstr(out, "ran ") == NULL ||
+	    strstr(out, "ran 0") != NULL)
+		fsbt_fail_long("%s: the denyRead file was read on the repeat run, or the command "
+			       "did not run:\n%s", what, out);
+	free(out);
+}
+
+static void mask_pack(const struct layout *l, const char *extra)
+{
+	char text[PATH_MAX + 256];
+
+	snprintf(text, sizeof(text), "return { name = \"scan-index\", include = { \"default\" }, "
+		 "reads = \"mask\"%s }\n", extra);
+	fsbt_write_file(l->pack, text);
+}
+
+/* deploy/ (empty) and staging/ (a key) swap names: deploy/ is a directory
+ * the index knows, at the same path, with the same mtime as staging/ had,
+ * another inode and a new ctime. */
+static void a_renamed_directory_is_read_again(void **state)
+{
+	char why[512], dir[PATH_MAX * 2], extra[PATH_MAX + 64];
+	struct layout l;
+
+	if (cannot_run_as(getuid(), why, sizeof(why)) != NULL)
+		fsbt_skip("%s", why);
+	layout_make(*state, "idx-rename", "mask", getuid(), &l);
+	snprintf(extra, sizeof(extra), ", denyRead = { \"%s/deploy/*\" }", l.ws);
+	mask_pack(&l, extra);
+	snprintf(dir, sizeof(dir), "%s/deploy", l.ws);
+	assert_int_equal(mkdir(dir, 0755), 0);
+	snprintf(dir, sizeof(dir), "%s/staging", l.ws);
+	assert_int_equal(mkdir(dir, 0755), 0);
+	fsbt_put(dir, "key.pem", SECRET "\n");
+	index_written(&l);
+	{
+		char a[PATH_MAX * 2], b[PATH_MAX * 2], t[PATH_MAX * 2];
+
+		snprintf(a, sizeof(a), "%s/deploy", l.ws);
+		snprintf(b, sizeof(b), "%s/staging", l.ws);
+		snprintf(t, sizeof(t), "%s/swap", l.ws);
+		assert_int_equal(rename(a, t), 0);
+		assert_int_equal(rename(b, a), 0);
+		assert_int_equal(rename(t, b), 0);
+	}
+	repeat_run_hides(&l, "after deploy/ and staging/ swapped names",
+			 "cat deploy/key.pem; echo \"ran $?\"");
+}
+
+/* A chmod 000 changes the directory's ctime only: the repeat run must see
+ * that it cannot read it and mask it whole, as a full scan does. */
+static void a_directory_made_unreadable_is_masked_whole_on_the_repeat_run(void **state)
+{
+	uid_t uid = getuid() == 0 ? NOBODY : getuid();
+	char why[512], dir[PATH_MAX * 2], masked[PATH_MAX * 2 + 32], *out = NULL;
+	struct layout l;
+	int st;
+
+	if (cannot_run_as(uid, why, sizeof(why)) != NULL)
+		fsbt_skip("%s", why);
+	layout_make(*state, "idx-chmod", "mask", uid, &l);
+	snprintf(dir, sizeof(dir), "%s/locked", l.ws);
+	assert_int_equal(mkdir(dir, 0755), 0);
+	fsbt_put(dir, ".env", SECRET "\n");
+	layout_own(&l);
+	st = run_as(&l, NULL, "true", &out);
+	if (WIFEXITED(st) && WEXITSTATUS(st) == UNREACHABLE)
+		fsbt_skip("the build is not reachable as uid %u", (unsigned)uid);
+	free(out);
+	index_written(&l);
+	assert_int_equal(chmod(dir, 0), 0);
+	run_as(&l, NULL, "chmod 0755 locked; cat locked/.env; echo \"ran $?\"", &out);
+	snprintf(masked, sizeof(masked), "%s is masked whole", dir);
+	if (strstr(out, SECRET) != NULL || strstr(out, "ran 1") == NULL ||
+	    (uid != 0 && count(out, masked) != 1))
+		fsbt_fail_long("uid %u: after chmod 000 the repeat run read the file or did not "
+			       "mask the directory whole, once:\n%s", (unsigned)uid, out);
+	free(out);
+}
+
+/* A new .env in a/b/c/: a/ and a/b/ (and the workspace) are unchanged. */
+static void new_env_under_unchanged_grandparents(const struct layout *l)
+{
+	char dir[PATH_MAX * 2];
+
+	snprintf(dir, sizeof(dir), "%s/a", l->ws);
+	assert_int_equal(mkdir(dir, 0755), 0);
+	snprintf(dir, sizeof(dir), "%s/a/b", l->ws);
+	assert_int_equal(mkdir(dir, 0755), 0);
+	snprintf(dir, sizeof(dir), "%s/a/b/c", l->ws);
+	assert_int_equal(mkdir(dir, 0755), 0);
+	fsbt_put(dir, "main.c", "int main;\n");
+	index_written(l);
+	fsbt_put(dir, ".env", SECRET "\n");
+	repeat_run_hides(l, "a new .env under unchanged grandparents",
+			 "cat a/b/c/.env; echo \"ran $?\"");
+}
+
+static void a_new_env_under_unchanged_grandparents_is_masked(void **state)
+{
+	char why[512];
+	struct layout l;
+
+	if (cannot_run_as(getuid(), why, sizeof(why)) != NULL)
+		fsbt_skip("%s", why);
+	layout_make(*state, "idx-deep", "mask", getuid(), &l);
+	mask_pack(&l, "");
+	new_env_under_unchanged_grandparents(&l);
+}
+
+/* The same with the workspace on a tmpfs (another file system than the
+ * state dir's), in a mount namespace of the test's own. */
+static void a_workspace_on_another_file_system_is_indexed_and_rescanned(void **state)
+{
+	char why[512];
+	struct layout l;
+
+	if (cannot_run_as(getuid(), why, sizeof(why)) != NULL)
+		fsbt_skip("%s", why);
+	if (getuid() != 0)
+		fsbt_skip("needs root to mount a tmpfs");
+	layout_make(*state, "idx-tmpfs", "mask", getuid(), &l);
+	mask_pack(&l, "");
+	if (unshare(CLONE_NEWNS) < 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0 ||
+	    mount("tmpfs", l.ws, "tmpfs", 0, "mode=0755") < 0)
+		fsbt_skip("cannot mount a tmpfs in a mount namespace of its own: %s", strerror(errno));
+	new_env_under_unchanged_grandparents(&l);
+	umount2(l.ws, MNT_DETACH);
+}
+
+static uint64_t fnv1a(const unsigned char *p, size_t n)
+{
+	uint64_t h = 0xcbf29ce484222325ULL;
+
+	for (size_t i = 0; i < n; i++) {
+		h ^= p[i];
+		h *= 0x100000001b3ULL;
+	}
+	return h;
+}
+
+/* The state dir's only index, read whole into *len bytes. */
+static unsigned char *index_read(const struct layout *l, char *file, size_t flen, size_t *len)
+{
+	char cmd[PATH_MAX + 64];
+	unsigned char *buf;
+	FILE *p, *f;
+
+	snprintf(cmd, sizeof(cmd), "ls %s/scan-index/*", l->state);
+	assert_non_null(p = popen(cmd, "r"));
+	assert_non_null(fgets(file, (int)flen, p));
+	pclose(p);
+	file[strcspn(file, "\n")] = '\0';
+	assert_non_null(f = fopen(file, "rb"));
+	assert_non_null(buf = malloc(1 << 20));
+	*len = fread(buf, 1, 1 << 20, f);
+	fclose(f);
+	return buf;
+}
+
+static void index_write(const char *file, const unsigned char *buf, size_t len)
+{
+	FILE *f = fopen(file, "wb");
+
+	assert_non_null(f);
+	assert_int_equal(fwrite(buf, 1, len, f), len);
+	assert_int_equal(fclose(f), 0);
+}
+
+/* The record of the .env renamed to "xenv" (same length): an index that
+ * believed it would mask a file that is not there and leave .env
+ * readable. First with the checksum left as it was (corrupt), then with
+ * it made to match but the file group-writable (forged by someone else). */
+static void a_corrupt_or_forged_index_is_not_trusted(void **state)
+{
+	char why[512], file[PATH_MAX * 2];
+	struct layout l;
+	unsigned char *buf, *at;
+	size_t len;
+	uint64_t sum;
+
+	if (cannot_run_as(getuid(), why, sizeof(why)) != NULL)
+		fsbt_skip("%s", why);
+	layout_make(*state, "idx-corrupt", "mask", getuid(), &l);
+	mask_pack(&l, "");
+	fsbt_put(l.ws, ".env", SECRET "\n");
+	index_written(&l);
+	buf = index_read(&l, file, sizeof(file), &len);
+	at = memmem(buf, len, ".env", 5);
+	assert_non_null(at);
+	at[0] = 'x';
+	index_write(file, buf, len);
+	repeat_run_hides(&l, "a corrupt index", "cat .env; echo \"ran $?\"");
+
+	/* The repeat run wrote a good index again: forge it anew. */
+	free(buf);
+	buf = index_read(&l, file, sizeof(file), &len);
+	assert_non_null(at = memmem(buf, len, ".env", 5));
+	at[0] = 'x';
+	sum = fnv1a(buf, len - sizeof(sum));
+	memcpy(buf + len - sizeof(sum), &sum, sizeof(sum));
+	index_write(file, buf, len);
+	assert_int_equal(chmod(file, 0620), 0);
+	repeat_run_hides(&l, "a group-writable index", "cat .env; echo \"ran $?\"");
+	free(buf);
+}
+
+/* The pack gains a denyRead rule: the index made under the old one does
+ * not know the file matches, and must not be used. */
+static void an_edited_pack_means_a_full_scan(void **state)
+{
+	char why[512], dir[PATH_MAX * 2];
+	struct layout l;
+
+	if (cannot_run_as(getuid(), why, sizeof(why)) != NULL)
+		fsbt_skip("%s", why);
+	layout_make(*state, "idx-pack", "mask", getuid(), &l);
+	mask_pack(&l, "");
+	snprintf(dir, sizeof(dir), "%s/conf", l.ws);
+	assert_int_equal(mkdir(dir, 0755), 0);
+	fsbt_put(dir, "token.txt", SECRET "\n");
+	index_written(&l);
+	mask_pack(&l, ", denyRead = { \"**/token.txt\" }");
+	repeat_run_hides(&l, "a rule added to the pack", "cat conf/token.txt; echo \"ran $?\"");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -441,6 +710,18 @@ int main(void)
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(a_scan_that_hits_its_entry_bound_refuses_the_run,
 						setup, teardown),
+		cmocka_unit_test_setup_teardown(a_renamed_directory_is_read_again, setup, teardown),
+		cmocka_unit_test_setup_teardown(
+			a_directory_made_unreadable_is_masked_whole_on_the_repeat_run, setup,
+			teardown),
+		cmocka_unit_test_setup_teardown(a_new_env_under_unchanged_grandparents_is_masked,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(
+			a_workspace_on_another_file_system_is_indexed_and_rescanned, setup,
+			teardown),
+		cmocka_unit_test_setup_teardown(a_corrupt_or_forged_index_is_not_trusted, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(an_edited_pack_means_a_full_scan, setup, teardown),
 	};
 
 	return fsbt_run_group(tests, NULL, NULL);
