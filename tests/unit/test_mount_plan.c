@@ -628,6 +628,62 @@ static void test_network_none_unshares_the_network(void **state)
 	fsb_policy_free(p);
 }
 
+static void assert_same_argv(const struct fsb_mount_plan *a, const struct fsb_mount_plan *b)
+{
+	assert_int_equal(a->argc, b->argc);
+	for (size_t i = 0; i < a->argc; i++)
+		assert_string_equal(a->argv[i], b->argv[i]);
+	assert_int_equal(a->scanned, b->scanned);
+	assert_int_equal(a->nwarnings, b->nwarnings);
+}
+
+/* The scan's index (scan_index.c): a directory stamped within 1.1 s of the
+ * scan that recorded it is read again (its stamps could miss a change in
+ * the same tick); once the tree is older, the repeat plan takes the
+ * directories from the index and is the full scan's, argument for
+ * argument, also after a new .env appears three levels down. */
+static void test_scan_index_repeat_plan_is_the_full_scans(void **state)
+{
+	struct fixture *f = *state;
+	struct fsb_policy *p = load(f, "default");
+	struct fsb_mount_inputs full_in = inputs(f), in = inputs(f);
+	struct fsb_mount_plan full, pl;
+	char dir[512];
+
+	in.scan_index_dir = f->state;
+	assert_int_equal(fsb_mount_plan_build(p, &full_in, &full), 0);
+	assert_int_equal(fsb_mount_plan_build(p, &in, &pl), 0);
+	assert_int_equal(pl.scan_reused, 0);
+	assert_true(has_note(&pl, "there is none yet"));
+	assert_same_argv(&full, &pl);
+	fsb_mount_plan_free(&pl);
+	/* Just made: not trusted yet. */
+	assert_int_equal(fsb_mount_plan_build(p, &in, &pl), 0);
+	assert_int_equal(pl.scan_reused, 0);
+	fsb_mount_plan_free(&pl);
+	usleep(1200 * 1000);
+	assert_int_equal(fsb_mount_plan_build(p, &in, &pl), 0);
+	fsb_mount_plan_free(&pl);
+	assert_int_equal(fsb_mount_plan_build(p, &in, &pl), 0);
+	assert_true(pl.scan_reused >= 5);
+	assert_same_argv(&full, &pl);
+	fsb_mount_plan_free(&pl);
+	fsb_mount_plan_free(&full);
+
+	snprintf(dir, sizeof(dir), "%s/deep/er/new", f->ws);
+	assert_int_equal(mkdir(dir, 0755), 0);
+	snprintf(dir, sizeof(dir), "%s/deep/er/new/.env", f->ws);
+	put(dir, "API_KEY=3\n");
+	assert_int_equal(fsb_mount_plan_build(p, &full_in, &full), 0);
+	assert_int_equal(fsb_mount_plan_build(p, &in, &pl), 0);
+	assert_true(find_at(&pl, "--ro-bind", f->ws, "deep/er/new/.env") > 0);
+	assert_true(pl.scan_reused >= 3);
+	assert_same_argv(&full, &pl);
+	fsb_mount_plan_free(&pl);
+	fsb_mount_plan_free(&full);
+	fsb_policy_free(p);
+}
+
 int main(void)
 {
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
@@ -636,6 +692,7 @@ int main(void)
 		T(test_the_core_socket_dirs_are_masked_wherever_they_lie),
 		T(test_network_none_unshares_the_network),
 		T(test_mask_scan_finds_env_files),
+		T(test_scan_index_repeat_plan_is_the_full_scans),
 		T(test_scan_that_hits_its_bound_refuses_the_plan),
 		T(test_scan_stopped_in_its_last_directory_refuses),
 		T(test_broker_reads_scan_bound_is_a_note),
