@@ -506,6 +506,7 @@ void fsb_scan_index_add(struct fsb_scan_index *ix, const char *path, const struc
 		out_str(ix, children[i].rule);
 	}
 	ix->out_ndirs++;
+	ix->out_fresh++;
 }
 
 int fsb_scan_index_save(struct fsb_scan_index *ix)
@@ -519,6 +520,10 @@ int fsb_scan_index_save(struct fsb_scan_index *ix)
 		return 0;
 	if (ix->out_failed)
 		return -E2BIG;
+	/* Every record carried over, none dropped: the file on disk is what
+	 * would be written (its older start only makes it stricter). */
+	if (ix->buf != NULL && ix->out_fresh == 0 && ix->out_ndirs == ix->ndirs)
+		return 0;
 	memcpy(ix->out + count_at, &ix->out_ndirs, sizeof(ix->out_ndirs));
 	sum = fnv1a(ix->out, ix->out_len, FNV_START);
 	out_u64(ix, sum);

@@ -64,6 +64,7 @@ struct fsb_scan_index {
 	unsigned char *out;
 	size_t out_len, out_cap;
 	uint64_t out_ndirs;
+	uint64_t out_fresh;		/* records added by a read, not carried over */
 	bool out_failed;		/* too large or out of memory: nothing is saved */
 	/* the last file system judged by fsb_scan_index_fs_ok */
 	uint64_t fs_dev;
