@@ -173,10 +173,15 @@ static void supervisor_ended(struct fsb_supervisor *sv, void *arg)
 	fsb_chan_resume(&conn->chan);
 }
 
-/* The seccomp listener of the run, in SCM_RIGHTS with this line. */
-static void supervise(struct fsb_conn *conn, cJSON *reply)
+/* The seccomp listener of the run, in SCM_RIGHTS with this line.
+ * "routesUmask": true says the filter routes umask(2) and CLONE_FS clones
+ * (fsbroker-init's does), so umasks may be kept per process; a client's
+ * filter that does not just leaves it out. */
+static void supervise(struct fsb_conn *conn, cJSON *req, cJSON *reply)
 {
 	int fd = fsb_chan_take_fd(&conn->chan), rc;
+	unsigned flags = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(req, "routesUmask"))
+				 ? FSB_SUPERVISE_ROUTES_UMASK : 0;
 
 	if (fd < 0) {
 		refuse(reply, "Supervise comes with the seccomp listener fd in SCM_RIGHTS");
@@ -192,8 +197,8 @@ static void supervise(struct fsb_conn *conn, cJSON *reply)
 		refuse(reply, "this run is supervised already");
 		return;
 	}
-	rc = fsb_supervisor_start(conn->srv->broker, fd, &conn->scope, supervisor_ended, conn,
-				  &conn->supervisor);
+	rc = fsb_supervisor_start(conn->srv->broker, fd, &conn->scope, flags, supervisor_ended,
+				  conn, &conn->supervisor);
 	if (rc < 0) {
 		close(fd);
 		refuse(reply, "cannot watch the seccomp listener");
@@ -323,9 +328,9 @@ void fsb_serve_admin(struct fsb_conn *conn, char *line, size_t len)
 	cmd = cJSON_GetObjectItemCaseSensitive(req, "command");
 	cJSON_AddItemToObject(reply, "id", cJSON_IsNumber(id) || cJSON_IsString(id)
 						   ? cJSON_Duplicate(id, 0) : cJSON_CreateNull());
-	/* fsbroker-init sends Supervise bare: {"command":"Supervise"}. */
+	/* fsbroker-init sends Supervise without an id. */
 	if (cJSON_IsString(cmd) && strcmp(cmd->valuestring, "Supervise") == 0) {
-		supervise(conn, reply);
+		supervise(conn, req, reply);
 	} else if (!cJSON_IsNumber(id) && !cJSON_IsString(id)) {
 		refuse(reply, "every admin request needs an \"id\" (number or string)");
 		conn->malformed++;

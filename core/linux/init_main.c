@@ -30,7 +30,7 @@
 #define EXIT_NOT_FOUND 127	/* CMD not found */
 
 /* The handover line, and how long the core may take to answer it. */
-#define SUPERVISE_LINE "{\"command\":\"Supervise\"}\n"
+#define SUPERVISE_LINE "{\"command\":\"Supervise\",\"routesUmask\":true}\n"
 #define REPLY_MAX 4096
 #define REPLY_TIMEOUT_S 30
 

@@ -239,6 +239,7 @@ enum target {
 	T_IOCTL_NOTIFY,
 	T_IOCTL_EPERM,
 	T_CLONE,
+	T_CLONE_FS,
 	T_COUNT
 };
 
@@ -360,6 +361,9 @@ int fsb_seccomp_build(const struct fsb_filter_opts *o, struct sock_filter *prog,
 	jeq(&a, __NR_seccomp, T_SECCOMP);
 	jeq(&a, __NR_ioctl, T_IOCTL);
 	jeq(&a, __NR_clone, T_CLONE);
+	/* The supervisor keeps each process's umask (supervisor_creds.c):
+	 * it must see every change, and it answers CONTINUE. */
+	jeq(&a, __NR_umask, T_NOTIFY);
 	ret(&a, SECCOMP_RET_ALLOW);
 
 	place(&a, T_OPEN_ARG1);
@@ -380,9 +384,17 @@ int fsb_seccomp_build(const struct fsb_filter_opts *o, struct sock_filter *prog,
 	ld_arg_lo(&a, 1);
 	jset(&a, SECCOMP_FILTER_FLAG_NEW_LISTENER, T_EPERM, T_ALLOW);
 
+	/*
+	 * A clone that shares the fs_struct (and so the umask) with another
+	 * process, not a thread of its own, goes to the supervisor, which
+	 * stops trusting the umasks it keeps and answers CONTINUE. Threads
+	 * (CLONE_THREAD) and fork/vfork/posix_spawn run natively.
+	 */
 	place(&a, T_CLONE);
 	ld_arg_lo(&a, 0);
-	jset(&a, CLONE_NS_FLAGS, T_EPERM, T_ALLOW);
+	jset(&a, CLONE_NS_FLAGS, T_EPERM, T_NEXT);
+	jset(&a, CLONE_THREAD, T_ALLOW, T_NEXT);
+	jset(&a, CLONE_FS, T_NOTIFY, T_ALLOW);
 
 	place(&a, T_NOTIFY);
 	ret(&a, SECCOMP_RET_USER_NOTIF);

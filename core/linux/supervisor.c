@@ -47,6 +47,12 @@ static bool is_open_call(int nr)
 	return nr == __NR_open || nr == __NR_openat || nr == __NR_creat || nr == __NR_openat2;
 }
 
+/* Calls that touch no file: what they change is the process's own. */
+static bool is_process_call(int nr)
+{
+	return nr == __NR_umask || nr == __NR_clone;
+}
+
 /* What `nr` is timed as (call_stages.h) until its server knows better. */
 static enum fsb_stage_call call_kind(int nr)
 {
@@ -87,7 +93,11 @@ static enum fsb_stage_call call_kind(int nr)
 
 static void serve(struct fsb_supervisor *sv, const struct seccomp_notif *req)
 {
-	if (is_open_call(req->data.nr))
+	/* First: this thread's earlier umask(2), if any, has returned. */
+	fsb_sv_creds_seen(sv, (pid_t)req->pid);
+	if (is_process_call(req->data.nr))
+		fsb_sv_serve_process(sv, req);
+	else if (is_open_call(req->data.nr))
 		fsb_sv_serve_open(sv, req);
 	else if (!fsb_sv_serve_meta(sv, req))
 		fsb_sv_serve_names(sv, req);
@@ -148,8 +158,9 @@ static void *receiver(void *arg)
 
 	while (receive(sv, &req) == 0) {
 		/* The receipt is charged with the wait at the gate. */
-		fsb_work_enter(&sv->b->work, is_open_call(req.data.nr) ? FSB_WORK_SHARED
-								       : FSB_WORK_EXCLUSIVE);
+		fsb_work_enter(&sv->b->work, is_open_call(req.data.nr) ||
+						     is_process_call(req.data.nr)
+						     ? FSB_WORK_SHARED : FSB_WORK_EXCLUSIVE);
 		fsb_stages_begin(call_kind(req.data.nr));
 		serve(sv, &req);
 		fsb_stages_end();
@@ -174,6 +185,7 @@ static void on_ended_closed(uv_handle_t *h)
 	close(sv->stopfd);
 	pthread_mutex_destroy(&sv->recv_lock);
 	fsb_sv_roots_free(sv);
+	fsb_sv_creds_free(sv);
 	free(sv);
 }
 
@@ -209,8 +221,8 @@ void fsb_supervisor_stop_for(struct fsb_supervisor *sv)
 }
 
 int fsb_supervisor_start(struct fsb_broker *b, int listener, const struct fsb_scope *scope,
-			 void (*on_end)(struct fsb_supervisor *sv, void *arg), void *arg,
-			 struct fsb_supervisor **out)
+			 unsigned flags, void (*on_end)(struct fsb_supervisor *sv, void *arg),
+			 void *arg, struct fsb_supervisor **out)
 {
 	struct fsb_supervisor *sv = calloc(1, sizeof(*sv));
 	int rc;
@@ -220,6 +232,7 @@ int fsb_supervisor_start(struct fsb_broker *b, int listener, const struct fsb_sc
 	sv->b = b;
 	sv->scope = *scope;
 	sv->listener = listener;
+	sv->routes_umask = (flags & FSB_SUPERVISE_ROUTES_UMASK) != 0;
 	sv->on_end = on_end;
 	sv->arg = arg;
 	if ((sv->stopfd = eventfd(0, EFD_CLOEXEC)) < 0) {

@@ -24,12 +24,18 @@ struct fsb_supervisor;
  * own threads, in turns with the work queue's jobs (work.h). `on_end` (may
  * be NULL) is called on the loop once the listener hangs up (every filtered
  * process is gone) or fsb_supervisor_stop() was called, and every
- * notification taken is answered.
+ * notification taken is answered. `flags`: FSB_SUPERVISE_*.
  * 0 or -errno.
  */
 int fsb_supervisor_start(struct fsb_broker *b, int listener, const struct fsb_scope *scope,
-			 void (*on_end)(struct fsb_supervisor *sv, void *arg), void *arg,
-			 struct fsb_supervisor **out);
+			 unsigned flags, void (*on_end)(struct fsb_supervisor *sv, void *arg),
+			 void *arg, struct fsb_supervisor **out);
+
+/** The filter routes umask(2) and clone(CLONE_FS without CLONE_THREAD), as
+ * fsbroker-init's does: the supervisor may keep each process's umask
+ * instead of reading /proc/<pid>/status for every create. A filter that
+ * does not must not say so: a create would get a stale umask. */
+#define FSB_SUPERVISE_ROUTES_UMASK 1u
 
 /** Stop receiving; the supervisor frees itself once its work is done. */
 void fsb_supervisor_stop(struct fsb_supervisor *sv);

@@ -48,6 +48,17 @@ void fsb_sv_answer_fd(struct fsb_supervisor *sv, const struct seccomp_notif *req
 	close(fd);
 }
 
+void fsb_sv_answer_continue(struct fsb_supervisor *sv, const struct seccomp_notif *req)
+{
+	struct seccomp_notif_resp resp = { .id = req->id,
+					   .flags = SECCOMP_USER_NOTIF_FLAG_CONTINUE };
+
+	fsb_stage_push(FSB_STAGE_ANSWER);
+	if (ioctl(sv->listener, SECCOMP_IOCTL_NOTIF_SEND, &resp) < 0 && errno != ENOENT)
+		fsb_log_limited(FSB_LOG_WARN, "cannot answer pid %d: %s", (int)req->pid,
+				strerror(errno));
+}
+
 bool fsb_sv_still_valid(struct fsb_supervisor *sv, const struct seccomp_notif *req)
 {
 	return ioctl(sv->listener, SECCOMP_IOCTL_NOTIF_ID_VALID, &req->id) == 0;

@@ -6,7 +6,10 @@
  *   supervisor_answer.c   what every server shares: answering, the
  *                         target's validity, the access, the audit line;
  *   supervisor_target.c   reading the target: its memory, cwd, dirfds,
- *                         fds, umask and fsuid/fsgid, its root (cached);
+ *                         fds, its root (cached);
+ *   supervisor_creds.c    its umask and fsuid/fsgid, kept per process,
+ *                         and the umask(2) and clone(CLONE_FS) calls that
+ *                         make a kept umask stale;
  *   supervisor_open.c     the open family, writes and brokered reads,
  *                         and the target's own fds named as paths;
  *   supervisor_names.c    calls that change names, as host operations;
@@ -26,6 +29,7 @@
 #include "broker.h"
 
 struct sv_root_cache;
+struct sv_creds_cache;
 
 /* Threads that receive and serve notifications (supervisor.c). */
 #define SV_RECEIVERS 2
@@ -45,6 +49,8 @@ struct fsb_supervisor {
 	void (*on_end)(struct fsb_supervisor *sv, void *arg);
 	void *arg;
 	struct sv_root_cache *roots;	/* supervisor_target.c */
+	struct sv_creds_cache *creds;	/* supervisor_creds.c */
+	bool routes_umask;	/* FSB_SUPERVISE_ROUTES_UMASK: umasks may be kept */
 };
 
 /* ---- supervisor_answer.c ------------------------------------------------- */
@@ -56,6 +62,10 @@ void fsb_sv_answer(struct fsb_supervisor *sv, const struct seccomp_notif *req, i
  * `fd` is closed. */
 void fsb_sv_answer_fd(struct fsb_supervisor *sv, const struct seccomp_notif *req, int fd,
 		      int flags);
+
+/** Answer `req` with CONTINUE: the kernel performs the call as asked. Only
+ * for calls that touch no file and whose outcome is not the policy's. */
+void fsb_sv_answer_continue(struct fsb_supervisor *sv, const struct seccomp_notif *req);
 
 /** NOTIF_ID_VALID: the process that trapped is still waiting, so what was
  * read through its pid was its own. */
@@ -85,10 +95,6 @@ int fsb_sv_read_string(pid_t pid, unsigned long addr, char *buf, size_t len);
 
 /** `len` bytes at `addr` in the target. 0 or -EFAULT. */
 int fsb_sv_read_bytes(pid_t pid, unsigned long addr, void *buf, size_t len);
-
-/** The target's umask and fsuid/fsgid from /proc/<pid>/status; -ESRCH when
- * it cannot be read (check NOTIF_ID_VALID after). */
-int fsb_sv_creds(pid_t pid, struct sv_creds *out);
 
 /** The absolute path `rel` names for the target: joined to its cwd
  * (`dirfd` AT_FDCWD) or to the directory its `dirfd` is open on. */
@@ -125,6 +131,24 @@ void fsb_sv_roots_free(struct fsb_supervisor *sv);
  * it, for judging: -EPERM when it has none (removed, a pipe, a socket).
  */
 int fsb_sv_fd_path(int fd, char *out, size_t len);
+
+/* ---- supervisor_creds.c -------------------------------------------------- */
+
+/** The target's umask and fsuid/fsgid: kept from an earlier create of the
+ * same thread when nothing can have changed them, else from
+ * /proc/<pid>/status. -ESRCH when it cannot be read (check NOTIF_ID_VALID
+ * after, either way). */
+int fsb_sv_creds(struct fsb_supervisor *sv, pid_t pid, struct sv_creds *out);
+
+/** Thread `tid` trapped a call: any umask(2) it trapped before has returned. */
+void fsb_sv_creds_seen(struct fsb_supervisor *sv, pid_t tid);
+
+/** Serve umask(2) and clone(CLONE_FS without CLONE_THREAD): mark what they
+ * make stale, then CONTINUE. */
+void fsb_sv_serve_process(struct fsb_supervisor *sv, const struct seccomp_notif *req);
+
+/** Free what supervisor_creds.c keeps (at the end of the supervisor). */
+void fsb_sv_creds_free(struct fsb_supervisor *sv);
 
 /* ---- the parts ---------------------------------------------------------- */
 

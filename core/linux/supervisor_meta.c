@@ -521,7 +521,7 @@ static int do_mknod(struct obj *o)
 	}
 	err = fsb_sv_target_path(o->pid, at ? (int)a[0] : AT_FDCWD, at ? a[1] : a[0], o->path,
 				 sizeof(o->path), NULL);
-	if (err == 0 && fsb_sv_creds(o->pid, &creds) < 0)
+	if (err == 0 && fsb_sv_creds(o->sv, o->pid, &creds) < 0)
 		err = -ESRCH;
 	if (err < 0 || (err = obj_root(o)) < 0)
 		return err;

@@ -190,7 +190,7 @@ void fsb_sv_serve_names(struct fsb_supervisor *sv, const struct seccomp_notif *r
 		err = req->data.nr == __NR_mkdir
 			? fsb_sv_target_path(pid, AT_FDCWD, a[0], p1, sizeof(p1), NULL)
 			: fsb_sv_target_path(pid, (int)a[0], a[1], p1, sizeof(p1), NULL);
-		if (err == 0 && fsb_sv_creds(pid, &creds) < 0)
+		if (err == 0 && fsb_sv_creds(sv, pid, &creds) < 0)
 			err = -ESRCH;
 		hr.op = FSB_HOSTOP_MKDIR;
 		hr.path = p1;

@@ -390,7 +390,7 @@ void fsb_sv_serve_open(struct fsb_supervisor *sv, const struct seccomp_notif *re
 		fsb_sv_answer(sv, req, err);
 		return;
 	}
-	if ((c.flags & O_CREAT) && fsb_sv_creds(c.pid, &c.creds) == 0) {
+	if ((c.flags & O_CREAT) && fsb_sv_creds(sv, c.pid, &c.creds) == 0) {
 		c.has_creds = true;
 		c.mode &= ~c.creds.umask;
 	}

@@ -1,8 +1,8 @@
 /*
  * supervisor_target.c — reading the process whose call the supervisor
  * serves (see supervisor_call.h): its memory with process_vm_readv (never
- * /proc/<pid>/mem), its cwd and dirfds, its umask and fsuid/fsgid, its
- * fds with pidfd_getfd, and its root.
+ * /proc/<pid>/mem), its cwd and dirfds, its fds with pidfd_getfd, and
+ * its root. Its umask and fsuid/fsgid: supervisor_creds.c.
  *
  * Nothing read here is trusted before the caller has checked
  * NOTIF_ID_VALID: the pid may have been reused meanwhile.
@@ -14,9 +14,8 @@
  * by a later process never finds its predecessor's root. The sandbox
  * cannot change its root (no chroot without capabilities, pivot_root and
  * setns refused by the filter), so a live process's entry stays true.
- * The umask and fsuid/fsgid are not cached: a shell changes its umask
- * without any call we see, so they are read when a call creates something,
- * and only then.
+ * The umask and fsuid/fsgid are kept by supervisor_creds.c, which says
+ * when they can be.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -64,47 +63,6 @@ int fsb_sv_read_bytes(pid_t pid, unsigned long addr, void *buf, size_t len)
 	struct iovec local = { buf, len }, remote = { (void *)addr, len };
 
 	return process_vm_readv(pid, &local, 1, &remote, 1, 0) == (ssize_t)len ? 0 : -EFAULT;
-}
-
-/* ---- /proc/<pid>/status ------------------------------------------------- */
-
-/* The fourth number of a "Uid:" or "Gid:" line: real, effective, saved, fs. */
-static unsigned long fourth_id(const char *line)
-{
-	char *end;
-	unsigned long v = 0;
-
-	for (int i = 0; i < 4; i++) {
-		v = strtoul(line, &end, 10);
-		line = end;
-	}
-	return v;
-}
-
-int fsb_sv_creds(pid_t pid, struct sv_creds *out)
-{
-	char path[64], buf[4096], *p;
-	ssize_t n;
-	int fd;
-
-	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
-	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
-		return -ESRCH;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return -ESRCH;
-	buf[n] = '\0';
-	out->umask = 022;
-	out->fsuid = getuid();
-	out->fsgid = getgid();
-	if ((p = strstr(buf, "\nUmask:")) != NULL)
-		out->umask = (mode_t)strtoul(p + 7, NULL, 8) & 0777;
-	if ((p = strstr(buf, "\nUid:")) != NULL)
-		out->fsuid = (uid_t)fourth_id(p + 5);
-	if ((p = strstr(buf, "\nGid:")) != NULL)
-		out->fsgid = (gid_t)fourth_id(p + 5);
-	return 0;
 }
 
 /* ---- paths -------------------------------------------------------------- */

@@ -205,7 +205,7 @@ static void test_write_is_refused_and_read_runs_natively(void **state)
 	r->cmd = write_cmd;
 	run_init(r);
 	assert_true(r->handshake);
-	assert_string_equal(r->line, "{\"command\":\"Supervise\"}");
+	assert_string_equal(r->line, "{\"command\":\"Supervise\",\"routesUmask\":true}");
 	assert_non_null(strstr(r->out, "Permission denied"));
 	assert_int_not_equal(exit_code(r), 0);
 	assert_true(r->notes >= 1);

@@ -161,9 +161,13 @@ static uint32_t expected(int nr, const __u64 *args, bool reads_broker)
 		/* Anything the allowlist does not name, as an unknown request. */
 		return ERR(ENOTTY);
 	case __NR_clone:
-		return ((uint32_t)args[0] & (CLONE_NEWNS | CLONE_NEWCGROUP | CLONE_NEWUTS |
-					     CLONE_NEWIPC | CLONE_NEWUSER | CLONE_NEWPID |
-					     CLONE_NEWNET)) ? ERR(EPERM) : ALLOW;
+		if ((uint32_t)args[0] & (CLONE_NEWNS | CLONE_NEWCGROUP | CLONE_NEWUTS |
+					 CLONE_NEWIPC | CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNET))
+			return ERR(EPERM);
+		/* Another process sharing the umask: the supervisor must know. */
+		return ((uint32_t)args[0] & (CLONE_FS | CLONE_THREAD)) == CLONE_FS ? NOTIFY : ALLOW;
+	case __NR_umask:
+		return NOTIFY;
 	}
 	return ALLOW;
 }
@@ -184,6 +188,7 @@ static void test_program_matches_the_table(void **state)
 		(1ULL << 32) | SECCOMP_FILTER_FLAG_NEW_LISTENER, 1,
 		CLONE_NEWUSER, CLONE_NEWNS | SIGCHLD, CLONE_NEWNET, CLONE_VM | CLONE_VFORK | SIGCHLD,
 		CLONE_VM | CLONE_FS | CLONE_FILES | CLONE_SIGHAND | CLONE_THREAD,
+		CLONE_FS | SIGCHLD, CLONE_VM | CLONE_FS | CLONE_VFORK, (1ULL << 32) | CLONE_FS,
 	};
 	struct sock_filter prog[FSB_SECCOMP_MAX_INSNS];
 	unsigned checked = 0;
