@@ -112,6 +112,15 @@ int fsb_sv_target_path(pid_t pid, int dirfd, unsigned long addr, char *out, size
 /** True when `p` ends in '/' (and is not "/"). */
 bool fsb_sv_ends_in_slash(const char *p);
 
+/** A pidfd (close-on-exec) for thread or process `pid`: for the thread
+ * itself where the kernel has PIDFD_THREAD (6.9), else for its process
+ * when `pid` leads one. -errno otherwise. */
+int fsb_sv_pidfd(pid_t pid);
+
+/** Whether the thread or process `pidfd` holds has exited (it polls
+ * readable then), so a later user of its id is someone else. */
+bool fsb_sv_pidfd_exited(int pidfd);
+
 /** A duplicate of the target's fd `tfd` (pidfd_getfd): the very open file.
  * -errno when it cannot be taken. */
 int fsb_sv_target_fd(pid_t pid, int tfd);

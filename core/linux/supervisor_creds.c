@@ -52,7 +52,6 @@
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <poll.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdio.h>
@@ -63,9 +62,6 @@
 
 #include "supervisor_call.h"
 
-#ifndef PIDFD_THREAD
-#define PIDFD_THREAD O_EXCL	/* Linux 6.9: a pidfd for a thread, which notif.pid is */
-#endif
 
 #define CREDS_CACHE_SIZE 64
 #define PENDING_MAX 16
@@ -173,23 +169,6 @@ static void entry_drop(struct creds_entry *e)
 	e->tid = 0;
 }
 
-/* A pidfd is readable once its thread has exited. */
-static bool exited(int pidfd)
-{
-	struct pollfd p = { .fd = pidfd, .events = POLLIN };
-
-	return poll(&p, 1, 0) != 0;
-}
-
-static int pidfd_of(pid_t pid)
-{
-	long pidfd = syscall(SYS_pidfd_open, pid, PIDFD_THREAD);
-
-	if (pidfd < 0 && errno == EINVAL)
-		pidfd = syscall(SYS_pidfd_open, pid, 0);
-	return pidfd < 0 ? -1 : (int)pidfd;
-}
-
 /* Under the lock: the live entry of `tid`, or NULL (a dead one is dropped). */
 static struct creds_entry *find(struct sv_creds_cache *c, pid_t tid)
 {
@@ -198,7 +177,7 @@ static struct creds_entry *find(struct sv_creds_cache *c, pid_t tid)
 
 		if (e->tid != tid)
 			continue;
-		if (exited(e->pidfd)) {
+		if (fsb_sv_pidfd_exited(e->pidfd)) {
 			entry_drop(e);	/* the id is another thread's now */
 			return NULL;
 		}
@@ -265,7 +244,7 @@ int fsb_sv_creds(struct fsb_supervisor *sv, pid_t pid, struct sv_creds *out)
 	pthread_mutex_unlock(&c->lock);
 
 	if (pidfd < 0)
-		pidfd = pidfd_of(pid);
+		pidfd = fsb_sv_pidfd(pid);
 	if ((err = read_status(pid, out, &tgid, &fixed)) < 0 || pidfd < 0 || !fixed) {
 		if (pidfd >= 0)
 			close(pidfd);

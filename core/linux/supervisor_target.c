@@ -130,7 +130,7 @@ int fsb_sv_fd_path(int fd, char *out, size_t len)
 
 /* ---- fds ---------------------------------------------------------------- */
 
-static int pidfd_of(pid_t pid)
+int fsb_sv_pidfd(pid_t pid)
 {
 	long pidfd = syscall(SYS_pidfd_open, pid, PIDFD_THREAD);
 
@@ -141,7 +141,7 @@ static int pidfd_of(pid_t pid)
 
 int fsb_sv_target_fd(pid_t pid, int tfd)
 {
-	int pidfd = pidfd_of(pid);
+	int pidfd = fsb_sv_pidfd(pid);
 	long fd;
 
 	if (pidfd < 0)
@@ -176,8 +176,7 @@ static void entry_drop(struct root_entry *e)
 	e->pid = 0;
 }
 
-/* A pidfd is readable once its process has exited. */
-static bool exited(int pidfd)
+bool fsb_sv_pidfd_exited(int pidfd)
 {
 	struct pollfd p = { .fd = pidfd, .events = POLLIN };
 
@@ -218,7 +217,7 @@ int fsb_sv_root(struct fsb_supervisor *sv, pid_t pid)
 	for (int i = 0; i < ROOT_CACHE_SIZE; i++) {
 		e = &c->e[i];
 		if (e->pid == pid) {
-			if (exited(e->pidfd)) {
+			if (fsb_sv_pidfd_exited(e->pidfd)) {
 				entry_drop(e);	/* the pid is another process's now */
 				victim = e;
 				break;
@@ -236,7 +235,7 @@ int fsb_sv_root(struct fsb_supervisor *sv, pid_t pid)
 	/* Not cached: the pidfd first, so the root read after it is the root
 	 * of the process the pidfd holds (or of nothing: checked by the
 	 * caller with NOTIF_ID_VALID). */
-	if ((pidfd = pidfd_of(pid)) < 0)
+	if ((pidfd = fsb_sv_pidfd(pid)) < 0)
 		return open_root(pid);
 	if ((rootfd = open_root(pid)) < 0) {
 		close(pidfd);
