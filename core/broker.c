@@ -473,12 +473,50 @@ void fsb_broker_decide(struct fsb_broker *b, struct fsb_access *d)
 }
 
 /*
+ * The ops the rules of a pack without decide hooks cannot tell apart
+ * (engine.lua, judge() and the hard-link rule), each class named by one of
+ * its ops: those that change a file's inode (content, mode, owner, times,
+ * xattrs, a new name for it), which the hard-link rule looks at; those
+ * that only take a name away, which denyWrite lets through; and those that
+ * make a name (rename-to, mkdir, symlink). A read is a class of its own.
+ */
+static enum fsb_op verdict_class(enum fsb_op op)
+{
+	switch (op) {
+	case FSB_OP_WRITE:
+	case FSB_OP_CREATE:
+	case FSB_OP_TOUCH:
+	case FSB_OP_CHMOD:
+	case FSB_OP_CHOWN:
+	case FSB_OP_UTIMES:
+	case FSB_OP_XATTR:
+	case FSB_OP_LINK:
+		return FSB_OP_WRITE;
+	case FSB_OP_DELETE:
+	case FSB_OP_RENAME_FROM:
+		return FSB_OP_DELETE;
+	case FSB_OP_RENAME_TO:
+	case FSB_OP_MKDIR:
+	case FSB_OP_SYMLINK:
+		return FSB_OP_RENAME_TO;
+	default:
+		return op;
+	}
+}
+
+/*
  * Whether the pack's verdict on `d` may come from, and go to, the verdict
  * cache: an access whose path resolved, judged by a pack without decide
  * hooks. Its verdict is then a function of the two names, the op, whether
  * the file exists and has other names, and the pack alone (verdict_cache.h;
  * approvals only turn an ask into an allow, and those are never stored,
  * see below).
+ *
+ * A change is keyed by its class, not its op, and without the existence:
+ * only allows of changes are stored (verdict_storable), an allow carries
+ * no sentence naming the op, and the rules look at the existence only
+ * through the hard-link rule, which LINKED holds. So `tar x`'s create of
+ * a file answers its fchown, fchmod and futimens from the cache.
  */
 static bool verdict_cacheable(const struct fsb_broker *b, const struct fsb_access *d,
 			      struct fsb_verdict_key *k)
@@ -487,9 +525,10 @@ static bool verdict_cacheable(const struct fsb_broker *b, const struct fsb_acces
 	 * stored without its sentences). */
 	if (d->resolve_err != 0 || d->explain || fsb_policy_has_hooks(b->policy))
 		return false;
-	k->kind = (unsigned)d->op;
+	k->kind = (unsigned)verdict_class(d->op);
 	if (d->res.exists) {
-		k->kind |= FSB_VERDICT_EXISTS;
+		if (d->op == FSB_OP_READ)
+			k->kind |= FSB_VERDICT_EXISTS;
 		if (d->res.st.st_nlink > 1 && !S_ISDIR(d->res.st.st_mode))
 			k->kind |= FSB_VERDICT_LINKED;
 	}

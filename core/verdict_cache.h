@@ -6,8 +6,9 @@
  *
  * The key is the connection's scope (session, tool call), the path as the
  * client sent it, the real path the core resolved, and the kind: the op
- * and, for a change, whether the file exists and whether it has other
- * names. Without decide hooks a verdict is a function of those and the
+ * (for a change, its class: broker.c, verdict_class()), whether a read's
+ * file exists, and whether a file has other names. Without decide hooks a
+ * verdict is a function of those and the
  * pack (engine.lua: the lists judge the names and the op; the hard-link
  * rule looks at the existence, the link count and the type, which the kind
  * holds as "linked", a non-directory with more than one link; backup.skip
@@ -59,7 +60,7 @@ struct fsb_verdict_key {
 	const char *tool_call;	/* "" for none */
 	const char *requested;	/* as the client sent it */
 	const char *resolved;	/* the real path in the requester's view */
-	unsigned kind;		/* the op | FSB_VERDICT_EXISTS | FSB_VERDICT_LINKED */
+	unsigned kind;		/* the op or its class | FSB_VERDICT_EXISTS | FSB_VERDICT_LINKED */
 };
 
 /** An empty cache of at most `capacity` entries taking at most `max_bytes`
