@@ -58,13 +58,30 @@ local function trie_pattern(words)
 		end
 		node[""] = true	-- a word ends here
 	end
+	-- A chain of nodes with one child each is one literal: one lpeg
+	-- pattern for the run, not one per byte.
 	local function build(node)
 		if node[""] then
 			return lpeg.P(true)	-- a shorter word already matched
 		end
 		local alt
 		for c, child in pairs(node) do
-			local p = lpeg.P(c) * build(child)
+			local run = c
+			while child[""] == nil do
+				local only, nkids = nil, 0
+				for k in pairs(child) do
+					only, nkids = k, nkids + 1
+					if nkids > 1 then
+						break
+					end
+				end
+				if nkids ~= 1 then
+					break
+				end
+				run = run .. only
+				child = child[only]
+			end
+			local p = lpeg.P(run) * build(child)
 			alt = alt and (alt + p) or p
 		end
 		return alt

@@ -149,8 +149,11 @@ local function expand_braces(text)
 			elseif depth > 0 and (c == "," or c == "}") then
 				return acc
 			else
-				piece = c
-				pos = pos + 1
+				-- A run of plain characters, up to the next one that may
+				-- open or close something, taken whole.
+				local stop = (string_find(text, "[%$%[{,}]", pos + 1) or len + 1) - 1
+				piece = string_sub(text, pos, stop)
+				pos = stop + 1
 			end
 			if piece ~= nil then
 				for i = 1, #acc do
