@@ -50,7 +50,10 @@ DESTDIR  ?=
 CC       ?= cc
 PKGS     := lua5.4 libuv libcjson libcrypto libmicrohttpd libzstd
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
-PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
+# libmicrohttpd is not linked: `fsbroker ui` loads it (core/ui_mhd.c), by
+# the soname of the library its headers came with.
+PKG_LIBS   := $(shell pkg-config --libs $(filter-out libmicrohttpd,$(PKGS)) 2>/dev/null)
+MHD_SONAME := $(shell objdump -p "$$(pkg-config --variable=libdir libmicrohttpd 2>/dev/null)/libmicrohttpd.so" 2>/dev/null | awk '/SONAME/ { print $$2 }')
 # Debian's lua-lpeg ships the module as a shared library with no link name;
 # linking it lets the core preload lpeg without enabling package.loadlib.
 LPEG_LIB := -l:liblua5.4-lpeg.so.2
@@ -66,6 +69,7 @@ CFLAGS   ?= -O2 -g
 # from core/ as from the family itself. -iquote, not -I: core/linux/ must
 # not stand in for <linux/...> (the kernel's landlock.h is not ours).
 CFLAGS   += -std=gnu11 -D_GNU_SOURCE $(WARN) $(PKG_CFLAGS) -iquote core -iquote core/store -iquote core/linux
+CFLAGS   += -DFSB_MHD_SONAME='"$(or $(MHD_SONAME),libmicrohttpd.so.12)"'
 LDLIBS   += $(PKG_LIBS) $(LPEG_LIB)
 # Binaries under build/san-* or build/bench do not sit next to lua/: name it.
 export FSBROKER_LUA_DIR := $(CURDIR)/lua

@@ -21,9 +21,12 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include <microhttpd.h>
+#include "ui_mhd.h"
 
 #define BODY_MAX (64 * 1024)
+
+/* libmicrohttpd, loaded by the first fsb_ui_listen(). */
+static const struct fsb_mhd *mhd;
 
 struct fsb_ui_server {
 	struct MHD_Daemon *d;
@@ -83,23 +86,23 @@ static enum MHD_Result answer(struct MHD_Connection *conn, unsigned status, cons
 	struct MHD_Response *r;
 	enum MHD_Result ret;
 
-	r = MHD_create_response_from_buffer(len, body, MHD_RESPMEM_MUST_FREE);
+	r = mhd->create_response_from_buffer(len, body, MHD_RESPMEM_MUST_FREE);
 	if (r == NULL) {
 		free(body);
 		return MHD_NO;
 	}
-	MHD_add_response_header(r, "Content-Type", type);
-	MHD_add_response_header(r, "Cache-Control", "no-store");
-	MHD_add_response_header(r, "X-Content-Type-Options", "nosniff");
+	mhd->add_response_header(r, "Content-Type", type);
+	mhd->add_response_header(r, "Cache-Control", "no-store");
+	mhd->add_response_header(r, "X-Content-Type-Options", "nosniff");
 	/* The URL holds the token: never send it on as a Referer. */
-	MHD_add_response_header(r, "Referrer-Policy", "no-referrer");
-	MHD_add_response_header(r, "X-Frame-Options", "DENY");
-	MHD_add_response_header(r, "Content-Security-Policy",
+	mhd->add_response_header(r, "Referrer-Policy", "no-referrer");
+	mhd->add_response_header(r, "X-Frame-Options", "DENY");
+	mhd->add_response_header(r, "Content-Security-Policy",
 				"default-src 'none'; script-src 'unsafe-inline'; style-src "
 				"'unsafe-inline'; connect-src 'self'; img-src 'self' data:; "
 				"form-action 'none'; frame-ancestors 'none'; base-uri 'none'");
-	ret = MHD_queue_response(conn, status, r);
-	MHD_destroy_response(r);
+	ret = mhd->queue_response(conn, status, r);
+	mhd->destroy_response(r);
 	return ret;
 }
 
@@ -116,11 +119,11 @@ static enum MHD_Result refuse(struct MHD_Connection *conn, unsigned status, cons
 /* The request's own checks: NULL when it may go on, else why not. */
 static const char *gate(const struct fsb_ui_server *s, struct MHD_Connection *conn, bool post)
 {
-	const char *host = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Host");
-	const char *origin = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Origin");
-	const char *tok = MHD_lookup_connection_value(conn, MHD_GET_ARGUMENT_KIND, "token");
-	const char *hdr = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "X-FSB-Token");
-	const char *csrf = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "X-FSB-CSRF");
+	const char *host = mhd->lookup_connection_value(conn, MHD_HEADER_KIND, "Host");
+	const char *origin = mhd->lookup_connection_value(conn, MHD_HEADER_KIND, "Origin");
+	const char *tok = mhd->lookup_connection_value(conn, MHD_GET_ARGUMENT_KIND, "token");
+	const char *hdr = mhd->lookup_connection_value(conn, MHD_HEADER_KIND, "X-FSB-Token");
+	const char *csrf = mhd->lookup_connection_value(conn, MHD_HEADER_KIND, "X-FSB-CSRF");
 
 	/* A browser reaches a Unix socket only through something the user
 	 * set up; over TCP, a page of another name resolving to 127.0.0.1
@@ -298,6 +301,10 @@ int fsb_ui_listen(const char *spec, fsb_ui_handler h, void *arg, struct fsb_ui_s
 		snprintf(err, errlen, "out of memory");
 		return -ENOMEM;
 	}
+	if ((mhd = fsb_mhd_load(err, errlen)) == NULL) {
+		free(s);
+		return -ENOENT;
+	}
 	s->fd = -1;
 	s->h = h;
 	s->arg = arg;
@@ -322,7 +329,7 @@ int fsb_ui_listen(const char *spec, fsb_ui_handler h, void *arg, struct fsb_ui_s
 	}
 	/* One thread: requests run one after another, so two restores never
 	 * race each other over the same files. */
-	s->d = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG, 0, NULL,
+	s->d = mhd->start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG, 0, NULL,
 				NULL, on_request, s, MHD_OPTION_LISTEN_SOCKET, s->fd,
 				MHD_OPTION_NOTIFY_COMPLETED, on_done, NULL,
 				MHD_OPTION_CONNECTION_LIMIT, 32u, MHD_OPTION_CONNECTION_TIMEOUT,
@@ -352,7 +359,7 @@ const char *fsb_ui_csrf(const struct fsb_ui_server *s)
 
 const char *fsb_ui_query(const struct fsb_ui_req *rq, const char *key)
 {
-	return MHD_lookup_connection_value(rq->conn, MHD_GET_ARGUMENT_KIND, key);
+	return mhd->lookup_connection_value(rq->conn, MHD_GET_ARGUMENT_KIND, key);
 }
 
 void fsb_ui_stop(struct fsb_ui_server *s)
@@ -360,7 +367,7 @@ void fsb_ui_stop(struct fsb_ui_server *s)
 	if (s == NULL)
 		return;
 	if (s->d != NULL)
-		MHD_stop_daemon(s->d);
+		mhd->stop_daemon(s->d);
 	if (s->fd >= 0)
 		close(s->fd);
 	if (s->unix_sock)
