@@ -232,14 +232,21 @@ int fsb_broker_init(struct fsb_broker *b, uv_loop_t *loop,
 			fsb_protected_add(&b->protected, exe, FSB_PROTECT_READONLY,
 					  "brokered client", false);
 
-	if ((rc = load_policy(b, &b->policy, err, errlen)) < 0)
-		return rc;
-	protect_pack_files(b);
 	if (fsb_verdict_cache_init(&b->verdict_cache, FSB_VERDICT_CACHE_ENTRIES,
 				 FSB_VERDICT_CACHE_BYTES) < 0) {
 		snprintf(err, errlen, "out of memory");
 		return -ENOMEM;
 	}
+	return cfg->policy_later ? 0 : fsb_broker_load_policy(b, err, errlen);
+}
+
+int fsb_broker_load_policy(struct fsb_broker *b, char *err, size_t errlen)
+{
+	int rc;
+
+	if ((rc = load_policy(b, &b->policy, err, errlen)) < 0)
+		return rc;
+	protect_pack_files(b);
 	return 0;
 }
 

@@ -37,6 +37,10 @@ struct fsb_broker_config {
 	char home[PATH_MAX], tmp[PATH_MAX];
 	char state_dir[PATH_MAX];
 	bool one_shot;			/* `fsbroker check`: create nothing, audit nothing */
+	/* The pack is loaded later, by fsb_broker_load_policy(): `fsbroker
+	 * run` starts its sandbox meanwhile (docs/runtime.md, "Started
+	 * before the pack is loaded"). Nothing is judged until then. */
+	bool policy_later;
 	struct fsb_lua_limits limits;
 };
 
@@ -193,6 +197,13 @@ bool fsb_id_valid(const char *id);
  */
 int fsb_broker_init(struct fsb_broker *b, uv_loop_t *loop,
 		    const struct fsb_broker_config *cfg, char *err, size_t errlen);
+
+/**
+ * Load the first pack of a broker set up with cfg.policy_later (and
+ * protect its files): what fsb_broker_init() does last otherwise. 0, or a
+ * negative value with a sentence in `err`.
+ */
+int fsb_broker_load_policy(struct fsb_broker *b, char *err, size_t errlen);
 
 void fsb_broker_free(struct fsb_broker *b);
 

@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -23,6 +24,7 @@
 #include "cli.h"
 #include "config.h"
 #include "control.h"
+#include "launch_record.h"
 #include "landlock.h"
 #include "log.h"
 #include "modify_backup.h"
@@ -37,6 +39,10 @@
 
 /* The descriptor fsbroker-init finds its end of the admin connection on. */
 #define INIT_SOCKET_FD 3
+/* bwrap's --block-fd and --info-fd of a sandbox started before the pack
+ * is loaded. */
+#define BLOCK_FD 4
+#define INFO_FD 5
 
 static const char usage[] =
 	"usage: fsbroker run [OPTIONS] -- CMD [ARG]...\n"
@@ -92,7 +98,9 @@ static const char usage[] =
 	"  TMPDIR (the pack's ${tmp}), HOME, XDG_STATE_HOME, XDG_RUNTIME_DIR (hidden in\n"
 	"  the sandbox), PATH (finds bwrap and CMD); with --shell zsh FSBROKER_ZSH and\n"
 	"  FSBROKER_CLIENTS_BIN; FSBROKER_STAGE_TIMES=FILE appends where each kind of\n"
-	"  supervised call spent its time to FILE (docs/benchmarks.md)\n"
+	"  supervised call spent its time to FILE (docs/benchmarks.md);\n"
+	"  FSBROKER_LAUNCH_AHEAD=0 starts the sandbox only once the pack is loaded\n"
+	"  (docs/runtime.md, \"Started before the pack is loaded\")\n"
 	"docs: docs/runtime.md (every flag), docs/runtime-degraded.md,\n"
 	"  docs/runtime-mount-plan.md, docs/rule-packs.md\n";
 
@@ -120,6 +128,7 @@ struct run {
 	bool server_up;
 	uv_process_t proc;
 	uv_signal_t sigs[3];
+	bool sigs_up;
 	int init_sock;		/* our copy of init's end, kept until CMD is gone */
 	/* An embedded core: the private directory of the run's scoped socket
 	 * (made when sockdir_made), and the admin connection's end it serves. */
@@ -133,6 +142,20 @@ struct run {
 	bool ctl_up;
 	int ctl_wfd;		/* our dup of the control fd, for writing */
 	struct fsb_prompt_events prompts;
+	/* A sandbox started from the launch record while the pack loads
+	 * (docs/runtime.md, "Started before the pack is loaded"): it waits on
+	 * bwrap's --block-fd until `go_fd` is written, or is killed. */
+	int go_fd;
+	int info_fd;		/* where bwrap says its child's pid */
+	struct fsb_launch_record ahead_rec;	/* what it was started from */
+	struct fsb_mount_plan ahead_plan;	/* ahead_rec's options only */
+	char **ahead_argv;		/* its command line, without --block-fd */
+	bool discarding;	/* killed: its exit is not CMD's */
+	bool proc_closed;	/* r->proc may be spawned into again */
+	/* fsbroker-init's --setenv values, the same for either command line. */
+	char env_sock[PATH_MAX + 32], env_sid[160], env_tc[160];
+	char env_home[PATH_MAX + 8], env_tmp[PATH_MAX + 8];
+	char *envs[6];
 	bool exited;
 	bool own_group;		/* no pid namespace: CMD leads its own process group */
 	int64_t exit_status;
@@ -171,12 +194,26 @@ static void on_host_gone(struct fsb_control *ctl)
 	}
 }
 
+static void on_proc_closed(uv_handle_t *h)
+{
+	struct run *r = h->data;
+
+	r->proc_closed = true;
+}
+
 /* CMD is gone (bwrap exited, and with it the sandbox's pid namespace):
  * let go of everything so the loop ends once the supervisor's work is. */
 static void on_exit_cb(uv_process_t *p, int64_t status, int term_signal)
 {
 	struct run *r = p->data;
 
+	/* The sandbox started ahead and killed on its --block-fd: nothing
+	 * of CMD's ever ran. */
+	if (r->discarding) {
+		r->discarding = false;
+		uv_close((uv_handle_t *)p, on_proc_closed);
+		return;
+	}
 	fsb_prompt_events_stop(&r->prompts);
 	if (r->ctl_up) {
 		r->ctl_up = false;
@@ -194,7 +231,7 @@ static void on_exit_cb(uv_process_t *p, int64_t status, int term_signal)
 	r->exit_status = status;
 	r->term_signal = term_signal;
 	uv_close((uv_handle_t *)p, on_closed);
-	for (int i = 0; i < 3; i++)
+	for (int i = 0; r->sigs_up && i < 3; i++)
 		uv_close((uv_handle_t *)&r->sigs[i], on_closed);
 	if (r->init_sock >= 0 && !r->attached)
 		close(r->init_sock);
@@ -373,21 +410,18 @@ static void audit_scope(struct fsb_broker *b, const struct fsb_scope *scope, con
 }
 
 /* Choose the mode this machine allows (or refuse), and find what it runs. */
-static int preflight(struct fsb_broker *b, const struct run_opts *o, struct fsb_run_mode *mode,
+/*
+ * What the machine allows and where bwrap and fsbroker-init are: all a run
+ * needs to know before its pack is loaded. mode->reads_broker says only
+ * what the machine forces; the pack's `reads` is added once it is loaded.
+ */
+static int preflight(const struct run_opts *o, struct fsb_run_mode *mode,
 		     char *bwrap, size_t bwrap_len, char *init, size_t init_len)
 {
-	struct fsb_policy_summary sum;
 	char err[1024];
 	int rc;
 
-	memset(&sum, 0, sizeof(sum));
-	if (fsb_policy_summary(b->policy, &sum, err, sizeof(err)) < 0) {
-		fsb_policy_summary_free(&sum);
-		return fail("%s", err);
-	}
-	rc = fsb_run_mode_choose(mode, o->simulate_missing, o->accepted,
-				 sum.reads == FSB_READS_BROKER, err, sizeof(err));
-	fsb_policy_summary_free(&sum);
+	rc = fsb_run_mode_choose(mode, o->simulate_missing, o->accepted, false, err, sizeof(err));
 	if (rc < 0)
 		return fail("%s", err);
 	bwrap[0] = '\0';
@@ -665,10 +699,13 @@ static int start_control(struct run *r, const struct run_opts *o, const char *se
 }
 
 /* Spawn `bargv` with fds 0-2 and `sock` as fd 3; signals go on to it. */
-static int spawn_sandbox(struct run *r, char **bargv, int sock)
+/* Start bargv with init's socket on fd 3 and, when block_fd >= 0, the
+ * read end of the pipe bwrap's --block-fd waits on as fd 4 and the write
+ * end of its --info-fd as fd 5. */
+static int spawn_sandbox(struct run *r, char **bargv, int sock, int block_fd, int info_fd)
 {
 	uv_process_options_t po;
-	uv_stdio_container_t stdio[4];
+	uv_stdio_container_t stdio[6];
 	int rc;
 
 	memset(&po, 0, sizeof(po));
@@ -679,10 +716,14 @@ static int spawn_sandbox(struct run *r, char **bargv, int sock)
 	}
 	stdio[INIT_SOCKET_FD].flags = UV_INHERIT_FD;
 	stdio[INIT_SOCKET_FD].data.fd = sock;
+	stdio[BLOCK_FD].flags = UV_INHERIT_FD;
+	stdio[BLOCK_FD].data.fd = block_fd;
+	stdio[INFO_FD].flags = UV_INHERIT_FD;
+	stdio[INFO_FD].data.fd = info_fd;
 	po.file = bargv[0];
 	po.args = bargv;
 	po.stdio = stdio;
-	po.stdio_count = 4;
+	po.stdio_count = block_fd >= 0 ? 6 : 4;
 	po.exit_cb = on_exit_cb;
 	/* Without a pid namespace: a session and process group of its own,
 	 * ended with CMD (on_exit_cb), started in the workspace as the mount
@@ -692,17 +733,24 @@ static int spawn_sandbox(struct run *r, char **bargv, int sock)
 		po.cwd = r->broker.cfg.workspace;
 	}
 	r->proc.data = r;
+	r->proc_closed = false;
 	rc = uv_spawn(&r->loop, &r->proc, &po);
 	if (rc < 0) {
-		uv_close((uv_handle_t *)&r->proc, on_closed);
+		uv_close((uv_handle_t *)&r->proc, on_proc_closed);
 		return fail("cannot start %s: %s", bargv[0], uv_strerror(rc));
 	}
+	return 0;
+}
+
+/* SIGINT, SIGTERM and SIGHUP go to the sandbox from now on. */
+static void forward_signals(struct run *r)
+{
 	for (int i = 0; i < 3; i++) {
 		uv_signal_init(&r->loop, &r->sigs[i]);
 		r->sigs[i].data = r;
 		uv_signal_start(&r->sigs[i], on_signal, forwarded[i]);
 	}
-	return 0;
+	r->sigs_up = true;
 }
 
 static off_t audit_size(const char *state_dir, const char *session)
@@ -855,11 +903,228 @@ static int start_embedded_core(struct run *r, const struct run_opts *o, bool nam
 	/* Supervise on this connection supervises for the run's scope. */
 	conn->scope = scope;
 	audit_scope(&r->broker, &scope, r->scoped);
-	/* What `fsbroker approve` recorded since an earlier run asked. */
-	fsb_approvals_load(&r->broker, session);
 	if (o->control_fd >= 0)
 		return start_control(r, o, session);
 	return 0;
+}
+
+/* What the pack decides of fsbroker-init's options (struct fsb_run_launch). */
+struct init_opts {
+	char *const *keep_env;
+	size_t nkeep;
+	bool reads_broker, landlock;
+	const char *tmp;
+};
+
+/*
+ * bwrap's command line (or fsbroker-init's alone, without namespaces):
+ * the mount plan, then fsbroker-init with the pack's options `io` and the
+ * run's own variables. NULL when out of memory.
+ */
+static char **sandbox_argv(struct run *r, const struct run_opts *o, const char *session,
+			   const char *tool_call, const char *bwrap, const char *init,
+			   const struct fsb_mount_plan *plan, const struct init_opts *io)
+{
+	static char env_reads[] = "FSBROKER_READS=sandbox";
+	struct fsb_run_launch l;
+	size_t n = 0;
+
+	/* Under bwrap the plan binds the scoped socket at FSB_MOUNT_SOCKET. */
+	snprintf(r->env_sock, sizeof(r->env_sock), "FSBROKER_SOCKET=%s",
+		 bwrap != NULL ? FSB_MOUNT_SOCKET : r->scoped);
+	snprintf(r->env_sid, sizeof(r->env_sid), "FSBROKER_SESSION_ID=%s", session);
+	snprintf(r->env_tc, sizeof(r->env_tc), "FSBROKER_TOOL_CALL_ID=%s", tool_call);
+	r->envs[n++] = r->env_sock;
+	r->envs[n++] = r->env_sid;
+	r->envs[n++] = r->env_tc;
+	/* reads = "mask" under bubblewrap: the masks hide every denyRead path
+	 * from every program of the run, so the clients open reads without
+	 * asking (docs/clients.md, "Reads inside fsbroker run"). Without the
+	 * namespaces there are no masks, and with reads = "broker" the
+	 * supervisor judges each open: there the clients keep asking. */
+	if (bwrap != NULL && !io->reads_broker)
+		r->envs[n++] = env_reads;
+	/* Attached, the sandbox is the core's view: its ~ and ${tmp} are the
+	 * core's, and so are HOME and TMPDIR where the pack passes them. */
+	for (size_t i = 0; r->attached && i < io->nkeep; i++) {
+		if (strcmp(io->keep_env[i], "HOME") == 0) {
+			snprintf(r->env_home, sizeof(r->env_home), "HOME=%s", r->broker.cfg.home);
+			r->envs[n++] = r->env_home;
+		} else if (strcmp(io->keep_env[i], "TMPDIR") == 0) {
+			snprintf(r->env_tmp, sizeof(r->env_tmp), "TMPDIR=%s", r->broker.cfg.tmp);
+			r->envs[n++] = r->env_tmp;
+		}
+	}
+	/* CMD keeps only the variables the pack's env.pass names. */
+	memset(&l, 0, sizeof(l));
+	l.bwrap = bwrap;
+	l.plan = plan;
+	l.init = init;
+	l.tmp = io->tmp;
+	l.reads_broker = io->reads_broker;
+	l.landlock = io->landlock;
+	l.keep_env = io->keep_env;
+	l.nkeep = io->nkeep;
+	l.setenv_strs = r->envs;
+	l.nset = n;
+	l.cmd = o->cmd;
+	return fsb_run_sandbox_argv(&l);
+}
+
+/* What decides a launch record and is known before the pack is loaded. */
+static void launch_key(const struct run *r, const struct run_opts *o, char *out, size_t len)
+{
+	const struct fsb_broker_config *c = &r->broker.cfg;
+	const char *runtime = getenv("XDG_RUNTIME_DIR");
+
+	snprintf(out, len, "pack=%s\nlua=%s\nworkspace=%s\nhome=%s\ntmp=%s\nstate=%s\n"
+		 "uid=%u\nnetwork=%d\nshell=%d\nscan-max=%zu\nsimulate=%u\naccepted=%u\n"
+		 "runtime=%s\n", c->pack, c->luadir, c->workspace, c->home, c->tmp, c->state_dir,
+		 (unsigned)getuid(), o->network, o->shell_cmd != NULL, o->scan_max_entries,
+		 o->simulate_missing, o->accepted, runtime != NULL ? runtime : "");
+}
+
+/*
+ * Start the sandbox the launch record of `key` describes, blocked on
+ * bwrap's --block-fd until go_ahead() (docs/runtime.md, "Started before
+ * the pack is loaded"). 0 when it started; otherwise nothing is running
+ * and the run starts its sandbox once the pack is loaded.
+ */
+static int start_ahead(struct run *r, const struct run_opts *o, const char *session,
+		       const char *tool_call, const char *key, const char *bwrap, const char *init)
+{
+	struct init_opts io;
+	char **v = NULL;
+	size_t n = 0;
+	int pipefd[2], infofd[2], rc;
+
+	if (getenv("FSBROKER_LAUNCH_AHEAD") != NULL &&
+	    strcmp(getenv("FSBROKER_LAUNCH_AHEAD"), "0") == 0)
+		return -ENOENT;
+	if (fsb_launch_record_load(r->broker.cfg.state_dir, key, r->scoped, &r->ahead_rec) < 0)
+		return -ENOENT;
+	r->ahead_plan.argv = r->ahead_rec.plan;
+	r->ahead_plan.argc = r->ahead_rec.nplan;
+	io = (struct init_opts){ r->ahead_rec.keep_env, r->ahead_rec.nkeep,
+				 r->ahead_rec.reads_broker, r->ahead_rec.landlock, r->ahead_rec.tmp };
+	r->ahead_argv = sandbox_argv(r, o, session, tool_call, bwrap, init, &r->ahead_plan, &io);
+	while (r->ahead_argv != NULL && r->ahead_argv[n] != NULL)
+		n++;
+	/* bwrap, --block-fd 4 --info-fd 5, then the same options. */
+	if (r->ahead_argv == NULL || (v = calloc(n + 5, sizeof(*v))) == NULL)
+		return -ENOMEM;
+	v[0] = r->ahead_argv[0];
+	v[1] = "--block-fd";
+	v[2] = "4";
+	v[3] = "--info-fd";
+	v[4] = "5";
+	memcpy(v + 5, r->ahead_argv + 1, n * sizeof(*v));
+	if (pipe2(pipefd, O_CLOEXEC) < 0) {
+		free(v);
+		return -errno;
+	}
+	if (pipe2(infofd, O_CLOEXEC) < 0) {
+		rc = -errno;
+		close(pipefd[0]);
+		close(pipefd[1]);
+		free(v);
+		return rc;
+	}
+	rc = spawn_sandbox(r, v, r->init_sock, pipefd[0], infofd[1]);
+	close(pipefd[0]);
+	close(infofd[1]);
+	free(v);
+	if (rc != 0) {
+		close(pipefd[1]);
+		close(infofd[0]);
+		while (!r->proc_closed)
+			uv_run(&r->loop, UV_RUN_ONCE);
+		return -EIO;
+	}
+	r->go_fd = pipefd[1];
+	r->info_fd = infofd[0];
+	fsb_debug("sandbox started from the launch record while the pack loads");
+	return 0;
+}
+
+/* Let the sandbox started ahead go on: bwrap reads a byte on --block-fd. */
+static int go_ahead(struct run *r)
+{
+	ssize_t n;
+
+	do
+		n = write(r->go_fd, "g", 1);
+	while (n < 0 && errno == EINTR);
+	close(r->go_fd);
+	r->go_fd = -1;
+	close(r->info_fd);
+	r->info_fd = -1;
+	return n == 1 ? 0 : -EIO;
+}
+
+/*
+ * The pid of the process bwrap made in the new namespaces, from what it
+ * wrote on --info-fd ({"child-pid": N, ...}), or -1 when it ended first.
+ * bwrap writes it as soon as that process exists; the poll's bound only
+ * keeps a wedged bwrap from holding the run for ever.
+ */
+static pid_t ahead_child(int fd)
+{
+	char buf[512] = "";
+	size_t len = 0;
+	const char *at;
+
+	while (len < sizeof(buf) - 1 && memchr(buf, '}', len) == NULL) {
+		struct pollfd p = { .fd = fd, .events = POLLIN };
+		ssize_t n;
+
+		if (poll(&p, 1, 10000) <= 0)
+			return -1;
+		n = read(fd, buf + len, sizeof(buf) - 1 - len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return -1;
+		len += (size_t)n;
+	}
+	buf[len] = '\0';
+	at = strstr(buf, "\"child-pid\":");
+	return at != NULL ? (pid_t)strtol(at + strlen("\"child-pid\":"), NULL, 10) : -1;
+}
+
+/*
+ * Kill the sandbox started ahead and wait until it is gone. Its --block-fd
+ * stays open until then: at end of file bwrap would go on. The process
+ * blocked on it is bwrap's child, pid 1 of the new pid namespace, which
+ * would outlive bwrap's own death (bwrap 0.8 sets it no parent-death
+ * signal before it reads --block-fd): it is what is killed, by the pid
+ * bwrap reported, and once SIGKILL is sent to it, it can run nothing
+ * more. bwrap reaps it and exits (a killed bwrap would leave it to init).
+ * Without a pid, bwrap ended or never made it: bwrap is killed.
+ */
+static void discard_ahead(struct run *r)
+{
+	pid_t child = ahead_child(r->info_fd);
+
+	close(r->info_fd);
+	r->info_fd = -1;
+	r->discarding = true;
+	if (child <= 0 || kill(child, SIGKILL) < 0)
+		uv_process_kill(&r->proc, SIGKILL);
+	while (!r->proc_closed)
+		uv_run(&r->loop, UV_RUN_ONCE);
+	close(r->go_fd);
+	r->go_fd = -1;
+}
+
+static bool same_argv(char **a, char **b)
+{
+	size_t i = 0;
+
+	for (; a[i] != NULL && b[i] != NULL; i++)
+		if (strcmp(a[i], b[i]) != 0)
+			return false;
+	return a[i] == NULL && b[i] == NULL;
 }
 
 int fsb_cli_run(int argc, char **argv)
@@ -867,12 +1132,7 @@ int fsb_cli_run(int argc, char **argv)
 	const char *session, *tool_call;
 	char tc_buf[64], state[PATH_MAX], cwd[PATH_MAX], err[2048];
 	char sess_buf[FSB_SESSION_NAME_LEN];
-	char bwrap[PATH_MAX], init[PATH_MAX];
-	char env_sock[PATH_MAX + 32], env_sid[160], env_tc[160];
-	char env_home[PATH_MAX + 8], env_tmp[PATH_MAX + 8];
-	char env_reads[] = "FSBROKER_READS=sandbox";
-	char *envs[6] = { env_sock, env_sid, env_tc };
-	size_t nenvs = 3;
+	char bwrap[PATH_MAX], init[PATH_MAX], key[8 * PATH_MAX];
 	struct fsb_run_summary sum;
 	struct fsb_policy_summary pol;
 	struct fsb_run_attach at;
@@ -880,9 +1140,9 @@ int fsb_cli_run(int argc, char **argv)
 	struct fsb_mount_inputs in;
 	struct fsb_mount_plan plan;
 	struct fsb_run_mode mode;
-	struct fsb_run_launch launch;
+	struct init_opts io;
 	struct run_opts o;
-	bool help, plan_built = false, summary_written = false;
+	bool help, plan_built = false, summary_written = false, ahead = false;
 	enum fsb_network_mode net;
 	const char *net_from;
 	char **bargv = NULL;
@@ -975,8 +1235,13 @@ int fsb_cli_run(int argc, char **argv)
 		goto out;
 	}
 	r->init_sock = -1;
+	r->go_fd = -1;
+	r->info_fd = -1;
+	r->proc_closed = true;
 	r->attached = o.core_dir != NULL;
 	uv_loop_init(&r->loop);
+	/* Embedded, the pack is loaded once the sandbox may be starting. */
+	cfg.policy_later = !r->attached;
 	if (fsb_broker_init(&r->broker, r->attached ? NULL : &r->loop, &cfg, err,
 			    sizeof(err)) < 0) {
 		rc = fail("%s", err);
@@ -993,22 +1258,17 @@ int fsb_cli_run(int argc, char **argv)
 	/* Masked in the sandbox: no command run there can read or forge it. */
 	in.scan_index_dir = r->broker.cfg.state_dir[0] ? r->broker.cfg.state_dir : NULL;
 	if (o.explain) {
+		if (r->broker.policy == NULL &&
+		    fsb_broker_load_policy(&r->broker, err, sizeof(err)) < 0) {
+			rc = fail("%s", err);
+			goto out;
+		}
 		rc = explain(&r->broker, &in, &o);
 		goto out;
 	}
-	if ((rc = preflight(&r->broker, &o, &mode, bwrap, sizeof(bwrap), init, sizeof(init))) != 0)
+	if ((rc = preflight(&o, &mode, bwrap, sizeof(bwrap), init, sizeof(init))) != 0)
 		goto out;
 	rc = FSB_EXIT_RUN;
-	if (fsb_policy_summary(r->broker.policy, &pol, err, sizeof(err)) < 0) {
-		rc = fail("%s", err);
-		goto out;
-	}
-	net = run_network(&o, &pol, &net_from);
-	if ((rc = check_network(net, net_from, &mode)) != 0)
-		goto out;
-	rc = FSB_EXIT_RUN;
-	in.network_none = net == FSB_NETWORK_NONE;
-	sum.network = network_name(net);
 
 	if (r->attached) {
 		snprintf(r->scoped, sizeof(r->scoped), "%s", at.socket);
@@ -1019,7 +1279,6 @@ int fsb_cli_run(int argc, char **argv)
 			goto out;
 		rc = FSB_EXIT_RUN;
 	}
-
 	in.scoped_socket = r->scoped;
 	if (r->attached) {
 		in.socket_dirs = at.socket_dir_list;
@@ -1028,6 +1287,32 @@ int fsb_cli_run(int argc, char **argv)
 	in.init_binary = init;
 	if (o.shell_cmd != NULL && mode.namespaces)
 		shell_in_sandbox(o.shell_cmd, &in);
+
+	/* The sandbox of the last run like this one starts now, blocked,
+	 * and bwrap builds it while the pack loads. */
+	launch_key(r, &o, key, sizeof(key));
+	if (!r->attached && mode.namespaces && r->broker.cfg.state_dir[0])
+		ahead = start_ahead(r, &o, session, tool_call, key, bwrap, init) == 0;
+	if (r->broker.policy == NULL) {
+		if (fsb_broker_load_policy(&r->broker, err, sizeof(err)) < 0) {
+			rc = fail("%s", err);
+			goto out;
+		}
+		/* What `fsbroker approve` recorded since an earlier run asked. */
+		fsb_approvals_load(&r->broker, session);
+	}
+	if (fsb_policy_summary(r->broker.policy, &pol, err, sizeof(err)) < 0) {
+		rc = fail("%s", err);
+		goto out;
+	}
+	mode.reads_broker = mode.reads_broker || pol.reads == FSB_READS_BROKER;
+	net = run_network(&o, &pol, &net_from);
+	if ((rc = check_network(net, net_from, &mode)) != 0)
+		goto out;
+	rc = FSB_EXIT_RUN;
+	in.network_none = net == FSB_NETWORK_NONE;
+	sum.network = network_name(net);
+
 	memset(&plan, 0, sizeof(plan));
 	plan_built = true;
 	if (mode.namespaces && fsb_mount_plan_build(r->broker.policy, &in, &plan) < 0) {
@@ -1041,52 +1326,44 @@ int fsb_cli_run(int argc, char **argv)
 	sum.nmask_warnings = plan.nwarnings;
 	for (size_t i = 0; o.summary_fd < 0 && i < plan.nwarnings; i++)
 		fprintf(stderr, "fsbroker run: %s\n", plan.warnings[i]);
-	/* Under bwrap the plan binds the scoped socket at FSB_MOUNT_SOCKET. */
-	snprintf(env_sock, sizeof(env_sock), "FSBROKER_SOCKET=%s",
-		 mode.namespaces ? FSB_MOUNT_SOCKET : r->scoped);
-	snprintf(env_sid, sizeof(env_sid), "FSBROKER_SESSION_ID=%s", session);
-	snprintf(env_tc, sizeof(env_tc), "FSBROKER_TOOL_CALL_ID=%s", tool_call);
-	/* reads = "mask" under bubblewrap: the masks hide every denyRead path
-	 * from every program of the run, so the clients open reads without
-	 * asking (docs/clients.md, "Reads inside fsbroker run"). Without the
-	 * namespaces there are no masks, and with reads = "broker" the
-	 * supervisor judges each open: there the clients keep asking. */
-	if (mode.namespaces && !mode.reads_broker)
-		envs[nenvs++] = env_reads;
-	/* Attached, the sandbox is the core's view: its ~ and ${tmp} are the
-	 * core's, and so are HOME and TMPDIR where the pack passes them. */
-	for (size_t i = 0; r->attached && i < pol.nenv_pass; i++) {
-		if (strcmp(pol.env_pass[i], "HOME") == 0) {
-			snprintf(env_home, sizeof(env_home), "HOME=%s", r->broker.cfg.home);
-			envs[nenvs++] = env_home;
-		} else if (strcmp(pol.env_pass[i], "TMPDIR") == 0) {
-			snprintf(env_tmp, sizeof(env_tmp), "TMPDIR=%s", r->broker.cfg.tmp);
-			envs[nenvs++] = env_tmp;
-		}
-	}
-	/* CMD keeps only the variables the pack's env.pass names. */
-	memset(&launch, 0, sizeof(launch));
-	launch.bwrap = mode.namespaces ? bwrap : NULL;
-	launch.plan = &plan;
-	launch.init = init;
-	launch.tmp = r->broker.cfg.tmp;
-	launch.reads_broker = mode.reads_broker;
-	launch.landlock = mode.landlock;
-	launch.keep_env = pol.env_pass;
-	launch.nkeep = pol.nenv_pass;
-	launch.setenv_strs = envs;
-	launch.nset = nenvs;
-	launch.cmd = o.cmd;
-	bargv = fsb_run_sandbox_argv(&launch);
+	io = (struct init_opts){ pol.env_pass, pol.nenv_pass, mode.reads_broker, mode.landlock,
+				 r->broker.cfg.tmp };
+	bargv = sandbox_argv(r, &o, session, tool_call, mode.namespaces ? bwrap : NULL, init,
+			     &plan, &io);
 	if (bargv == NULL) {
 		rc = fail("out of memory");
 		goto out;
 	}
+	if (!r->attached && mode.namespaces && r->broker.cfg.state_dir[0]) {
+		struct fsb_run_launch l = { .tmp = io.tmp, .reads_broker = io.reads_broker,
+					    .landlock = io.landlock, .keep_env = io.keep_env,
+					    .nkeep = io.nkeep };
+
+		if ((rc = fsb_launch_record_save(r->broker.cfg.state_dir, key, r->scoped, &plan,
+						 &l)) < 0)
+			fsb_debug("the launch record is not kept: %s", strerror(-rc));
+		rc = FSB_EXIT_RUN;
+	}
 	audit_from = audit_size(r->broker.cfg.state_dir, session);
 	r->own_group = !mode.namespaces;
 	fsb_log_hold();
-	if ((rc = spawn_sandbox(r, bargv, r->init_sock)) != 0)
+	/* The sandbox started ahead goes on only if it is, option for option,
+	 * the one this pack and this workspace make now. */
+	if (ahead && !same_argv(r->ahead_argv, bargv)) {
+		fsb_debug("the launch record differs from this run's plan: started again");
+		discard_ahead(r);
+		ahead = false;
+	}
+	if (ahead && go_ahead(r) < 0) {
+		discard_ahead(r);
+		ahead = false;
+		rc = fail("the sandbox started ahead could not be let go on (bwrap ended?)");
 		goto out;
+	}
+	if (!ahead && (rc = spawn_sandbox(r, bargv, r->init_sock, -1, -1)) != 0)
+		goto out;
+	ahead = false;
+	forward_signals(r);
 	fsb_debug("running session %s tool call %s with pack %s", session, tool_call,
 		  fsb_policy_name(r->broker.policy));
 	uv_run(&r->loop, UV_RUN_DEFAULT);
@@ -1094,6 +1371,10 @@ int fsb_cli_run(int argc, char **argv)
 	rc = finish(r, &o, session, tool_call, &at, audit_from, &sum);
 	summary_written = o.summary_fd >= 0;
 out:
+	/* A failure while the pack loaded: the sandbox started ahead never ran
+	 * anything, and never will. */
+	if (ahead)
+		discard_ahead(r);
 	/* A program reading --summary-fd gets an object for a failed run too. */
 	if (o.summary_fd >= 0 && !summary_written && rc == FSB_EXIT_RUN && last_error[0]) {
 		cJSON *js = cJSON_CreateObject();
@@ -1137,6 +1418,8 @@ out:
 	if (plan_built)
 		fsb_mount_plan_free(&plan);
 	free(bargv);
+	free(r->ahead_argv);
+	fsb_launch_record_free(&r->ahead_rec);
 	if (r->sockdir_made)
 		rmdir(r->sockdir);
 	fsb_broker_free(&r->broker);
