@@ -23,6 +23,7 @@
 
 #include "log.h"
 #include "lua_host.h"
+#include "lua_chunk_cache.h"
 
 /* lpeg is linked in (Debian's liblua5.4-lpeg) and preloaded by require. */
 int luaopen_lpeg(lua_State *L);
@@ -45,6 +46,7 @@ struct fsb_lua {
 	enum limit_hit hit;
 	char luadir[PATH_MAX];
 	EVP_MD_CTX *code;	/* SHA-256 of every file loaded, in order */
+	char chunk_dir[PATH_MAX];	/* compiled chunks kept here; "" for none */
 };
 
 static void *counting_alloc(void *ud, void *ptr, size_t osize, size_t nsize)
@@ -223,7 +225,14 @@ static int load_text_file(struct fsb_lua *lua, lua_State *L, const char *path)
 		while (skip < len && text[skip] != '\n')
 			skip++;
 	lua_pushfstring(L, "@%s", path);
-	status = luaL_loadbufferx(L, text + skip, len - skip, lua_tostring(L, -1), "t");
+	if (lua->chunk_dir[0] &&
+	    fsb_chunk_cache_load(L, lua->chunk_dir, path, text, len, lua_tostring(L, -1))) {
+		status = LUA_OK;
+	} else {
+		status = luaL_loadbufferx(L, text + skip, len - skip, lua_tostring(L, -1), "t");
+		if (status == LUA_OK && lua->chunk_dir[0])
+			fsb_chunk_cache_store(L, lua->chunk_dir, path, text, len);
+	}
 	lua_remove(L, -2);
 	free(text);
 	return status;
@@ -439,6 +448,11 @@ int fsb_lua_new(const char *luadir, const struct fsb_lua_limits *limits,
 	}
 	*out = lua;
 	return 0;
+}
+
+void fsb_lua_keep_chunks(struct fsb_lua *lua, const char *dir)
+{
+	snprintf(lua->chunk_dir, sizeof(lua->chunk_dir), "%s", dir != NULL ? dir : "");
 }
 
 void fsb_lua_free(struct fsb_lua *lua)

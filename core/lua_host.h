@@ -49,6 +49,13 @@ enum fsb_lua_budget { FSB_LUA_BUDGET_LOAD, FSB_LUA_BUDGET_CALL };
 int fsb_lua_pcall(struct fsb_lua *lua, int nargs, int nresults,
 		  enum fsb_lua_budget budget, char *err, size_t errlen);
 
+/**
+ * Keep the compiled form of every chunk file loaded from now on in `dir`,
+ * and load a file's from there when its source is the same
+ * (lua_chunk_cache.h). NULL: parse every file.
+ */
+void fsb_lua_keep_chunks(struct fsb_lua *lua, const char *dir);
+
 /** Bytes the state holds now. */
 size_t fsb_lua_memory(const struct fsb_lua *lua);
 

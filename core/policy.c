@@ -249,6 +249,13 @@ int fsb_policy_load(const struct fsb_policy_opts *opts, struct fsb_policy **out,
 		return -ENOMEM;
 	}
 	L = fsb_lua_state(p->lua);
+	/* A core keeps what it compiled; `fsbroker check` parses every file. */
+	if (opts->cache_tests && opts->state != NULL) {
+		char dir[PATH_MAX];
+
+		if ((size_t)snprintf(dir, sizeof(dir), "%s/lua-chunks", opts->state) < sizeof(dir))
+			fsb_lua_keep_chunks(p->lua, dir);
+	}
 
 	/* engine, err = require("policy").load(opts), all in one protected call */
 	lua_getglobal(L, "require");
