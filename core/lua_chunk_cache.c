@@ -4,6 +4,7 @@
  * bytecode's SHA-256, the bytecode.
  */
 #include "lua_chunk_cache.h"
+#include "private_file.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -49,40 +50,6 @@ static bool entry_path(const char *dir, const char *path, char *out, size_t len)
 	return (size_t)snprintf(out, len, "%s/%s", dir, hex) < len;
 }
 
-/* The entry whole, when it is one that may be used. */
-static char *read_entry(const char *file, size_t *len)
-{
-	struct stat st;
-	size_t got = 0;
-	char *buf;
-	int fd;
-
-	fd = open(file, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
-	if (fd < 0)
-		return NULL;
-	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_uid != geteuid() ||
-	    (st.st_mode & 022) != 0 || st.st_size <= (off_t)HEADER_LEN ||
-	    (uint64_t)st.st_size > FSB_CHUNK_CACHE_MAX_BYTES ||
-	    (buf = malloc((size_t)st.st_size)) == NULL) {
-		close(fd);
-		return NULL;
-	}
-	while (got < (size_t)st.st_size) {
-		ssize_t n = read(fd, buf + got, (size_t)st.st_size - got);
-
-		if (n <= 0)
-			break;
-		got += (size_t)n;
-	}
-	close(fd);
-	if (got != (size_t)st.st_size) {
-		free(buf);
-		return NULL;
-	}
-	*len = got;
-	return buf;
-}
-
 bool fsb_chunk_cache_load(lua_State *L, const char *dir, const char *path, const char *text,
 			  size_t len, const char *chunkname)
 {
@@ -91,9 +58,10 @@ bool fsb_chunk_cache_load(lua_State *L, const char *dir, const char *path, const
 	size_t n = 0;
 	bool ok;
 
-	if (!entry_path(dir, path, file, sizeof(file)) || (buf = read_entry(file, &n)) == NULL)
+	if (!entry_path(dir, path, file, sizeof(file)) ||
+	    (buf = fsb_private_file_read(file, FSB_CHUNK_CACHE_MAX_BYTES, &n)) == NULL)
 		return false;
-	ok = memcmp(buf, MAGIC, MAGIC_LEN) == 0 && sha256(path, text, len, src) &&
+	ok = n > HEADER_LEN && memcmp(buf, MAGIC, MAGIC_LEN) == 0 && sha256(path, text, len, src) &&
 	     memcmp(buf + MAGIC_LEN, src, 32) == 0 &&
 	     sha256(NULL, buf + HEADER_LEN, n - HEADER_LEN, code) &&
 	     memcmp(buf + MAGIC_LEN + 32, code, 32) == 0;
@@ -138,32 +106,13 @@ static int dump_writer(lua_State *L, const void *p, size_t n, void *ud)
 	return 0;
 }
 
-static bool write_all(int fd, const void *p, size_t n)
-{
-	const char *c = p;
-
-	while (n > 0) {
-		ssize_t w = write(fd, c, n);
-
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0)
-			return false;
-		c += w;
-		n -= (size_t)w;
-	}
-	return true;
-}
-
 void fsb_chunk_cache_store(lua_State *L, const char *dir, const char *path, const char *text,
 			   size_t len)
 {
 	struct dump d = { 0 };
 	unsigned char src[32], code[32];
-	char file[PATH_MAX], tmp[PATH_MAX + 32];
+	char file[PATH_MAX];
 	struct stat st;
-	bool ok;
-	int fd;
 
 	if (!entry_path(dir, path, file, sizeof(file)) ||
 	    (mkdir(dir, 0700) < 0 && errno != EEXIST) || lstat(dir, &st) < 0 ||
@@ -174,15 +123,7 @@ void fsb_chunk_cache_store(lua_State *L, const char *dir, const char *path, cons
 		free(d.buf);
 		return;
 	}
-	snprintf(tmp, sizeof(tmp), "%s.tmp.%ld", file, (long)getpid());
-	/* O_EXCL | O_NOFOLLOW: a name a crash left is not written through. */
-	unlink(tmp);
-	fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-	ok = fd >= 0 && write_all(fd, MAGIC, MAGIC_LEN) && write_all(fd, src, 32) &&
-	     write_all(fd, code, 32) && write_all(fd, d.buf, d.len);
-	if (fd >= 0 && close(fd) < 0)
-		ok = false;
-	if (!ok || rename(tmp, file) < 0)
-		unlink(tmp);
+	fsb_private_file_write(file, (const void *const[]){ MAGIC, src, code, d.buf },
+			       (const size_t[]){ MAGIC_LEN, 32, 32, d.len }, 4);
 	free(d.buf);
 }

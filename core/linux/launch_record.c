@@ -14,6 +14,7 @@
  * sandbox that is then killed.
  */
 #include "launch_record.h"
+#include "private_file.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -60,41 +61,6 @@ static int record_path(const char *state_dir, const char *key, bool make, char *
 	    len)
 		return -ENAMETOOLONG;
 	return 0;
-}
-
-/* The file whole, NUL-terminated, when it is one the record may be: a
- * regular file of ours that only we may write, within the bound. */
-static char *read_record(const char *path)
-{
-	struct stat st;
-	char *buf;
-	size_t got = 0;
-	int fd;
-
-	fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
-	if (fd < 0)
-		return NULL;
-	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_uid != geteuid() ||
-	    (st.st_mode & 022) != 0 || st.st_size <= 0 ||
-	    (uint64_t)st.st_size > FSB_LAUNCH_RECORD_MAX_BYTES ||
-	    (buf = malloc((size_t)st.st_size + 1)) == NULL) {
-		close(fd);
-		return NULL;
-	}
-	while (got < (size_t)st.st_size) {
-		ssize_t n = read(fd, buf + got, (size_t)st.st_size - got);
-
-		if (n <= 0)
-			break;
-		got += (size_t)n;
-	}
-	close(fd);
-	if (got != (size_t)st.st_size) {
-		free(buf);
-		return NULL;
-	}
-	buf[got] = '\0';
-	return buf;
 }
 
 /* What is at `path` now, as "types" spells it. */
@@ -192,12 +158,13 @@ int fsb_launch_record_load(const char *state_dir, const char *key, const char *s
 {
 	char path[PATH_MAX], *text;
 	const cJSON *format, *k, *tmp, *rb, *ll;
+	size_t len;
 	cJSON *js;
 	int rc;
 
 	memset(out, 0, sizeof(*out));
 	if (record_path(state_dir, key, false, path, sizeof(path)) < 0 ||
-	    (text = read_record(path)) == NULL)
+	    (text = fsb_private_file_read(path, FSB_LAUNCH_RECORD_MAX_BYTES, &len)) == NULL)
 		return -ENOENT;
 	js = cJSON_Parse(text);
 	free(text);
@@ -275,47 +242,21 @@ static char *record_text(const char *key, const char *socket, const struct fsb_m
 int fsb_launch_record_save(const char *state_dir, const char *key, const char *socket,
 			   const struct fsb_mount_plan *plan, const struct fsb_run_launch *l)
 {
-	char path[PATH_MAX], tmp[PATH_MAX + 32], *text, *old;
-	size_t len, done = 0;
-	int fd, rc;
+	char path[PATH_MAX], *text, *old;
+	size_t len, old_len;
+	int rc;
 
 	if ((rc = record_path(state_dir, key, true, path, sizeof(path))) < 0)
 		return rc;
 	if ((text = record_text(key, socket, plan, l)) == NULL)
 		return -ENOMEM;
 	len = strlen(text);
-	old = read_record(path);
-	if (old != NULL && strcmp(old, text) == 0) {
-		free(old);
-		free(text);
-		return 0;
-	}
+	old = fsb_private_file_read(path, FSB_LAUNCH_RECORD_MAX_BYTES, &old_len);
+	rc = old != NULL && old_len == len && memcmp(old, text, len) == 0
+		     ? 0
+		     : fsb_private_file_write(path, (const void *const[]){ text }, &len, 1);
 	free(old);
-	snprintf(tmp, sizeof(tmp), "%s.tmp.%ld", path, (long)getpid());
-	/* O_EXCL | O_NOFOLLOW: a name a crash left is not written through. */
-	unlink(tmp);
-	fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-	if (fd < 0) {
-		free(text);
-		return -errno;
-	}
-	while (rc == 0 && done < len) {
-		ssize_t n = write(fd, text + done, len - done);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			rc = n < 0 ? -errno : -EIO;
-		else
-			done += (size_t)n;
-	}
 	free(text);
-	if (close(fd) < 0 && rc == 0)
-		rc = -errno;
-	if (rc == 0 && rename(tmp, path) < 0)
-		rc = -errno;
-	if (rc < 0)
-		unlink(tmp);
 	return rc;
 }
 
