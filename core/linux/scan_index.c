@@ -56,6 +56,7 @@
  *   child:  u8 kind | str name | str rule
  *   str:    u64 length | bytes | NUL
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -71,6 +72,8 @@
 #define MAGIC_LEN 8
 #define FSB_SCAN_INDEX_MAX_BYTES (256u << 20)
 #define FSB_SCAN_INDEX_SETTLE_NS 1100000000LL
+/* Indexes kept per workspace: one for each pack or read mode in use. */
+#define FSB_SCAN_INDEX_KEPT 4
 
 /* ------------------------------------------------------------------------ */
 
@@ -415,8 +418,12 @@ int fsb_scan_index_open(struct fsb_scan_index *ix, const char *state_dir, const 
 			 "directory of yours, mode 0700");
 		return 0;
 	}
-	if ((size_t)snprintf(ix->file, sizeof(ix->file), "%s/%016llx", dir,
-			     (unsigned long long)fnv1a(workspace, strlen(workspace), FNV_START)) >=
+	/* One file per workspace and key: two packs (or read modes) taking
+	 * turns on a workspace each keep their own index, instead of each
+	 * finding the other's and scanning everything. */
+	if ((size_t)snprintf(ix->file, sizeof(ix->file), "%s/%016llx-%016llx", dir,
+			     (unsigned long long)fnv1a(workspace, strlen(workspace), FNV_START),
+			     (unsigned long long)fnv1a(key, key_len, FNV_START)) >=
 	    sizeof(ix->file)) {
 		ix->file[0] = '\0';
 		return 0;
@@ -509,6 +516,59 @@ void fsb_scan_index_add(struct fsb_scan_index *ix, const char *path, const struc
 	ix->out_fresh++;
 }
 
+/*
+ * Keep the FSB_SCAN_INDEX_KEPT most recently written indexes of the
+ * workspace of `file` (its name up to the '-'), the old single file of
+ * that workspace (the name alone) going first: an edited pack's denyRead
+ * list makes a new key, and the old ones must not pile up.
+ */
+static void prune_workspace(const char *file)
+{
+	char dir[4096], oldest_path[4096 + 256];
+	const char *base = strrchr(file, '/');
+	size_t prefix;
+
+	if (base == NULL || (size_t)(base - file) >= sizeof(dir))
+		return;
+	memcpy(dir, file, (size_t)(base - file));
+	dir[base - file] = '\0';
+	base++;
+	prefix = strcspn(base, "-");
+	for (;;) {
+		struct dirent *e;
+		struct timespec oldest = { 0 };
+		unsigned n = 0;
+		DIR *d = opendir(dir);
+
+		if (d == NULL)
+			return;
+		oldest_path[0] = '\0';
+		while ((e = readdir(d)) != NULL) {
+			char p[4096 + 256];
+			struct stat st;
+
+			if (strncmp(e->d_name, base, prefix) != 0 ||
+			    (e->d_name[prefix] != '\0' && e->d_name[prefix] != '-') ||
+			    strstr(e->d_name, ".tmp.") != NULL)
+				continue;
+			snprintf(p, sizeof(p), "%s/%s", dir, e->d_name);
+			if (lstat(p, &st) < 0 || !S_ISREG(st.st_mode))
+				continue;
+			n++;
+			if (e->d_name[prefix] == '\0')
+				st.st_mtim = (struct timespec){ 0 };
+			if (oldest_path[0] == '\0' || st.st_mtim.tv_sec < oldest.tv_sec ||
+			    (st.st_mtim.tv_sec == oldest.tv_sec && st.st_mtim.tv_nsec < oldest.tv_nsec)) {
+				oldest = st.st_mtim;
+				snprintf(oldest_path, sizeof(oldest_path), "%s", p);
+			}
+		}
+		closedir(d);
+		if (n <= FSB_SCAN_INDEX_KEPT || oldest_path[0] == '\0' || unlink(oldest_path) < 0)
+			return;
+	}
+}
+
 int fsb_scan_index_save(struct fsb_scan_index *ix)
 {
 	char tmp[sizeof(ix->file) + 32];
@@ -552,6 +612,8 @@ int fsb_scan_index_save(struct fsb_scan_index *ix)
 		err = -errno;
 	if (err < 0)
 		unlink(tmp);
+	else
+		prune_workspace(ix->file);
 	return err;
 }
 

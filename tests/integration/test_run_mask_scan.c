@@ -9,10 +9,12 @@
  * Then the scan's index (core/linux/scan_index.c): a repeat run that finds
  * a directory changed since the last scan (renamed, chmod 000, a new .env
  * three levels down, on a tmpfs), a corrupt or forged index, an edited
- * pack, still masks every denyRead file.
+ * pack, still masks every denyRead file, and two packs taking turns on a
+ * workspace each keep their own index.
  */
 #include "harness.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
@@ -694,6 +696,71 @@ static void an_edited_pack_means_a_full_scan(void **state)
 	repeat_run_hides(&l, "a rule added to the pack", "cat conf/token.txt; echo \"ran $?\"");
 }
 
+/* Regular files in <state>/<sub>. */
+static size_t files_in(const char *state, const char *sub)
+{
+	char dir[PATH_MAX * 2];
+	struct dirent *e;
+	size_t n = 0;
+	DIR *d;
+
+	snprintf(dir, sizeof(dir), "%s/%s", state, sub);
+	assert_non_null(d = opendir(dir));
+	while ((e = readdir(d)) != NULL)
+		n += e->d_type == DT_REG;
+	closedir(d);
+	return n;
+}
+
+/* Another pack on the same workspace (here the same rules with reads =
+ * "broker") keeps an index of its own: the mask pack's is still there, and
+ * used, when the mask pack comes back. One index per workspace, taken over
+ * by whichever pack ran last, made each of them scan everything. */
+static void two_packs_taking_turns_each_keep_their_index(void **state)
+{
+	char why[512], dir[PATH_MAX * 2], text[256], *out = NULL;
+	struct layout l;
+	int st;
+
+	if (cannot_run_as(getuid(), why, sizeof(why)) != NULL)
+		fsbt_skip("%s", why);
+	layout_make(*state, "idx-turns", "mask", getuid(), &l);
+	mask_pack(&l, "");
+	snprintf(dir, sizeof(dir), "%s/src", l.ws);
+	assert_int_equal(mkdir(dir, 0755), 0);
+	fsbt_put(dir, "main.c", "int main(void) { return 0; }\n");
+	fsbt_put(l.ws, ".env", SECRET "\n");
+	index_written(&l);
+	snprintf(text, sizeof(text), "return { name = \"scan-index\", include = { \"default\" }, "
+		 "reads = \"broker\" }\n");
+	fsbt_write_file(l.pack, text);
+	st = run_as(&l, NULL, "true", &out);
+	if (st != 0)
+		fsbt_fail_long("the run with reads = \"broker\" exited 0x%x:\n%s", (unsigned)st, out);
+	free(out);
+	mask_pack(&l, "");
+	st = run_as(&l, (const char *const[]){ "--explain", NULL }, "true", &out);
+	if (st != 0 || strstr(out, "; 0 directories unchanged") != NULL ||
+	    strstr(out, " directories unchanged since the last scan") == NULL)
+		fsbt_fail_long("the mask pack's index was gone after the other pack ran "
+			       "(0x%x):\n%s", (unsigned)st, out);
+	free(out);
+	repeat_run_hides(&l, "the mask pack back", "cat .env; echo \"ran $?\"");
+
+	/* Six more denyRead lists, six more keys: the oldest indexes go. */
+	for (int i = 0; i < 6; i++) {
+		char extra[96];
+
+		snprintf(extra, sizeof(extra), ", denyRead = { \"**/secret-%d\" }", i);
+		mask_pack(&l, extra);
+		st = run_as(&l, NULL, "true", &out);
+		if (st != 0)
+			fsbt_fail_long("run with pack %d exited 0x%x:\n%s", i, (unsigned)st, out);
+		free(out);
+	}
+	assert_true(files_in(l.state, "scan-index") <= 4);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -722,6 +789,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(a_corrupt_or_forged_index_is_not_trusted, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(an_edited_pack_means_a_full_scan, setup, teardown),
+		cmocka_unit_test_setup_teardown(two_packs_taking_turns_each_keep_their_index, setup,
+						teardown),
 	};
 
 	return fsbt_run_group(tests, NULL, NULL);
