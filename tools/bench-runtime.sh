@@ -31,7 +31,8 @@ set -eu
 # pack's list): give all three the same.
 unset MAKEFLAGS MFLAGS MAKELEVEL
 build=$(cd "${1:-build}" && pwd)
-fsb=${FSBROKER:-$build/fsbroker}
+# Absolute: the workloads run it from their own directories.
+fsb=$(realpath "${FSBROKER:-$build/fsbroker}")
 open_loop=$build/bench/open_loop
 
 if [ "${BENCH_QUICK:-0}" = 1 ]; then

@@ -15,7 +15,8 @@
 # backups of ${tmp}/**), with its own --state-dir, removed at the end.
 set -eu
 build=$(cd "${1:-build}" && pwd)
-fsb=${FSBROKER:-$build/fsbroker}
+# Absolute: the workloads run it from their own directories.
+fsb=$(realpath "${FSBROKER:-$build/fsbroker}")
 loop=$build/bench/call_loop
 raw=$build/bench/notify_roundtrip
 if [ "${BENCH_QUICK:-0}" = 1 ]; then rounds=2 calls=1000; else rounds=5 calls=3000; fi

@@ -21,7 +21,8 @@
 set -eu
 unset MAKEFLAGS MFLAGS MAKELEVEL
 build=$(cd "${1:-build}" && pwd)
-fsb=${FSBROKER:-$build/fsbroker}
+# Absolute: the workloads run it from their own directories.
+fsb=$(realpath "${FSBROKER:-$build/fsbroker}")
 rounds=5
 [ "${BENCH_QUICK:-0}" = 1 ] && rounds=2
 
