@@ -9,16 +9,9 @@
  * longer loads kills it, and the command never runs; a record others may
  * write is not used.
  */
-#include "harness.h"
+#include "run_fixture.h"
 
 #include <dirent.h>
-#include <errno.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <sys/stat.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <cjson/cJSON.h>
 
@@ -26,66 +19,48 @@
 #define STARTED_AHEAD "sandbox started from the launch record"
 #define STARTED_AGAIN "the launch record differs from this run's plan"
 
-struct layout {
-	char root[PATH_MAX], ws[PATH_MAX + 8], home[PATH_MAX + 8], tmp[PATH_MAX + 8];
-	char state[PATH_MAX + 8], pack[PATH_MAX + 16];
-};
-
-static int setup(void **state)
+/* The shared layout, a .env to mask, this test's pack, and the core's
+ * debug lines (they say whether the sandbox was started ahead). */
+static int setup_ahead(void **state)
 {
-	struct layout *l = calloc(1, sizeof(*l));
+	struct fixture *f;
+	char pack[PATH_MAX + 32];
 
-	assert_non_null(l);
-	/* Not under /tmp: the sandbox has a private one. */
-	snprintf(l->root, sizeof(l->root), "/var/tmp/fsbt-ahead-XXXXXX");
-	assert_non_null(mkdtemp(l->root));
-	assert_int_equal(chmod(l->root, 0755), 0);
-	snprintf(l->ws, sizeof(l->ws), "%s/ws", l->root);
-	snprintf(l->home, sizeof(l->home), "%s/home", l->root);
-	snprintf(l->tmp, sizeof(l->tmp), "%s/tmp", l->root);
-	snprintf(l->state, sizeof(l->state), "%s/state", l->root);
-	snprintf(l->pack, sizeof(l->pack), "%s/ahead.lua", l->root);
-	assert_int_equal(mkdir(l->ws, 0755), 0);
-	assert_int_equal(mkdir(l->home, 0755), 0);
-	assert_int_equal(mkdir(l->tmp, 0700), 0);
-	fsbt_put(l->ws, ".env", SECRET "\n");
-	fsbt_write_file(l->pack, "return { name = \"ahead\", include = { \"default\" } }\n");
-	setenv("HOME", l->home, 1);
-	setenv("TMPDIR", l->tmp, 1);
+	setup(state);
+	f = *state;
+	fsbt_put(f->ws, ".env", SECRET "\n");
+	snprintf(pack, sizeof(pack), "%s/ahead.lua", f->rules);
+	fsbt_write_file(pack, "return { name = \"ahead\", include = { \"default\" } }\n");
 	setenv("FSBROKER_LOG", "debug", 1);
-	unsetenv("XDG_RUNTIME_DIR");
-	unsetenv("XDG_STATE_HOME");
 	unsetenv("FSBROKER_LAUNCH_AHEAD");
-	*state = l;
 	return 0;
 }
 
-static int teardown(void **state)
+static int teardown_ahead(void **state)
 {
-	struct layout *l = *state;
-	char cmd[PATH_MAX + 16];
-
 	unsetenv("FSBROKER_LOG");
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", l->root);
-	if (getenv("FSBT_KEEP") == NULL && system(cmd) != 0)
-		fprintf(stderr, "could not remove %s\n", l->root);
-	free(l);
-	return 0;
+	return teardown(state);
 }
 
-/* `fsbroker run` of `script` in the workspace; its output in *out. */
-static int run(const struct layout *l, const char *script, char **out)
+static const char *pack_of(const struct fixture *f)
 {
-	char cmd[PATH_MAX + 256];
+	static char pack[PATH_MAX + 32];
 
-	snprintf(cmd, sizeof(cmd), "cd '%s' && %s", l->ws, script);
-	return fsbt_run((char *[]){ (char *)fsbt_binary(), "run", "--rules", (char *)l->pack,
-				    "--workspace", (char *)l->ws, "--state-dir", (char *)l->state,
-				    "--session", "s", "--", "sh", "-c", cmd, NULL }, out);
+	snprintf(pack, sizeof(pack), "%s/ahead.lua", f->rules);
+	return pack;
+}
+
+/* `fsbroker run --rules <the pack>` of `script`, in the workspace. */
+static int run(struct fixture *f, const char *script, char **out)
+{
+	char rules[PATH_MAX + 48];
+
+	snprintf(rules, sizeof(rules), "--rules=%s", pack_of(f));
+	return run_sh(f, rules, script, out);
 }
 
 /* The one launch record under the state dir. */
-static void record_path(const struct layout *l, char *out, size_t len)
+static void record_path(struct fixture *l, char *out, size_t len)
 {
 	char dir[PATH_MAX + 16];
 	struct dirent *e;
@@ -115,7 +90,7 @@ static size_t lines_in(const char *path)
 
 /* The first run writes the record; the .env is masked. Every test
  * begins with it: on a machine that cannot build the sandbox, it skips. */
-static void first_run(const struct layout *l)
+static void first_run(struct fixture *l)
 {
 	char why[256], *out = NULL;
 	int rc;
@@ -131,7 +106,7 @@ static void first_run(const struct layout *l)
 
 static void a_repeat_run_starts_its_sandbox_from_the_record(void **state)
 {
-	struct layout *l = *state;
+	struct fixture *l = *state;
 	char runs[PATH_MAX + 16], *out = NULL;
 	int rc;
 
@@ -146,7 +121,7 @@ static void a_repeat_run_starts_its_sandbox_from_the_record(void **state)
 }
 
 /* Drop the plan's mask of the workspace's .env (and its type) from the record. */
-static void unmask_env_in_record(const struct layout *l)
+static void unmask_env_in_record(struct fixture *l)
 {
 	char path[PATH_MAX + 64], env[PATH_MAX + 16], *text, *printed;
 	cJSON *js, *plan, *types;
@@ -179,7 +154,7 @@ static void unmask_env_in_record(const struct layout *l)
 
 static void a_record_unlike_the_plan_is_killed_before_anything_runs(void **state)
 {
-	struct layout *l = *state;
+	struct fixture *l = *state;
 	char runs[PATH_MAX + 16], *out = NULL;
 	int rc;
 
@@ -196,7 +171,7 @@ static void a_record_unlike_the_plan_is_killed_before_anything_runs(void **state
 
 static void a_record_whose_paths_changed_is_not_used(void **state)
 {
-	struct layout *l = *state;
+	struct fixture *l = *state;
 	char env[PATH_MAX + 16], *out = NULL;
 	struct stat st;
 	int rc;
@@ -216,12 +191,12 @@ static void a_record_whose_paths_changed_is_not_used(void **state)
 
 static void a_pack_that_no_longer_loads_kills_the_sandbox_started_ahead(void **state)
 {
-	struct layout *l = *state;
+	struct fixture *l = *state;
 	char ran[PATH_MAX + 16], *out = NULL;
 	int rc;
 
 	first_run(l);
-	fsbt_write_file(l->pack, "return { name = \"ahead\", include = { \"default\" } \n");
+	fsbt_write_file(pack_of(l), "return { name = \"ahead\", include = { \"default\" } \n");
 	rc = run(l, "echo ran > ran", &out);
 	/* Nothing of bwrap's after the run: a sandbox left blocked would go
 	 * on once the run's end closed its --block-fd. */
@@ -235,7 +210,7 @@ static void a_pack_that_no_longer_loads_kills_the_sandbox_started_ahead(void **s
 
 static void a_record_others_may_write_is_not_used(void **state)
 {
-	struct layout *l = *state;
+	struct fixture *l = *state;
 	char path[PATH_MAX + 64], *out = NULL;
 	int rc;
 
@@ -252,16 +227,12 @@ static void a_record_others_may_write_is_not_used(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(a_repeat_run_starts_its_sandbox_from_the_record,
-						setup, teardown),
-		cmocka_unit_test_setup_teardown(a_record_unlike_the_plan_is_killed_before_anything_runs,
-						setup, teardown),
-		cmocka_unit_test_setup_teardown(a_record_whose_paths_changed_is_not_used, setup,
-						teardown),
-		cmocka_unit_test_setup_teardown(a_pack_that_no_longer_loads_kills_the_sandbox_started_ahead,
-						setup, teardown),
-		cmocka_unit_test_setup_teardown(a_record_others_may_write_is_not_used, setup,
-						teardown),
+#define T(fn) cmocka_unit_test_setup_teardown(fn, setup_ahead, teardown_ahead)
+		T(a_repeat_run_starts_its_sandbox_from_the_record),
+		T(a_record_unlike_the_plan_is_killed_before_anything_runs),
+		T(a_record_whose_paths_changed_is_not_used),
+		T(a_pack_that_no_longer_loads_kills_the_sandbox_started_ahead),
+		T(a_record_others_may_write_is_not_used),
 	};
 
 	return fsbt_run_group(tests, NULL, NULL);
