@@ -489,16 +489,9 @@ void fsb_broker_decide(struct fsb_broker *b, struct fsb_access *d)
  */
 static enum fsb_op verdict_class(enum fsb_op op)
 {
-	switch (op) {
-	case FSB_OP_WRITE:
-	case FSB_OP_CREATE:
-	case FSB_OP_TOUCH:
-	case FSB_OP_CHMOD:
-	case FSB_OP_CHOWN:
-	case FSB_OP_UTIMES:
-	case FSB_OP_XATTR:
-	case FSB_OP_LINK:
+	if (changes_the_inode(op))
 		return FSB_OP_WRITE;
+	switch (op) {
 	case FSB_OP_DELETE:
 	case FSB_OP_RENAME_FROM:
 		return FSB_OP_DELETE;

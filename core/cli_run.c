@@ -908,30 +908,21 @@ static int start_embedded_core(struct run *r, const struct run_opts *o, bool nam
 	return 0;
 }
 
-/* What the pack decides of fsbroker-init's options (struct fsb_run_launch). */
-struct init_opts {
-	char *const *keep_env;
-	size_t nkeep;
-	bool reads_broker, landlock;
-	const char *tmp;
-};
-
 /*
- * bwrap's command line (or fsbroker-init's alone, without namespaces):
- * the mount plan, then fsbroker-init with the pack's options `io` and the
- * run's own variables. NULL when out of memory.
+ * bwrap's command line (or fsbroker-init's alone, without namespaces)
+ * for `l`, which holds what the pack and the machine decide (bwrap, the
+ * plan, init, ${tmp}, reads = "broker", Landlock, the variables kept):
+ * the run's own variables and CMD are added here. NULL when out of memory.
  */
 static char **sandbox_argv(struct run *r, const struct run_opts *o, const char *session,
-			   const char *tool_call, const char *bwrap, const char *init,
-			   const struct fsb_mount_plan *plan, const struct init_opts *io)
+			   const char *tool_call, struct fsb_run_launch *l)
 {
 	static char env_reads[] = "FSBROKER_READS=sandbox";
-	struct fsb_run_launch l;
 	size_t n = 0;
 
 	/* Under bwrap the plan binds the scoped socket at FSB_MOUNT_SOCKET. */
 	snprintf(r->env_sock, sizeof(r->env_sock), "FSBROKER_SOCKET=%s",
-		 bwrap != NULL ? FSB_MOUNT_SOCKET : r->scoped);
+		 l->bwrap != NULL ? FSB_MOUNT_SOCKET : r->scoped);
 	snprintf(r->env_sid, sizeof(r->env_sid), "FSBROKER_SESSION_ID=%s", session);
 	snprintf(r->env_tc, sizeof(r->env_tc), "FSBROKER_TOOL_CALL_ID=%s", tool_call);
 	r->envs[n++] = r->env_sock;
@@ -942,33 +933,24 @@ static char **sandbox_argv(struct run *r, const struct run_opts *o, const char *
 	 * asking (docs/clients.md, "Reads inside fsbroker run"). Without the
 	 * namespaces there are no masks, and with reads = "broker" the
 	 * supervisor judges each open: there the clients keep asking. */
-	if (bwrap != NULL && !io->reads_broker)
+	if (l->bwrap != NULL && !l->reads_broker)
 		r->envs[n++] = env_reads;
 	/* Attached, the sandbox is the core's view: its ~ and ${tmp} are the
 	 * core's, and so are HOME and TMPDIR where the pack passes them. */
-	for (size_t i = 0; r->attached && i < io->nkeep; i++) {
-		if (strcmp(io->keep_env[i], "HOME") == 0) {
+	for (size_t i = 0; r->attached && i < l->nkeep; i++) {
+		if (strcmp(l->keep_env[i], "HOME") == 0) {
 			snprintf(r->env_home, sizeof(r->env_home), "HOME=%s", r->broker.cfg.home);
 			r->envs[n++] = r->env_home;
-		} else if (strcmp(io->keep_env[i], "TMPDIR") == 0) {
+		} else if (strcmp(l->keep_env[i], "TMPDIR") == 0) {
 			snprintf(r->env_tmp, sizeof(r->env_tmp), "TMPDIR=%s", r->broker.cfg.tmp);
 			r->envs[n++] = r->env_tmp;
 		}
 	}
 	/* CMD keeps only the variables the pack's env.pass names. */
-	memset(&l, 0, sizeof(l));
-	l.bwrap = bwrap;
-	l.plan = plan;
-	l.init = init;
-	l.tmp = io->tmp;
-	l.reads_broker = io->reads_broker;
-	l.landlock = io->landlock;
-	l.keep_env = io->keep_env;
-	l.nkeep = io->nkeep;
-	l.setenv_strs = r->envs;
-	l.nset = n;
-	l.cmd = o->cmd;
-	return fsb_run_sandbox_argv(&l);
+	l->setenv_strs = r->envs;
+	l->nset = n;
+	l->cmd = o->cmd;
+	return fsb_run_sandbox_argv(l);
 }
 
 /* What decides a launch record and is known before the pack is loaded. */
@@ -993,7 +975,7 @@ static void launch_key(const struct run *r, const struct run_opts *o, char *out,
 static int start_ahead(struct run *r, const struct run_opts *o, const char *session,
 		       const char *tool_call, const char *key, const char *bwrap, const char *init)
 {
-	struct init_opts io;
+	struct fsb_run_launch l;
 	char **v = NULL;
 	size_t n = 0;
 	int pipefd[2], infofd[2], rc;
@@ -1005,9 +987,11 @@ static int start_ahead(struct run *r, const struct run_opts *o, const char *sess
 		return -ENOENT;
 	r->ahead_plan.argv = r->ahead_rec.plan;
 	r->ahead_plan.argc = r->ahead_rec.nplan;
-	io = (struct init_opts){ r->ahead_rec.keep_env, r->ahead_rec.nkeep,
-				 r->ahead_rec.reads_broker, r->ahead_rec.landlock, r->ahead_rec.tmp };
-	r->ahead_argv = sandbox_argv(r, o, session, tool_call, bwrap, init, &r->ahead_plan, &io);
+	l = (struct fsb_run_launch){ .bwrap = bwrap, .plan = &r->ahead_plan, .init = init,
+				     .tmp = r->ahead_rec.tmp, .reads_broker = r->ahead_rec.reads_broker,
+				     .landlock = r->ahead_rec.landlock, .keep_env = r->ahead_rec.keep_env,
+				     .nkeep = r->ahead_rec.nkeep };
+	r->ahead_argv = sandbox_argv(r, o, session, tool_call, &l);
 	while (r->ahead_argv != NULL && r->ahead_argv[n] != NULL)
 		n++;
 	/* bwrap, --block-fd 4 --info-fd 5, then the same options. */
@@ -1140,7 +1124,7 @@ int fsb_cli_run(int argc, char **argv)
 	struct fsb_mount_inputs in;
 	struct fsb_mount_plan plan;
 	struct fsb_run_mode mode;
-	struct init_opts io;
+	struct fsb_run_launch launch;
 	struct run_opts o;
 	bool help, plan_built = false, summary_written = false, ahead = false;
 	enum fsb_network_mode net;
@@ -1326,21 +1310,18 @@ int fsb_cli_run(int argc, char **argv)
 	sum.nmask_warnings = plan.nwarnings;
 	for (size_t i = 0; o.summary_fd < 0 && i < plan.nwarnings; i++)
 		fprintf(stderr, "fsbroker run: %s\n", plan.warnings[i]);
-	io = (struct init_opts){ pol.env_pass, pol.nenv_pass, mode.reads_broker, mode.landlock,
-				 r->broker.cfg.tmp };
-	bargv = sandbox_argv(r, &o, session, tool_call, mode.namespaces ? bwrap : NULL, init,
-			     &plan, &io);
+	launch = (struct fsb_run_launch){ .bwrap = mode.namespaces ? bwrap : NULL, .plan = &plan,
+					  .init = init, .tmp = r->broker.cfg.tmp,
+					  .reads_broker = mode.reads_broker, .landlock = mode.landlock,
+					  .keep_env = pol.env_pass, .nkeep = pol.nenv_pass };
+	bargv = sandbox_argv(r, &o, session, tool_call, &launch);
 	if (bargv == NULL) {
 		rc = fail("out of memory");
 		goto out;
 	}
 	if (!r->attached && mode.namespaces && r->broker.cfg.state_dir[0]) {
-		struct fsb_run_launch l = { .tmp = io.tmp, .reads_broker = io.reads_broker,
-					    .landlock = io.landlock, .keep_env = io.keep_env,
-					    .nkeep = io.nkeep };
-
 		if ((rc = fsb_launch_record_save(r->broker.cfg.state_dir, key, r->scoped, &plan,
-						 &l)) < 0)
+						 &launch)) < 0)
 			fsb_debug("the launch record is not kept: %s", strerror(-rc));
 		rc = FSB_EXIT_RUN;
 	}
