@@ -55,6 +55,8 @@ struct fsb_stats {
 	_Atomic unsigned long requests, allowed, denied, asked, errors;
 	_Atomic unsigned long fds_granted, connections, connections_refused;
 	_Atomic unsigned long reloads, reload_failures, policy_errors;
+	/* Supervisors started with and without SYNC_WAKE_UP (supervisor.c). */
+	_Atomic unsigned long supervisors_sync_wake_up, supervisors_plain_wake_up;
 };
 
 #define FSB_MAX_HELD 64

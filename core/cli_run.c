@@ -100,7 +100,8 @@ static const char usage[] =
 	"  FSBROKER_CLIENTS_BIN; FSBROKER_STAGE_TIMES=FILE appends where each kind of\n"
 	"  supervised call spent its time to FILE (docs/benchmarks.md);\n"
 	"  FSBROKER_LAUNCH_AHEAD=0 starts the sandbox only once the pack is loaded\n"
-	"  (docs/runtime.md, \"Started before the pack is loaded\")\n"
+	"  (docs/runtime.md, \"Started before the pack is loaded\");\n"
+	"  FSBROKER_SYNC_WAKE_UP=0 keeps the kernel's own wake-ups for the supervisor\n"
 	"docs: docs/runtime.md (every flag), docs/runtime-degraded.md,\n"
 	"  docs/runtime-mount-plan.md, docs/rule-packs.md\n";
 

@@ -60,7 +60,8 @@ static const char usage[] =
 	"environment: FSBROKER_LOG (error, warning, info, debug), FSBROKER_LUA_DIR,\n"
 	"  TMPDIR (the pack's ${tmp}), HOME, XDG_STATE_HOME, XDG_DATA_HOME (the trash),\n"
 	"  FSBROKER_STAGE_TIMES=FILE (per-stage times of supervised calls, appended\n"
-	"  to FILE as each run ends: docs/benchmarks.md)\n"
+	"  to FILE as each run ends: docs/benchmarks.md), FSBROKER_SYNC_WAKE_UP=0 (the\n"
+	"  kernel's own wake-ups for supervisors, not synchronous ones)\n"
 	"docs: docs/protocol.md, docs/rule-packs.md, docs/backup-store.md\n";
 
 #define PROG "fsbroker serve"

@@ -306,7 +306,7 @@ static void cmd_modify_backup(struct fsb_broker *b, const char *sid, const cJSON
 static void cmd_stats(struct fsb_broker *b, cJSON *reply)
 {
 	const struct fsb_stats *s = &b->stats;
-	cJSON *fsyncs;
+	cJSON *fsyncs, *supervisors;
 
 	fsb_broker_lock(b);
 	cJSON_AddStringToObject(reply, "pack", fsb_policy_name(b->policy));
@@ -326,6 +326,14 @@ static void cmd_stats(struct fsb_broker *b, cJSON *reply)
 	cJSON_AddNumberToObject(reply, "promptBlocks", (double)b->prompts->n);
 	cJSON_AddNumberToObject(reply, "policyMemoryBytes", (double)fsb_policy_memory(b->policy));
 	fsb_broker_unlock(b);
+	/* How the supervisors' wake-ups were set (core/linux/supervisor.c). */
+	supervisors = cJSON_AddObjectToObject(reply, "supervisors");
+	if (supervisors != NULL) {
+		cJSON_AddNumberToObject(supervisors, "syncWakeUp",
+					(double)s->supervisors_sync_wake_up);
+		cJSON_AddNumberToObject(supervisors, "plainWakeUp",
+					(double)s->supervisors_plain_wake_up);
+	}
 	/* The backup stores' syncs, by what they were for (process-wide). */
 	fsyncs = cJSON_AddObjectToObject(reply, "fsyncs");
 	for (int k = 0; fsyncs != NULL && k < FSB_SYNC_KINDS; k++)

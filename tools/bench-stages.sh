@@ -84,8 +84,11 @@ run_raw() {
     out=$("$raw" "$calls")
     add "raw native" "$(echo "$out" | sed -n 's/.*native_ns=\([0-9]*\).*/\1/p')"
     add "raw notify" "$(echo "$out" | sed -n 's/.*notify_ns=\([0-9]*\).*/\1/p')"
+    add "raw open native" "$(echo "$out" | sed -n 's/.*open_native_ns=\([0-9]*\).*/\1/p')"
+    add "raw open addfd" "$(echo "$out" | sed -n 's/.*open_addfd_ns=\([0-9]*\).*/\1/p')"
     case $out in *sync_wake_ns=-*) ;; *)
-        add "raw sync" "$(echo "$out" | sed -n 's/.*sync_wake_ns=\([0-9]*\).*/\1/p')" ;;
+        add "raw sync" "$(echo "$out" | sed -n 's/.* sync_wake_ns=\([0-9]*\).*/\1/p')"
+        add "raw open sync" "$(echo "$out" | sed -n 's/.*open_sync_wake_ns=\([0-9]*\).*/\1/p')" ;;
     esac
 }
 
@@ -103,7 +106,12 @@ for n in $(seq 1 "$rounds"); do
     done
 done
 
-raw_notify=$(med "raw notify")
+# The floor the core stands on: synchronous wake-ups where the kernel has
+# them and FSBROKER_SYNC_WAKE_UP does not say 0 (core/linux/supervisor.c).
+raw_notify=$(med "raw notify") raw_open=$(med "raw open addfd")
+if [ "$(med "raw sync")" != - ] && [ "${FSBROKER_SYNC_WAKE_UP:-1}" != 0 ]; then
+    raw_notify=$(med "raw sync") raw_open=$(med "raw open sync")
+fi
 printf '  %-44s %10s %10s %10s\n' "" write-open create rename
 row() {
     local label=$1 key=$2 k
@@ -134,8 +142,15 @@ for k in $kinds; do
         'BEGIN { if (a == "-" || b == "-" || b == 0) print "-"; else printf "%.1f", a / b }')"
 done
 echo
-sync=$(med "raw sync")
-echo "  raw notification round trip (getppid trapped, answered at once): $(us "$raw_notify") µs;" \
+printf '  %-44s %10s\n' "write-open ÷ the emulated open's floor" "$(awk -v a="$(med "fsb write-open")" \
+    -v b="$raw_open" 'BEGIN { if (a == "-" || b == "-" || b == 0) print "-"; else printf "%.1f", a / b }')"
+sync=$(med "raw sync") open_sync=$(med "raw open sync")
+echo "  raw notification round trip (getppid trapped, answered at once): $(us "$(med "raw notify")") µs;" \
     "with SYNC_WAKE_UP: $( [ "$sync" = - ] && echo "not in this kernel" || echo "$(us "$sync") µs");" \
     "getppid native: $(us "$(med "raw native")") µs"
+echo "  the emulated open's floor (openat trapped, the supervisor opens, ADDFD + SEND):" \
+    "$(us "$(med "raw open addfd")") µs;" \
+    "with SYNC_WAKE_UP: $( [ "$open_sync" = - ] && echo "not in this kernel" || echo "$(us "$open_sync") µs");" \
+    "the openat native: $(us "$(med "raw open native")") µs"
+echo "  The ratios to the floor take the wake-ups the core uses (FSBROKER_SYNC_WAKE_UP)."
 echo "  The stages are medians each: they need not add up to the core's median."

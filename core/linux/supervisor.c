@@ -15,6 +15,12 @@
  *   answer    with the fd (SECCOMP_IOCTL_NOTIF_ADDFD + ADDFD_FLAG_SEND, one
  *             ioctl that is also the reply) or with the result or an errno.
  *
+ * Where the kernel has it (Linux 6.6), the listener is set to
+ * SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP: the receiver is woken on the CPU the
+ * call trapped on and the target on the CPU that answered, instead of
+ * wherever the scheduler puts them (docs/decisions.md, "The supervisor
+ * asks for synchronous wake-ups").
+ *
  * The receiver that took a call serves it, opens as shared work and every
  * other call alone (work.h's gate), as host operations are: the target
  * waits for one thread switch there and one back, and the loop is not
@@ -174,6 +180,29 @@ static void *receiver(void *arg)
 
 /* ---- lifetime ----------------------------------------------------------- */
 
+#ifndef SECCOMP_IOCTL_NOTIF_SET_FLAGS
+#define SECCOMP_IOCTL_NOTIF_SET_FLAGS SECCOMP_IOW(4, __u64)
+#endif
+#ifndef SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP
+#define SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP (1UL << 0)
+#endif
+
+/*
+ * Synchronous wake-ups on `listener`, unless FSBROKER_SYNC_WAKE_UP=0 (the
+ * wake-ups of Linux before 6.6, so that the suite covers both on one
+ * kernel). True when set; a kernel without the ioctl (EINVAL or ENOTTY)
+ * keeps its own wake-ups, which serve as well, only slower.
+ */
+static bool ask_sync_wake_up(int listener)
+{
+	const char *v = getenv("FSBROKER_SYNC_WAKE_UP");
+
+	if (v != NULL && strcmp(v, "0") == 0)
+		return false;
+	return ioctl(listener, SECCOMP_IOCTL_NOTIF_SET_FLAGS,
+		     SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP, 0) == 0;
+}
+
 static void on_ended_closed(uv_handle_t *h)
 {
 	struct fsb_supervisor *sv = h->data;
@@ -233,6 +262,10 @@ int fsb_supervisor_start(struct fsb_broker *b, int listener, const struct fsb_sc
 	sv->scope = *scope;
 	sv->listener = listener;
 	sv->routes_umask = (flags & FSB_SUPERVISE_ROUTES_UMASK) != 0;
+	if (ask_sync_wake_up(listener))
+		b->stats.supervisors_sync_wake_up++;
+	else
+		b->stats.supervisors_plain_wake_up++;
 	sv->on_end = on_end;
 	sv->arg = arg;
 	if ((sv->stopfd = eventfd(0, EFD_CLOEXEC)) < 0) {

@@ -191,7 +191,8 @@ ok "$([ $? -eq 2 ]; echo $?)" "fsbroker help backup restore extra refuses (2)"
 # dispatcher) is in `fsbroker --help` and described by `fsbroker help
 # environment`, the text fsbroker(1)'s ENVIRONMENT is made from.
 all_env=$(grep -ohE '\<(getenv|pick|find_client)\(([a-z_>.-]+, )?"[A-Z][A-Z0-9_]+"' \
-    "$src"/core/*.c "$src"/clients/lib/*.c "$src"/clients/toybox/dispatch.c |
+    "$src"/core/*.c "$src"/core/linux/*.c "$src"/core/store/*.c "$src"/clients/lib/*.c \
+    "$src"/clients/toybox/dispatch.c |
     sed 's/.*"\(.*\)"/\1/' | sort -u)
 ok "$([ "$(echo "$all_env" | wc -l)" -ge 15 ]; echo $?)" \
     "the getenv calls of the source are read" "$all_env"
