@@ -4,8 +4,10 @@
  */
 #include "private_file.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -85,5 +87,82 @@ int fsb_private_file_write(const char *path, const void *const *bufs, const size
 		rc = -errno;
 	if (rc < 0)
 		unlink(tmp);
+	return rc;
+}
+
+struct kept {
+	char *name;
+	struct timespec mtime;
+	bool stale;
+};
+
+/* Oldest first: the stale ones, then by mtime. */
+static int older_first(const void *a, const void *b)
+{
+	const struct kept *x = a, *y = b;
+
+	if (x->stale != y->stale)
+		return x->stale ? -1 : 1;
+	if (x->mtime.tv_sec != y->mtime.tv_sec)
+		return x->mtime.tv_sec < y->mtime.tv_sec ? -1 : 1;
+	if (x->mtime.tv_nsec != y->mtime.tv_nsec)
+		return x->mtime.tv_nsec < y->mtime.tv_nsec ? -1 : 1;
+	return strcmp(x->name, y->name);
+}
+
+int fsb_private_dir_keep_newest(const char *dir,
+				enum fsb_kept_kind (*kind_of)(const char *name, void *arg),
+				void *arg, size_t keep)
+{
+	struct kept *set = NULL;
+	size_t n = 0, cap = 0;
+	struct dirent *e;
+	int dfd, rc = 0;
+	DIR *d;
+
+	dfd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (dfd < 0)
+		return -errno;
+	if ((d = fdopendir(dfd)) == NULL) {
+		rc = -errno;
+		close(dfd);
+		return rc;
+	}
+	while ((e = readdir(d)) != NULL) {
+		enum fsb_kept_kind kind = kind_of(e->d_name, arg);
+		struct stat st;
+
+		if (kind == FSB_KEPT_OTHER || strstr(e->d_name, ".tmp.") != NULL ||
+		    fstatat(dfd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISREG(st.st_mode))
+			continue;
+		if (n == cap) {
+			size_t ncap = cap ? 2 * cap : 16;
+			struct kept *grown = realloc(set, ncap * sizeof(*set));
+
+			if (grown == NULL) {
+				rc = -ENOMEM;
+				break;
+			}
+			set = grown;
+			cap = ncap;
+		}
+		if ((set[n].name = strdup(e->d_name)) == NULL) {
+			rc = -ENOMEM;
+			break;
+		}
+		set[n].mtime = st.st_mtim;
+		set[n].stale = kind == FSB_KEPT_STALE;
+		n++;
+	}
+	/* Out of memory: nothing removed, rather than the wrong ones. */
+	if (rc == 0 && n > keep) {
+		qsort(set, n, sizeof(*set), older_first);
+		for (size_t i = 0; i < n - keep; i++)
+			unlinkat(dfd, set[i].name, 0);
+	}
+	for (size_t i = 0; i < n; i++)
+		free(set[i].name);
+	free(set);
+	closedir(d);
 	return rc;
 }

@@ -23,4 +23,23 @@ char *fsb_private_file_read(const char *path, size_t max, size_t *len);
 int fsb_private_file_write(const char *path, const void *const *bufs, const size_t *lens,
 			   size_t n);
 
+/* What fsb_private_dir_keep_newest() makes of a name in the directory. */
+enum fsb_kept_kind {
+	FSB_KEPT_OTHER,		/* not one of the set: left alone */
+	FSB_KEPT_MEMBER,	/* one of the set, ranked by its mtime */
+	FSB_KEPT_STALE,		/* one of the set that goes before any member */
+};
+
+/**
+ * Remove regular files of the set `kind_of` picks out in `dir` (it returns
+ * a kind for each name), oldest first (stale ones before every member),
+ * until at most `keep` are left. Names of temp files (".tmp.") are never
+ * members; nothing but regular files is removed. So that kept state (the
+ * launch records, the scan indexes) does not pile up with every new key.
+ * 0, or -errno when `dir` cannot be listed (nothing removed).
+ */
+int fsb_private_dir_keep_newest(const char *dir,
+				enum fsb_kept_kind (*kind_of)(const char *name, void *arg),
+				void *arg, size_t keep);
+
 #endif

@@ -239,6 +239,16 @@ static char *record_text(const char *key, const char *socket, const struct fsb_m
 	return text;
 }
 
+/* A record's name: 16 hex digits and ".json". */
+static enum fsb_kept_kind launch_record(const char *name, void *arg)
+{
+	(void)arg;
+	return strlen(name) == 16 + 5 && strspn(name, "0123456789abcdef") == 16 &&
+			       strcmp(name + 16, ".json") == 0
+		       ? FSB_KEPT_MEMBER
+		       : FSB_KEPT_OTHER;
+}
+
 int fsb_launch_record_save(const char *state_dir, const char *key, const char *socket,
 			   const struct fsb_mount_plan *plan, const struct fsb_run_launch *l)
 {
@@ -252,9 +262,14 @@ int fsb_launch_record_save(const char *state_dir, const char *key, const char *s
 		return -ENOMEM;
 	len = strlen(text);
 	old = fsb_private_file_read(path, FSB_LAUNCH_RECORD_MAX_BYTES, &old_len);
-	rc = old != NULL && old_len == len && memcmp(old, text, len) == 0
-		     ? 0
-		     : fsb_private_file_write(path, (const void *const[]){ text }, &len, 1);
+	if (old != NULL && old_len == len && memcmp(old, text, len) == 0) {
+		/* Used again: the newest, as far as pruning goes. */
+		rc = utimensat(AT_FDCWD, path, NULL, AT_SYMLINK_NOFOLLOW) < 0 ? -errno : 0;
+	} else if ((rc = fsb_private_file_write(path, (const void *const[]){ text }, &len, 1)) ==
+		   0) {
+		*strrchr(path, '/') = '\0';
+		fsb_private_dir_keep_newest(path, launch_record, NULL, FSB_LAUNCH_RECORDS_KEPT);
+	}
 	free(old);
 	free(text);
 	return rc;

@@ -19,7 +19,8 @@
  * A record lives in <state dir>/launch/, hidden from the sandbox, written
  * by temp file and rename; one that is not a regular file of the user's,
  * writable only by them, within FSB_LAUNCH_RECORD_MAX_BYTES, or of another
- * key or version, is not used.
+ * key or version, is not used. The FSB_LAUNCH_RECORDS_KEPT records used
+ * last are kept, the older ones removed when a new one is written.
  */
 #ifndef FSB_LAUNCH_RECORD_H
 #define FSB_LAUNCH_RECORD_H
@@ -31,6 +32,8 @@
 #include "run.h"
 
 #define FSB_LAUNCH_RECORD_MAX_BYTES (1u << 20)
+/* Records kept, the most recently used: one per workspace and options. */
+#define FSB_LAUNCH_RECORDS_KEPT 64
 
 struct fsb_launch_record {
 	char **plan;		/* the mount plan's options, NULL-terminated */
@@ -52,8 +55,9 @@ int fsb_launch_record_load(const char *state_dir, const char *key, const char *s
 
 /**
  * Keep what `plan` and `l` hold for `key` (the scoped socket's path,
- * `socket`, as the marker), unless the record there already says the same. 0 or -errno: a
- * record not written only means the next run starts after its pack loads.
+ * `socket`, as the marker), unless the record there already says the same
+ * (then it is only marked used). 0 or -errno: a record not written only
+ * means the next run starts after its pack loads.
  */
 int fsb_launch_record_save(const char *state_dir, const char *key, const char *socket,
 			   const struct fsb_mount_plan *plan, const struct fsb_run_launch *l);

@@ -56,7 +56,6 @@
  *   child:  u8 kind | str name | str rule
  *   str:    u64 length | bytes | NUL
  */
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -66,6 +65,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "private_file.h"
 #include "scan_index.h"
 
 #define MAGIC "FSBSIX1\n"
@@ -516,57 +516,37 @@ void fsb_scan_index_add(struct fsb_scan_index *ix, const char *path, const struc
 	ix->out_fresh++;
 }
 
+/* The indexes of one workspace: its name up to the '-', then "-" and a key;
+ * the name alone is the old single file of that workspace, which goes
+ * first. */
+static enum fsb_kept_kind workspace_index(const char *name, void *arg)
+{
+	const char *base = arg;
+	size_t prefix = strcspn(base, "-");
+
+	if (strncmp(name, base, prefix) != 0)
+		return FSB_KEPT_OTHER;
+	if (name[prefix] == '\0')
+		return FSB_KEPT_STALE;
+	return name[prefix] == '-' ? FSB_KEPT_MEMBER : FSB_KEPT_OTHER;
+}
+
 /*
  * Keep the FSB_SCAN_INDEX_KEPT most recently written indexes of the
- * workspace of `file` (its name up to the '-'), the old single file of
- * that workspace (the name alone) going first: an edited pack's denyRead
- * list makes a new key, and the old ones must not pile up.
+ * workspace of `file`: an edited pack's denyRead list makes a new key, and
+ * the old ones must not pile up.
  */
 static void prune_workspace(const char *file)
 {
-	char dir[4096], oldest_path[4096 + 256];
+	char dir[4096];
 	const char *base = strrchr(file, '/');
-	size_t prefix;
 
 	if (base == NULL || (size_t)(base - file) >= sizeof(dir))
 		return;
 	memcpy(dir, file, (size_t)(base - file));
 	dir[base - file] = '\0';
-	base++;
-	prefix = strcspn(base, "-");
-	for (;;) {
-		struct dirent *e;
-		struct timespec oldest = { 0 };
-		unsigned n = 0;
-		DIR *d = opendir(dir);
-
-		if (d == NULL)
-			return;
-		oldest_path[0] = '\0';
-		while ((e = readdir(d)) != NULL) {
-			char p[4096 + 256];
-			struct stat st;
-
-			if (strncmp(e->d_name, base, prefix) != 0 ||
-			    (e->d_name[prefix] != '\0' && e->d_name[prefix] != '-') ||
-			    strstr(e->d_name, ".tmp.") != NULL)
-				continue;
-			snprintf(p, sizeof(p), "%s/%s", dir, e->d_name);
-			if (lstat(p, &st) < 0 || !S_ISREG(st.st_mode))
-				continue;
-			n++;
-			if (e->d_name[prefix] == '\0')
-				st.st_mtim = (struct timespec){ 0 };
-			if (oldest_path[0] == '\0' || st.st_mtim.tv_sec < oldest.tv_sec ||
-			    (st.st_mtim.tv_sec == oldest.tv_sec && st.st_mtim.tv_nsec < oldest.tv_nsec)) {
-				oldest = st.st_mtim;
-				snprintf(oldest_path, sizeof(oldest_path), "%s", p);
-			}
-		}
-		closedir(d);
-		if (n <= FSB_SCAN_INDEX_KEPT || oldest_path[0] == '\0' || unlink(oldest_path) < 0)
-			return;
-	}
+	fsb_private_dir_keep_newest(dir, workspace_index, (void *)(base + 1),
+				    FSB_SCAN_INDEX_KEPT);
 }
 
 int fsb_scan_index_save(struct fsb_scan_index *ix)
