@@ -7,7 +7,9 @@ libcjson-dev libssl-dev lua-busted libcmocka-dev luarocks trash-cli \
 libseccomp-dev bubblewrap python3 git zsh busybox-static clang libclang-rt-14-dev valgrind \
 patch xz-utils bash libncurses-dev rsync python3-venv golang-go scdoc groff-base \
 man-db bash-completion jq dpkg-dev debhelper libmicrohttpd-dev libzstd-dev curl \
-python3-jsonschema cppcheck"
+python3-jsonschema cppcheck lintian socat ripgrep"
+# lintian checks the package make deb builds (tests/cli/deb.sh); socat and
+# ripgrep are what srt needs in make bench-peers.
 missing=""
 for p in $pkgs; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'ok installed' ||
