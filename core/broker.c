@@ -160,7 +160,7 @@ static int load_policy(struct fsb_broker *b, struct fsb_policy **out, char *err,
 		.tmp = b->cfg.tmp,
 		.state = b->cfg.state_dir[0] ? b->cfg.state_dir : NULL,
 		.limits = &b->cfg.limits,
-		.cache_tests = !b->cfg.one_shot && b->cfg.state_dir[0] != '\0',
+		.cache_tests = (!b->cfg.one_shot || b->cfg.keep_compiled) && b->cfg.state_dir[0] != '\0',
 	};
 
 	for (int i = 0; i < b->cfg.nrules_dirs; i++)

@@ -37,6 +37,11 @@ struct fsb_broker_config {
 	char home[PATH_MAX], tmp[PATH_MAX];
 	char state_dir[PATH_MAX];
 	bool one_shot;			/* `fsbroker check`: create nothing, audit nothing */
+	/* With one_shot, still load the pack's compiled chunks and skip the
+	 * self-tests that passed before (<state_dir>/lua-chunks, pack-tests),
+	 * as the core of that state dir does: an attached `fsbroker run`
+	 * loads the pack only for its mount plan. */
+	bool keep_compiled;
 	/* The pack is loaded later, by fsb_broker_load_policy(): `fsbroker
 	 * run` starts its sandbox meanwhile (docs/runtime.md, "Started
 	 * before the pack is loaded"). Nothing is judged until then. */

@@ -1185,6 +1185,8 @@ int fsb_cli_run(int argc, char **argv)
 		if (at.tmp[0] == '/')
 			snprintf(cfg.tmp, sizeof(cfg.tmp), "%s", at.tmp);
 		cfg.one_shot = true;	/* only for the plan: no state, no audit here */
+		/* ...but the pack as the core compiled and tested it. */
+		cfg.keep_compiled = true;
 	} else {
 		if (o.workspace == NULL) {
 			if (getcwd(cwd, sizeof(cwd)) == NULL) {

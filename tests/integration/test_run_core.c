@@ -358,6 +358,41 @@ static void a_socket_dir_holding_the_workspace_refuses_the_run(void **state)
 	fsbt_core_stop(c);
 }
 
+/*
+ * An attached run loads the pack only for its mount plan: as the core
+ * compiled and tested it. The self-tests the core passed are not run again
+ * (the debug line says so), and the compiled chunks are the core's state
+ * dir's: removed, they are there again after the run.
+ */
+static void an_attached_run_loads_the_pack_as_its_core_compiled_and_tested_it(void **state)
+{
+	struct fsbt_core *c = *state;
+	char why[512], chunks[PATH_MAX], cmd[PATH_MAX + 64];
+	struct runproc p;
+	int st;
+
+	if (fsbt_sandbox_unsupported(why, sizeof(why)) != NULL)
+		fsbt_skip("%s", why);
+	snprintf(chunks, sizeof(chunks), "%s/lua-chunks", c->state);
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", chunks);
+	assert_int_equal(system(cmd), 0);
+	setenv("FSBROKER_LOG", "debug", 1);
+	run_start((char *[]){ (char *)fsbt_binary(), "run", "--core", c->state, "--", "true",
+			      NULL },
+		  false, &p);
+	st = run_finish(&p);
+	unsetenv("FSBROKER_LOG");
+	if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
+		fail_msg("wait status 0x%x; stderr:\n%s", (unsigned)st, p.ebuf ? p.ebuf : "");
+	if (p.ebuf == NULL || strstr(p.ebuf, "passed before for this very code") == NULL)
+		fail_msg("the attached run ran the pack's self-tests again:\n%s",
+			 p.ebuf ? p.ebuf : "");
+	snprintf(cmd, sizeof(cmd), "test -n \"$(ls -A '%s')\"", chunks);
+	if (system(cmd) != 0)
+		fail_msg("the attached run kept no compiled chunk in %s", chunks);
+	run_free(&p);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -371,6 +406,9 @@ int main(void)
 						core_setup_inline, core_teardown),
 		cmocka_unit_test_setup_teardown(serve_inline_deny_refuses_the_waiting_call,
 						core_setup_inline, core_teardown),
+		cmocka_unit_test_setup_teardown(
+			an_attached_run_loads_the_pack_as_its_core_compiled_and_tested_it, core_setup,
+			core_teardown),
 		cmocka_unit_test(the_core_socket_is_not_visible_inside_wherever_it_lies),
 		cmocka_unit_test(a_socket_dir_holding_the_workspace_refuses_the_run),
 	};
