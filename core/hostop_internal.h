@@ -116,9 +116,27 @@ int hop_reach(struct hostop *h, const struct fsb_access *a, struct stat *st);
 int hop_record(struct hostop *h, enum fsb_op op, const char *requested, const char *real,
 	       const struct stat *st, int rdfd, const char *target, bool skip_content);
 
+/**
+ * Journal `real`, a name the operation creates for an object that exists
+ * already: `made` is its lstat (a rename's source, a hard link's file), so
+ * that a restore of a cycle still open knows the object it may remove.
+ */
+int hop_record_new_name(struct hostop *h, enum fsb_op op, const char *requested,
+			const char *real, const struct stat *made);
+
+/** Journal the directory `a` creates a name in, before the create that
+ * moves its mtime, when the operation journals the name only after it. */
+int hop_note_parent(struct hostop *h, const struct fsb_access *a);
+
 /** hop_record() of `name` in `pfd`, its content copied first. */
 int hop_backup_at(struct hostop *h, enum fsb_op op, const char *requested, const char *real,
 		  int pfd, const char *name, const struct stat *st, bool skip_content);
+
+/** hop_backup_at() of a name the operation gives another object, whose
+ * lstat is `made` (the source of a rename that replaces it). */
+int hop_backup_replaced(struct hostop *h, enum fsb_op op, const char *requested,
+			const char *real, int pfd, const char *name, const struct stat *st,
+			bool skip_content, const struct stat *made);
 
 /**
  * Journal an object already reached (lstat `st`) before a change of its

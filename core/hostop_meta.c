@@ -77,6 +77,42 @@ out:
 	return err;
 }
 
+/*
+ * A symlink is a new object, unknown until it is made: its directory is
+ * journaled, then the symlink made (symlinkat fails on a name that
+ * appeared), then journaled with its device and inode so that a restore
+ * knows it, and taken away again when the line or the audit cannot be
+ * written — as a write grant's create (write_grant.c).
+ */
+static int make_symlink(struct hostop *h, const char *target, int tfd, const char *tname)
+{
+	const struct fsb_access *t = &h->dst;
+	struct stat made;
+	int err;
+
+	/* A create moves its directory's mtime: journaled first. */
+	if (hop_note_parent(h, t) < 0)
+		return -1;
+	if (symlinkat(target, tfd, tname) < 0) {
+		err = errno;
+		if (err == EEXIST)
+			return hop_fail(h, EAGAIN, "%s appeared since it was checked; nothing was "
+					"changed; ask again", t->res.path);
+		return hop_fail(h, err, "cannot make %s: %s", t->res.path, strerror(err));
+	}
+	/* Not a symlink any more: something replaced it at once, and it is
+	 * not ours to take away. */
+	if (fstatat(tfd, tname, &made, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISLNK(made.st_mode))
+		return hop_fail(h, EAGAIN, "%s changed as it was made; ask again", t->res.path);
+	if (hop_record_new_name(h, t->op, h->req->to, t->res.path, &made) < 0 ||
+	    hop_sync_backups(h) < 0 || hop_audit_before(h) < 0) {
+		unlinkat(tfd, tname, 0);
+		return -1;
+	}
+	h->changed = true;
+	return 0;
+}
+
 int hop_link(struct hostop *h)
 {
 	const struct fsb_hostop_req *r = h->req;
@@ -123,16 +159,21 @@ int hop_link(struct hostop *h)
 	}
 	if ((tfd = hop_open_parent(h, t, &tname)) < 0)
 		goto out;
-	if (hop_record(h, t->op, r->to, t->res.path, NULL, -1, NULL, false) < 0 ||
+	if (r->symbolic) {
+		rc = make_symlink(h, r->from, tfd, tname);
+		goto out;
+	}
+	/* A hard link's new name stands for the file linked: a restore
+	 * knows it by that inode. */
+	if (hop_record_new_name(h, t->op, r->to, t->res.path, &st) < 0 ||
 	    hop_sync_backups(h) < 0 || hop_audit_before(h) < 0)
 		goto out;
-	if (r->symbolic ? symlinkat(r->from, tfd, tname)
-	    : sname != NULL ? linkat(fd, sname, tfd, tname, 0)
-			    : linkat(AT_FDCWD, fsb_at_fd_path(fd, proc, sizeof(proc)), tfd, tname,
-				     AT_SYMLINK_FOLLOW)) {
+	if (sname != NULL ? linkat(fd, sname, tfd, tname, 0)
+	    : linkat(AT_FDCWD, fsb_at_fd_path(fd, proc, sizeof(proc)), tfd, tname,
+		     AT_SYMLINK_FOLLOW)) {
 		int err = errno;
 
-		if (err == EXDEV && !r->symbolic && sname == NULL)
+		if (err == EXDEV && sname == NULL)
 			err = -link_in_host_view(h, a, tfd);
 		if (err != 0) {
 			hop_fail(h, err, "cannot make %s: %s", t->res.path, strerror(err));

@@ -97,11 +97,11 @@ int hop_rename(struct hostop *h)
 	 * on a restore: its new name is not journaled as one to remove. */
 	h->src_unsaved = h->last_unsaved;
 	if ((dir && hop_walk(&j, pfd, name, &st, hop_save_entry) < 0) ||
-	    (t->res.exists ? hop_backup_at(h, FSB_OP_RENAME_TO, r->to, t->res.path, tfd, tname, &tst,
-					   !t->verdict.backup)
+	    (t->res.exists ? hop_backup_replaced(h, FSB_OP_RENAME_TO, r->to, t->res.path, tfd,
+						 tname, &tst, !t->verdict.backup, &st)
 	     : h->src_unsaved ? 0
-			      : hop_record(h, FSB_OP_RENAME_TO, r->to, t->res.path, NULL, -1, NULL,
-					   false)) < 0 ||
+			      : hop_record_new_name(h, FSB_OP_RENAME_TO, r->to, t->res.path,
+						    &st)) < 0 ||
 	    hop_sync_backups(h) < 0 || hop_audit_before(h) < 0)
 		goto out;
 	/* Last look before the change; a target judged absent must still be

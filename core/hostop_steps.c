@@ -248,10 +248,11 @@ int hop_reach(struct hostop *h, const struct fsb_access *a, struct stat *st)
 
 /* Journal the state of `real` (`st`, NULL when the operation creates it)
  * with the content read from `rdfd` (a regular file) or its link target;
- * with `metadata_only`, the prior metadata alone. */
+ * with `metadata_only`, the prior metadata alone. `made`: for a name the
+ * operation creates, the object that will stand there, when known. */
 static int hop_record_entry(struct hostop *h, enum fsb_op op, const char *requested,
 			    const char *real, const struct stat *st, int rdfd, const char *target,
-			    bool skip_content, bool metadata_only)
+			    bool skip_content, bool metadata_only, const struct stat *made)
 {
 	struct fsb_backup_result res;
 	struct fsb_backup_entry e = {
@@ -259,6 +260,7 @@ static int hop_record_entry(struct hostop *h, enum fsb_op op, const char *reques
 		.path = requested,
 		.resolved = real,
 		.prior = st,
+		.made = made,
 		.fd = rdfd,
 		.link_target = target,
 		.skip_content = skip_content,
@@ -337,12 +339,37 @@ static int hop_record_entry(struct hostop *h, enum fsb_op op, const char *reques
 int hop_record(struct hostop *h, enum fsb_op op, const char *requested, const char *real,
 	       const struct stat *st, int rdfd, const char *target, bool skip_content)
 {
-	return hop_record_entry(h, op, requested, real, st, rdfd, target, skip_content, false);
+	return hop_record_entry(h, op, requested, real, st, rdfd, target, skip_content, false,
+				NULL);
 }
 
-/* Back up `name` in `pfd` (real path `real`, lstat `st`) before `op`. */
+int hop_record_new_name(struct hostop *h, enum fsb_op op, const char *requested,
+			const char *real, const struct stat *made)
+{
+	return hop_record_entry(h, op, requested, real, NULL, -1, NULL, false, false, made);
+}
+
+int hop_note_parent(struct hostop *h, const struct fsb_access *a)
+{
+	enum fsb_stage was = fsb_stage_push(FSB_STAGE_BACKUP);
+	int rc = fsb_backup_note_parent(h->b, h->who->session, a);
+
+	fsb_stage_pop(was);
+	if (rc < 0)
+		return hop_fail(h, EIO, "the backup journal cannot be written; nothing was "
+				"changed");
+	return 0;
+}
+
 int hop_backup_at(struct hostop *h, enum fsb_op op, const char *requested, const char *real,
 		  int pfd, const char *name, const struct stat *st, bool skip_content)
+{
+	return hop_backup_replaced(h, op, requested, real, pfd, name, st, skip_content, NULL);
+}
+
+int hop_backup_replaced(struct hostop *h, enum fsb_op op, const char *requested,
+			const char *real, int pfd, const char *name, const struct stat *st,
+			bool skip_content, const struct stat *made)
 {
 	char target[PATH_MAX];
 	struct stat now;
@@ -373,8 +400,8 @@ int hop_backup_at(struct hostop *h, enum fsb_op op, const char *requested, const
 					strerror(errno));
 		target[n] = '\0';
 	}
-	rc = hop_record(h, op, requested, real, st, fd, S_ISLNK(st->st_mode) ? target : NULL,
-			skip_content);
+	rc = hop_record_entry(h, op, requested, real, st, fd, S_ISLNK(st->st_mode) ? target : NULL,
+			      skip_content, false, made);
 	if (fd >= 0)
 		close(fd);
 	return rc;
@@ -385,7 +412,7 @@ int hop_backup_meta(struct hostop *h, const struct fsb_access *a, const struct s
 	/* chmod and touch leave the content as it is: the old metadata is
 	 * all a restore needs, so nothing is read or copied. */
 	return hop_record_entry(h, a->op, a->requested, a->res.path, st, -1, NULL,
-				!a->verdict.backup, fsb_op_metadata_only(a->op));
+				!a->verdict.backup, fsb_op_metadata_only(a->op), NULL);
 }
 
 int hop_sync_backups(struct hostop *h)
@@ -532,9 +559,11 @@ int hop_save_entry(const struct fsb_tree_entry *e, bool post, void *arg)
 			return STOPPED;
 	}
 	unsaved = hop_inode_set_get(&h->unsaved, e->st) != NULL;
+	/* Moved, the entry is the object under its new name; copied, it is
+	 * not (the copy is made after the line). */
 	if (j->new_top != NULL && !unsaved &&
 	    (join(h, path, j->new_top, e->rel) < 0 ||
-	     hop_record(h, j->new_op, path, path, NULL, -1, NULL, false) < 0))
+	     hop_record_new_name(h, j->new_op, path, path, j->copy ? NULL : e->st) < 0))
 		return STOPPED;
 	return 0;
 }

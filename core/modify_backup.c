@@ -398,6 +398,7 @@ int fsb_backup_entry(struct fsb_broker *b, const char *sid, const struct fsb_bac
 	r.path = e->path;
 	r.resolved = e->resolved;
 	r.prior = e->prior;
+	r.made = e->made;
 	r.fd = e->fd;
 	r.link_target = e->link_target;
 	r.skip_content = e->skip_content;

@@ -57,6 +57,10 @@ struct fsb_backup_entry {
 	const char *path;		/* as requested; an entry beneath: its real path */
 	const char *resolved;		/* the real path */
 	const struct stat *prior;	/* its lstat now; NULL: absent, the op creates it */
+	const struct stat *made;	/* the lstat of the object the op leaves
+					 * here when it is one that exists now (a
+					 * rename's source, a hard link's file),
+					 * else NULL */
 	int fd;				/* a regular file: read-only fd on that inode, else -1 */
 	const char *link_target;	/* a symlink's target, else NULL */
 	bool skip_content;		/* the pack's backup.skip matched */

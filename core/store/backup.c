@@ -453,7 +453,7 @@ static cJSON *journal_line(const struct cycle *c, const struct fsb_backup_req *r
 	rec.ok = true;
 	if (r->prior != NULL && prior_of(r, res, &rec.prior, target) < 0)
 		goto out;
-	if (r->made != NULL && r->prior == NULL) {
+	if (r->made != NULL) {
 		rec.has_made = true;
 		snprintf(rec.made_type, sizeof(rec.made_type), "%s",
 			 fsb_file_type_name(r->made->st_mode));

@@ -127,10 +127,13 @@ struct fsb_backup_req {
 					 * store, let go while content is copied
 					 * (other records go on meanwhile); NULL:
 					 * held throughout */
-	const struct stat *made;	/* a create already made: its lstat,
-					 * journaled as `made` (type, dev, ino)
-					 * for a restore to know the object it
-					 * may remove; NULL when not known */
+	const struct stat *made;	/* the object the change leaves under
+					 * the name (a create already made, a
+					 * rename's source, a hard link's file):
+					 * its lstat, journaled as `made` (type,
+					 * dev, ino) for a restore to know the
+					 * object it may remove; NULL when not
+					 * known */
 	const char *moved_to;		/* a rename's source (or an entry beneath
 					 * it): the real path it moves to. A
 					 * regular file is journaled with

@@ -229,14 +229,43 @@ static bool is_the_object(const struct ctx *c, struct fsb_restore_item *it,
 	return false;
 }
 
+/* The object the cycle's last line of the path left under it, by the
+ * line's `made` (a create, a rename, a link) or, for a change in place,
+ * its prior state; false when the line does not tell (a name journaled
+ * before the object was made, one the cycle took away). */
+static bool last_object(const struct fsb_pick *pk, const char **type, uint64_t *dev,
+			uint64_t *ino)
+{
+	static const char *const in_place[] = {
+		"write", "chmod", "chown", "utimes", "xattr", "touch", "entries", "held-open",
+	};
+	const struct fsb_journal_rec *r = pk->all[pk->nall - 1];
+	bool kept = false;
+
+	if (r->has_made) {
+		*type = r->made_type;
+		*dev = r->made_dev;
+		*ino = r->made_ino;
+		return true;
+	}
+	for (size_t i = 0; i < sizeof(in_place) / sizeof(in_place[0]); i++)
+		kept = kept || strcmp(r->op, in_place[i]) == 0;
+	if (!kept || !r->prior.exists)
+		return false;
+	*type = r->prior.type;
+	*dev = r->prior.dev;
+	*ino = r->prior.ino;
+	return true;
+}
+
 /*
  * A path the cycle created is removed only when what is there now is
  * certainly the object the cycle made: never a host's file, socket, symlink
  * or tree that merely has its name. The cycle's end state names that object
  * (type, dev and ino, taken at the seal: what the cycle left, also when it
  * replaced its own file, as `sed -i` does); without one (an open cycle, or
- * one recovered after a crash) the object the create made, when its line
- * records it (`made`). With neither (a cycle sealed by an older fsbroker,
+ * one recovered after a crash) the object the path's last line left there
+ * (last_object). With neither (a cycle sealed by an older fsbroker,
  * whose end state's type and ino may describe another object: the host's,
  * for a name in the sandbox's private /tmp; a create journaled before it
  * was made) nothing proves it, and not even --force removes more than what
@@ -249,15 +278,16 @@ static bool removable(const struct ctx *c, const struct fsb_cycle *cy,
 		      struct fsb_restore_item *it)
 {
 	const struct fsb_end_state *e = it->pick->end;
-	const struct fsb_journal_rec *r = it->pick->rec;
+	const struct fsb_journal_rec *r = it->pick->all[it->pick->nall - 1];
 	const struct stat *st = &it->now;
-	const char *type = fsb_file_type_name(st->st_mode);
+	const char *type = fsb_file_type_name(st->st_mode), *made;
 	bool dir_op = strcmp(r->op, "mkdir") == 0;
+	uint64_t dev, ino;
 
 	if (e != NULL && e->exists && e->has_dev && e->has_ino && e->type[0] != '\0')
 		return is_the_object(c, it, st, e->type, e->dev, e->ino);
-	if ((e == NULL || !e->has_dev) && r->has_made)
-		return is_the_object(c, it, st, r->made_type, r->made_dev, r->made_ino);
+	if ((e == NULL || !e->has_dev) && last_object(it->pick, &made, &dev, &ino))
+		return is_the_object(c, it, st, made, dev, ino);
 	if (st->st_uid == geteuid() &&
 	    ((dir_op && S_ISDIR(st->st_mode)) ||
 	     (!dir_op && S_ISREG(st->st_mode) && st->st_size == 0 && st->st_nlink == 1)))

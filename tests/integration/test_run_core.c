@@ -393,6 +393,58 @@ static void an_attached_run_loads_the_pack_as_its_core_compiled_and_tested_it(vo
 	run_free(&p);
 }
 
+/*
+ * The host may restore a turn before it commits it: the cycle is still open
+ * and has no end states, so restore knows what the cycle made only by the
+ * objects its lines record. Git's objects and refs (a temporary linked to
+ * its name, a lock renamed over its name), `sed -i`'s temporary renamed
+ * over the file, a directory moved, a hard link and a symlink are all
+ * removed again, each known as the object the cycle left there, and the
+ * workspace is as it was.
+ */
+static void a_restore_before_the_commit_removes_what_the_run_made(void **state)
+{
+	struct fsbt_core *c = *state;
+	char why[512], kept[PATH_MAX + 16], diff[4096];
+	struct fsbt_tree before, after;
+	struct runproc p;
+	char *out = NULL;
+	int st;
+
+	if (fsbt_sandbox_unsupported(why, sizeof(why)) != NULL)
+		fsbt_skip("%s", why);
+	if (access("/usr/bin/git", X_OK) < 0)
+		fsbt_skip("%s", "git is not installed (make deps)");
+	snprintf(kept, sizeof(kept), "%s/kept.txt", c->ws);
+	fsbt_write_file(kept, "kept\n");
+	assert_int_equal(fsbt_tree_snap(c->ws, &before), 0);
+	run_start((char *[]){ (char *)fsbt_binary(), "run", "--core", c->state, "--", "sh", "-ec",
+			      "git init -q g; cd g; echo a > a; git add a;"
+			      " git -c user.email=x@example.invalid -c user.name=x commit -qm one;"
+			      " cd ..; ln -s kept.txt sym; ln kept.txt hard; mkdir d; echo x > d/f;"
+			      " echo z > d/z; mv d d2; sed -i s/x/y/ d2/f; echo n > n; mv n n2", NULL },
+		  false, &p);
+	st = run_finish(&p);
+	if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
+		fail_msg("wait status 0x%x; stderr:\n%s", (unsigned)st, p.ebuf ? p.ebuf : "");
+	run_free(&p);
+	st = fsbt_run((char *[]){ (char *)fsbt_binary(), "backup", "restore", "1", "--force",
+				  "--state-dir", c->state, "--session", c->session, NULL },
+		      &out);
+	assert_int_equal(fsbt_tree_snap(c->ws, &after), 0);
+	if (st != 0 || fsbt_tree_diff(&before, &after, FSBT_TREE_MTIME | FSBT_TREE_NLINK |
+				      FSBT_TREE_LINKS, diff, sizeof(diff)) > 0)
+		fail_msg("restore exited 0x%x; the workspace differs:\n%s\nits output:\n%s",
+			 (unsigned)st, diff, out ? out : "");
+	/* Each removal was of the object the cycle's last line names, not
+	 * one --force had to take on trust. */
+	if (strstr(out, "forced") != NULL)
+		fail_msg("restore removed an object it did not know as the cycle's:\n%s", out);
+	free(out);
+	fsbt_tree_free(&before);
+	fsbt_tree_free(&after);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -409,6 +461,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(
 			an_attached_run_loads_the_pack_as_its_core_compiled_and_tested_it, core_setup,
 			core_teardown),
+		cmocka_unit_test_setup_teardown(a_restore_before_the_commit_removes_what_the_run_made,
+						core_setup, core_teardown),
 		cmocka_unit_test(the_core_socket_is_not_visible_inside_wherever_it_lies),
 		cmocka_unit_test(a_socket_dir_holding_the_workspace_refuses_the_run),
 	};
