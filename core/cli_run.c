@@ -32,6 +32,7 @@
 #include "prompt_events.h"
 #include "proto_json.h"
 #include "run.h"
+#include "run_leftovers.h"
 #include "run_mode.h"
 #include "seccomp_filter.h"
 #include "server.h"
@@ -1257,9 +1258,16 @@ int fsb_cli_run(int argc, char **argv)
 		goto out;
 	rc = FSB_EXIT_RUN;
 
+	/* A run killed before left its directory, and maybe a sandbox. */
+	if (mode.namespaces && fsb_run_socket_dir(r->sockdir, sizeof(r->sockdir)) == 0)
+		fsb_run_clear_leftovers(r->sockdir);
 	if (r->attached) {
 		snprintf(r->scoped, sizeof(r->scoped), "%s", at.socket);
 		r->init_sock = at.fd;
+		/* Its sockets are the core's: the directory only says, while
+		 * it exists, that this run is alive (fsb_run_clear_leftovers). */
+		r->sockdir_made = mode.namespaces && r->sockdir[0] != '\0' &&
+				  mkdir(r->sockdir, 0700) == 0;
 	} else {
 		rc = start_embedded_core(r, &o, mode.namespaces, session, tool_call);
 		if (rc != 0)
