@@ -19,7 +19,8 @@
 #   make test-browser    fsbroker ui in Debian's headless Chromium (skipped
 #                        without /usr/bin/chromium; npm ci in tests/browser)
 #   make test-workloads  real programs under fsbroker run against the same
-#                        command bare, then restored (tests/workloads/)
+#                        command bare, then restored (tests/workloads/);
+#                        again attached to a core, restored before the commit
 #   make toybox-tests    toybox's own tests of the shimmed applets, stock and
 #                        brokered: the pass counts must be equal
 #   make zsh-tests       zsh's own Test/ files (A01grammar, A04redirect, B01cd,
@@ -372,6 +373,8 @@ test: deps
 	    "zsh's own tests" "bash clients/zsh/run-zsh-tests.sh --tap $(BUILD)/fsbroker" \
 	    "node package" "sh tools/node-test.sh $(BUILD)/fsbroker" \
 	    "workloads" "bash tests/workloads/run.sh $(BUILD)/fsbroker" \
+	    "workloads, attached and restored before the commit" \
+	        "WORKLOADS_ATTACHED=1 bash tests/workloads/run.sh $(BUILD)/fsbroker" \
 	    "fuzz corpus replay" "$(FUZZ_REPLAY_CMD)"
 
 # The npm package (clients/node): npm ci when needed, tsc, node --test.
@@ -381,7 +384,9 @@ node-test: all
 # Real programs (npm ci, git, pip in a venv, tar, rsync, sed -i, chmod -R, …)
 # under fsbroker run against the same command bare, then restored.
 test-workloads: all
-	$(Q)sh tools/tap-sum.sh "workloads" "bash tests/workloads/run.sh $(BUILD)/fsbroker"
+	$(Q)sh tools/tap-sum.sh "workloads" "bash tests/workloads/run.sh $(BUILD)/fsbroker" \
+	    "workloads, attached and restored before the commit" \
+	        "WORKLOADS_ATTACHED=1 bash tests/workloads/run.sh $(BUILD)/fsbroker"
 
 test-c: $(UNIT_BIN)
 	$(Q)sh tools/tap-sum.sh "C unit" "sh tools/run-cmocka.sh $(UNIT_BIN)"

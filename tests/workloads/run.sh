@@ -13,6 +13,10 @@
 #   4. and its directories' mtimes (in ns);
 #   5. for the hard-linked tree, its link groups: not built yet, so that
 #      point says SKIP with the count of groups that differ.
+# With WORKLOADS_ATTACHED=1 each command runs attached instead, with
+# `fsbroker run --core` against an `fsbroker serve` of its own, and the
+# restore is of the cycle still open, before the host commits it (--force):
+# what a host that undoes a turn early does.
 # Prints TAP; with NAMEs, runs only those. The workspaces live under the
 # checkout (build/workloads), not under ${tmp}, so their backups are taken
 # as a user's would be; HOME and TMPDIR are directories of that layout.
@@ -188,13 +192,56 @@ cmd_npm_ci='npm ci -q'
 
 # ---- the runner -----------------------------------------------------------
 
+attached=${WORKLOADS_ATTACHED:-0}
+cores=() sockdirs=()
+stop_cores() {
+    [ ${#cores[@]} -eq 0 ] || kill "${cores[@]}" 2>/dev/null
+    wait 2>/dev/null
+    [ ${#sockdirs[@]} -eq 0 ] || rm -rf "${sockdirs[@]}"
+    cores=() sockdirs=()
+}
+trap stop_cores EXIT
+
+# `fsbroker serve` of workload $1 for its workspace $2, with its state in
+# $3; waits until its admin socket answers.
+start_core() {
+    local sock
+    sock=$(mktemp -d /tmp/fsbw.XXXXXX) || return 1
+    sockdirs+=("$sock")
+    "$fsb" serve --state-dir "$3" --workspace "$2" --session "$1" --socket "$sock/s" \
+        >"$3.log" 2>&1 &
+    cores+=($!)
+    for _ in $(seq 1 100); do
+        [ -S "$3/admin.sock" ] && return 0
+        kill -0 "${cores[-1]}" 2>/dev/null || break
+        sleep 0.1
+    done
+    return 1
+}
+
+# The command $2 of workload $1 under fsbroker run in its workspace $3/ws,
+# its summary into $3/summary.json.
+run_under_fsbroker() {
+    local name=$1 cmd=$2 d=$3
+    if [ "$attached" = 1 ]; then
+        mkdir -m 0700 "$root/core-$name"
+        start_core "$name" "$d/ws" "$root/core-$name" || {
+            cat "$root/core-$name.log"; return 125; }
+        (cd "$d/ws" && timeout 1200 "$fsb" run --core "$root/core-$name" --summary-fd 3 \
+            -- sh -c "$cmd" 3>"$d/summary.json")
+    else
+        (cd "$d/ws" && "$fsb" run --workspace "$d/ws" --state-dir "$root/state" \
+            --session "$name" --summary-fd 3 -- sh -c "$cmd" 3>"$d/summary.json")
+    fi
+}
+
 # The last sealed cycle of $1's session, from the run's --summary-fd JSON.
 cycle_of() {
     python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["cycle"])' "$1" 2>/dev/null
 }
 
 run_workload() {
-    local name=$1 d=$root/$1 cmdvar=cmd_$1 volvar=volatile_$1 rc_bare rc_run t0 cycle
+    local name=$1 d=$root/$1 cmdvar=cmd_$1 volvar=volatile_$1 rc_bare rc_run t0 cycle state force
     local cmd=${!cmdvar} volatile=${!volvar:-} restored=type,content,mode,owner,mtime,links
     mkdir -p "$d/tpl"
     if ! (cd "$d/tpl" && "setup_$name") >"$d/setup.out" 2>&1; then
@@ -215,9 +262,10 @@ run_workload() {
     rc_bare=$?
     mv "$d/ws" "$d/bare"
     cp -a "$d/tpl" "$d/ws"
-    (cd "$d/ws" && "$fsb" run --workspace "$d/ws" --state-dir "$root/state" --session "$name" \
-        --summary-fd 3 -- sh -c "$cmd" 3>"$d/summary.json") >"$d/run.out" 2>&1
+    run_under_fsbroker "$name" "$cmd" "$d" >"$d/run.out" 2>&1
     rc_run=$?
+    state=$root/state force=
+    [ "$attached" = 1 ] && state=$root/core-$name force=--force
     if [ "$rc_run" -eq "$rc_bare" ]; then
         ok "$name: exit status $rc_bare, as bare"
     else
@@ -239,7 +287,8 @@ run_workload() {
         [ "$name" = hardlinks ] && not_ok "$name: link groups after restore: no cycle" "$d/why"
         return
     fi
-    if ! "$fsb" backup restore "$cycle" --state-dir "$root/state" --session "$name" \
+    # shellcheck disable=SC2086 # $force: nothing or one word
+    if ! "$fsb" backup restore "$cycle" --state-dir "$state" --session "$name" $force \
         >"$d/restore.out" 2>&1; then
         not_ok "$name: fsbroker backup restore $cycle" "$d/restore.out"
         not_ok "$name: directory mtimes after restore: the restore failed" "$d/restore.out"
@@ -304,5 +353,6 @@ for w in $all; do
         continue
     fi
     run_workload "$w"
+    stop_cores
 done
 rm -f "$why"
