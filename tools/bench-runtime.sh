@@ -320,7 +320,7 @@ done
 header "1. \`true\` (start-up), $r_true rounds"
 rows true
 net_row true
-echo "  (aim: fsbroker run ≤ 20 ms)"
+echo "  (aim: fsbroker run ≤ 15 ms)"
 
 # --- 2. tar x -------------------------------------------------------------------------
 
