@@ -375,8 +375,12 @@ void fsb_run_summary_print(const struct fsb_run_summary *s, const char *who, FIL
 			"none (a namespace with only a loopback)" : "host (the host's network)");
 	for (size_t i = 0; i < s->nundone; i++)
 		fprintf(f, "%s: undone: %s\n", who, s->undone[i]);
+	/* Attached, the cycle stays open until the host commits the turn, and
+	 * restore takes an open cycle only with --force (docs/restore.md). */
 	if (s->restore != NULL)
-		fprintf(f, "%s: to undo: %s\n", who, s->restore);
+		fprintf(f, "%s: to undo: %s%s\n", who, s->restore,
+			s->attached ? " (once the host commits the turn; before it, add --force)"
+				    : "");
 	for (size_t i = 0; i < s->nwaiting; i++)
 		fprintf(f, "%s: to approve: %s\n", who, s->waiting[i].approve);
 	if (s->nwaiting > 0 && s->rerun != NULL)

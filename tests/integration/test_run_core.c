@@ -400,13 +400,15 @@ static void an_attached_run_loads_the_pack_as_its_core_compiled_and_tested_it(vo
  * its name, a lock renamed over its name), `sed -i`'s temporary renamed
  * over the file, a directory moved, a hard link and a symlink are all
  * removed again, each known as the object the cycle left there, and the
- * workspace is as it was.
+ * workspace is as it was. The restore is the command the run printed, with
+ * the --force its line says it needs until the host commits.
  */
 static void a_restore_before_the_commit_removes_what_the_run_made(void **state)
 {
 	struct fsbt_core *c = *state;
-	char why[512], kept[PATH_MAX + 16], diff[4096];
+	char why[512], kept[PATH_MAX + 16], diff[4096], cmd[PATH_MAX * 3];
 	struct fsbt_tree before, after;
+	const char *line, *end;
 	struct runproc p;
 	char *out = NULL;
 	int st;
@@ -427,10 +429,17 @@ static void a_restore_before_the_commit_removes_what_the_run_made(void **state)
 	st = run_finish(&p);
 	if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
 		fail_msg("wait status 0x%x; stderr:\n%s", (unsigned)st, p.ebuf ? p.ebuf : "");
+	/* The command the run printed, with what the line says it takes
+	 * before the host commits the turn. */
+	line = p.ebuf != NULL ? strstr(p.ebuf, "fsbroker run: to undo: ") : NULL;
+	end = line != NULL ? strstr(line, " (once the host commits the turn; before it, add "
+				    "--force)\n") : NULL;
+	if (end == NULL)
+		fail_msg("no undo line that says when it works:\n%s", p.ebuf ? p.ebuf : "");
+	line += strlen("fsbroker run: to undo: ");
+	snprintf(cmd, sizeof(cmd), "%.*s --force", (int)(end - line), line);
 	run_free(&p);
-	st = fsbt_run((char *[]){ (char *)fsbt_binary(), "backup", "restore", "1", "--force",
-				  "--state-dir", c->state, "--session", c->session, NULL },
-		      &out);
+	st = run_printed(cmd, &out);
 	assert_int_equal(fsbt_tree_snap(c->ws, &after), 0);
 	if (st != 0 || fsbt_tree_diff(&before, &after, FSBT_TREE_MTIME | FSBT_TREE_NLINK |
 				      FSBT_TREE_LINKS, diff, sizeof(diff)) > 0)
