@@ -92,13 +92,14 @@ static void settings_of(struct fsb_broker *b, struct fsb_session *s, struct sett
  * happen.
  */
 static int journaled_name(struct fsb_broker *b, bool has_view, int view_fd, const char *path,
-			  char *why, size_t whylen)
+			  int objfd, char *why, size_t whylen)
 {
 	int rc;
 
 	if (!has_view || view_fd < 0 || view_fd == b->rootfd)
 		return 1;
-	rc = fsb_view_is_hosts(view_fd, b->rootfd, path);
+	rc = objfd >= 0 ? fsb_view_object_is_hosts(objfd, b->rootfd, path)
+			: fsb_view_is_hosts(view_fd, b->rootfd, path);
 	if (rc >= 0)
 		return rc;
 	snprintf(why, whylen, "cannot tell whether %s is the host's or the sandbox's own (%s); "
@@ -312,7 +313,7 @@ int fsb_backup_file(struct fsb_broker *b, const char *sid, const struct fsb_acce
 		out->skipped = "disabled";
 		return 0;
 	}
-	rc = journaled_name(b, acc->has_view, acc->view_fd, acc->res.path, out->why,
+	rc = journaled_name(b, acc->has_view, acc->view_fd, acc->res.path, -1, out->why,
 			    sizeof(out->why));
 	if (rc <= 0) {
 		out->skipped = rc == 0 ? "private" : NULL;
@@ -386,7 +387,8 @@ int fsb_backup_entry(struct fsb_broker *b, const char *sid, const struct fsb_bac
 		res->skipped = out->skipped = "disabled";
 		return 0;
 	}
-	rc = journaled_name(b, e->has_view, e->view_fd, e->resolved, out->why, sizeof(out->why));
+	rc = journaled_name(b, e->has_view, e->view_fd, e->resolved, -1, out->why,
+			    sizeof(out->why));
 	if (rc <= 0) {
 		res->skipped = out->skipped = rc == 0 ? "private" : NULL;
 		return rc;
@@ -493,7 +495,8 @@ int fsb_backup_note_created(struct fsb_broker *b, const char *sid, const struct 
 
 	if ((s = journaling(b, sid, &set, &rc)) == NULL)
 		return rc;
-	if ((rc = journaled_name(b, acc->has_view, acc->view_fd, acc->res.path, why,
+	/* The object made, when the caller holds it, is the view's side. */
+	if ((rc = journaled_name(b, acc->has_view, acc->view_fd, acc->res.path, made_fd, why,
 				 sizeof(why))) <= 0)
 		return rc;
 	memset(&r, 0, sizeof(r));
@@ -528,7 +531,7 @@ int fsb_backup_note_parent(struct fsb_broker *b, const char *sid, const struct f
 	if ((s = journaling(b, sid, &set, &rc)) == NULL)
 		return rc;
 	/* The directory is the sandbox's own when the name it will hold is. */
-	if ((rc = journaled_name(b, acc->has_view, acc->view_fd, acc->res.path, why,
+	if ((rc = journaled_name(b, acc->has_view, acc->view_fd, acc->res.path, -1, why,
 				 sizeof(why))) <= 0)
 		return rc;
 	pthread_mutex_lock(&s->store_lock);

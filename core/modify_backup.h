@@ -124,9 +124,10 @@ int fsb_backup_recover(struct fsb_broker *b, const char *sid, char *err, size_t 
 /**
  * Journal that the grant for `acc` created its file (it did not exist
  * before), so a restore removes it. Nothing is copied. `made_fd` is an fd
- * on the object the create made (its type, dev and ino are journaled, so
- * a restore removes that object and no other), or -1 when the create has
- * not happened yet. 0 or -errno.
+ * on the object the create made, opened in the access's view (its type,
+ * dev and ino are journaled, so a restore removes that object and no
+ * other, and stand for the view's side of the host-or-sandbox check), or
+ * -1 when the create has not happened yet. 0 or -errno.
  */
 int fsb_backup_note_created(struct fsb_broker *b, const char *sid, const struct fsb_access *acc,
 			    int flags, int made_fd);

@@ -32,10 +32,39 @@ static int identify(int rootfd, const char *path, struct stat *st)
 	return err;
 }
 
+/* The host's side of the comparison: 1 when `path` from `hostfd` is the
+ * object `in` describes, 0 when it is another or nothing, or -errno. */
+static int hosts_is(int hostfd, const char *path, const struct stat *in)
+{
+	struct stat out;
+	int rc = identify(hostfd, path, &out);
+
+	/*
+	 * Nothing of that name on the host, or not reachable without a symlink
+	 * there, or not reachable at all by the core, whose uid is the
+	 * sandbox's (the view got there through directories of the same
+	 * permissions, so it is another directory): the sandbox's own.
+	 */
+	if (rc == -ENOENT || rc == -ENOTDIR || rc == -ELOOP || rc == -EXDEV || rc == -EACCES)
+		return 0;
+	if (rc < 0)
+		return rc;
+	return in->st_dev == out.st_dev && in->st_ino == out.st_ino;
+}
+
+int fsb_view_object_is_hosts(int objfd, int hostfd, const char *path)
+{
+	struct stat in;
+
+	if (fstat(objfd, &in) < 0)
+		return -errno;
+	return hosts_is(hostfd, path, &in);
+}
+
 int fsb_view_is_hosts(int viewfd, int hostfd, const char *path)
 {
 	char dir[PATH_MAX];
-	struct stat in, out;
+	struct stat in;
 	size_t len = strlen(path);
 	int rc;
 
@@ -61,16 +90,5 @@ int fsb_view_is_hosts(int viewfd, int hostfd, const char *path)
 	}
 	if (rc < 0)
 		return rc;
-	rc = identify(hostfd, dir, &out);
-	/*
-	 * Nothing of that name on the host, or not reachable without a symlink
-	 * there, or not reachable at all by the core, whose uid is the
-	 * sandbox's (the view got there through directories of the same
-	 * permissions, so it is another directory): the sandbox's own.
-	 */
-	if (rc == -ENOENT || rc == -ENOTDIR || rc == -ELOOP || rc == -EXDEV || rc == -EACCES)
-		return 0;
-	if (rc < 0)
-		return rc;
-	return in.st_dev == out.st_dev && in.st_ino == out.st_ino;
+	return hosts_is(hostfd, dir, &in);
 }
