@@ -186,10 +186,18 @@ void fsb_write_grant(struct fsb_write_grant *g, struct fsb_access *acc)
 						    acc->res.st.st_ino);
 		return;
 	}
-	if (!acc->res.exists && g->exact_mode)
+	if (fstat(g->fd, &st) < 0) {
+		acc->errnum = errno;
+		snprintf(g->why, sizeof(g->why), "cannot examine the file: %s", strerror(errno));
+		take_back(g, acc);
+		audit(g, acc, "withdrawn", g->why);
+		return;
+	}
+	/* The core's umask is not the holder's: a new file gets the mode it
+	 * asked for, when the open did not give it that already. */
+	if (!acc->res.exists && g->exact_mode && (st.st_mode & 07777) != (g->mode & 07777))
 		fchmod(g->fd, g->mode & 07777);
-	if ((g->flags & O_TRUNC) && fstat(g->fd, &st) == 0 && S_ISREG(st.st_mode) &&
-	    ftruncate(g->fd, 0) < 0) {
+	if ((g->flags & O_TRUNC) && S_ISREG(st.st_mode) && ftruncate(g->fd, 0) < 0) {
 		acc->errnum = errno;
 		snprintf(g->why, sizeof(g->why), "cannot truncate the file: %s", strerror(errno));
 		close(g->fd);
@@ -201,7 +209,7 @@ void fsb_write_grant(struct fsb_write_grant *g, struct fsb_access *acc)
 	/* Its holder may change the file from now on: the next backup of it
 	 * in this cycle copies it again; a file the pack's backup.skip
 	 * matches is not followed into the next cycle either. */
-	if (fstat(g->fd, &st) == 0) {
+	{
 		enum fsb_stage was = fsb_stage_push(FSB_STAGE_BACKUP);
 
 		fsb_backup_note_write_grant(g->b, g->session, acc->verdict.backup ? g->fd : -1,
