@@ -92,14 +92,14 @@ static void settings_of(struct fsb_broker *b, struct fsb_session *s, struct sett
  * happen.
  */
 static int journaled_name(struct fsb_broker *b, bool has_view, int view_fd, const char *path,
-			  int objfd, char *why, size_t whylen)
+			  const struct stat *obj, char *why, size_t whylen)
 {
 	int rc;
 
 	if (!has_view || view_fd < 0 || view_fd == b->rootfd)
 		return 1;
-	rc = objfd >= 0 ? fsb_view_object_is_hosts(objfd, b->rootfd, path)
-			: fsb_view_is_hosts(view_fd, b->rootfd, path);
+	rc = obj != NULL ? fsb_view_object_is_hosts(obj, b->rootfd, path)
+			 : fsb_view_is_hosts(view_fd, b->rootfd, path);
 	if (rc >= 0)
 		return rc;
 	snprintf(why, whylen, "cannot tell whether %s is the host's or the sandbox's own (%s); "
@@ -313,7 +313,7 @@ int fsb_backup_file(struct fsb_broker *b, const char *sid, const struct fsb_acce
 		out->skipped = "disabled";
 		return 0;
 	}
-	rc = journaled_name(b, acc->has_view, acc->view_fd, acc->res.path, -1, out->why,
+	rc = journaled_name(b, acc->has_view, acc->view_fd, acc->res.path, NULL, out->why,
 			    sizeof(out->why));
 	if (rc <= 0) {
 		out->skipped = rc == 0 ? "private" : NULL;
@@ -387,7 +387,7 @@ int fsb_backup_entry(struct fsb_broker *b, const char *sid, const struct fsb_bac
 		res->skipped = out->skipped = "disabled";
 		return 0;
 	}
-	rc = journaled_name(b, e->has_view, e->view_fd, e->resolved, -1, out->why,
+	rc = journaled_name(b, e->has_view, e->view_fd, e->resolved, NULL, out->why,
 			    sizeof(out->why));
 	if (rc <= 0) {
 		res->skipped = out->skipped = rc == 0 ? "private" : NULL;
@@ -495,9 +495,11 @@ int fsb_backup_note_created(struct fsb_broker *b, const char *sid, const struct 
 
 	if ((s = journaling(b, sid, &set, &rc)) == NULL)
 		return rc;
+	if (made_fd >= 0 && fstat(made_fd, &made) < 0)
+		made_fd = -1;
 	/* The object made, when the caller holds it, is the view's side. */
-	if ((rc = journaled_name(b, acc->has_view, acc->view_fd, acc->res.path, made_fd, why,
-				 sizeof(why))) <= 0)
+	if ((rc = journaled_name(b, acc->has_view, acc->view_fd, acc->res.path,
+				 made_fd >= 0 ? &made : NULL, why, sizeof(why))) <= 0)
 		return rc;
 	memset(&r, 0, sizeof(r));
 	r.tool_call = acc->tool_call;
@@ -506,7 +508,7 @@ int fsb_backup_note_created(struct fsb_broker *b, const char *sid, const struct 
 	r.path = acc->requested;
 	r.resolved = acc->res.path;
 	r.fd = -1;
-	r.made = made_fd >= 0 && fstat(made_fd, &made) == 0 ? &made : NULL;
+	r.made = made_fd >= 0 ? &made : NULL;
 	r.defer_sync = true;
 	pthread_mutex_lock(&s->store_lock);
 	if (store_of(b, s, why, sizeof(why)) == NULL) {
@@ -531,7 +533,7 @@ int fsb_backup_note_parent(struct fsb_broker *b, const char *sid, const struct f
 	if ((s = journaling(b, sid, &set, &rc)) == NULL)
 		return rc;
 	/* The directory is the sandbox's own when the name it will hold is. */
-	if ((rc = journaled_name(b, acc->has_view, acc->view_fd, acc->res.path, -1, why,
+	if ((rc = journaled_name(b, acc->has_view, acc->view_fd, acc->res.path, NULL, why,
 				 sizeof(why))) <= 0)
 		return rc;
 	pthread_mutex_lock(&s->store_lock);

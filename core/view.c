@@ -52,13 +52,9 @@ static int hosts_is(int hostfd, const char *path, const struct stat *in)
 	return in->st_dev == out.st_dev && in->st_ino == out.st_ino;
 }
 
-int fsb_view_object_is_hosts(int objfd, int hostfd, const char *path)
+int fsb_view_object_is_hosts(const struct stat *obj, int hostfd, const char *path)
 {
-	struct stat in;
-
-	if (fstat(objfd, &in) < 0)
-		return -errno;
-	return hosts_is(hostfd, path, &in);
+	return hosts_is(hostfd, path, obj);
 }
 
 int fsb_view_is_hosts(int viewfd, int hostfd, const char *path)

@@ -19,11 +19,13 @@
  */
 int fsb_view_is_hosts(int viewfd, int hostfd, const char *path);
 
+struct stat;
+
 /**
- * fsb_view_is_hosts() of an object the caller holds: `objfd` was opened at
- * `path` in the view (a create just made there), so its own dev/ino stand
- * for the view's side and only the host's is looked up.
+ * fsb_view_is_hosts() of an object the caller holds: `obj` is the fstat of
+ * an fd opened at `path` in the view (a create just made there), so its
+ * dev/ino stand for the view's side and only the host's is looked up.
  */
-int fsb_view_object_is_hosts(int objfd, int hostfd, const char *path);
+int fsb_view_object_is_hosts(const struct stat *obj, int hostfd, const char *path);
 
 #endif
