@@ -528,10 +528,18 @@ int fsb_backup_note_parent(struct fsb_broker *b, const char *sid, const struct f
 	struct settings set;
 	struct fsb_session *s;
 	char why[256];
+	bool noted;
 	int rc;
 
 	if ((s = journaling(b, sid, &set, &rc)) == NULL)
 		return rc;
+	/* Journaled already (a tool call that creates many names in one
+	 * directory): nothing to add, nothing to look at in the view. */
+	pthread_mutex_lock(&s->store_lock);
+	noted = s->store != NULL && fsb_store_parent_noted(s->store, acc->res.path, acc->tool_call);
+	pthread_mutex_unlock(&s->store_lock);
+	if (noted)
+		return 0;
 	/* The directory is the sandbox's own when the name it will hold is. */
 	if ((rc = journaled_name(b, acc->has_view, acc->view_fd, acc->res.path, NULL, why,
 				 sizeof(why))) <= 0)

@@ -1513,21 +1513,38 @@ static bool changes_entries(const char *op)
 /* See backup.h. Best effort: a directory that cannot be looked at is left
  * out, never the change. Its line rides along with the change's own sync
  * (or the next one). */
+/* The directory `resolved` lies in, into `parent`; false for "/x" or a
+ * name too long. */
+static bool parent_of(const char *resolved, char parent[PATH_MAX])
+{
+	const char *slash = strrchr(resolved, '/');
+	size_t len;
+
+	if (slash == NULL || slash == resolved || (len = (size_t)(slash - resolved)) >= PATH_MAX)
+		return false;
+	memcpy(parent, resolved, len);
+	parent[len] = '\0';
+	return true;
+}
+
+bool fsb_store_parent_noted(struct fsb_store *s, const char *resolved, const char *tool_call)
+{
+	char parent[PATH_MAX];
+
+	return parent_of(resolved, parent) && s->c.n != 0 &&
+	       recorded_find(&s->c, parent, tool_call ? tool_call : "") != NULL;
+}
+
 int fsb_store_note_parent(struct fsb_store *s, const char *resolved, const char *tool_call,
 			  const char *trace)
 {
-	const char *slash = strrchr(resolved, '/');
 	struct fsb_backup_result res;
 	struct fsb_backup_req p;
 	char parent[PATH_MAX];
 	struct stat st;
-	size_t len;
 
-	if (slash == NULL || slash == resolved ||
-	    (len = (size_t)(slash - resolved)) >= sizeof(parent))
+	if (!parent_of(resolved, parent))
 		return 0;
-	memcpy(parent, resolved, len);
-	parent[len] = '\0';
 	if (s->c.n != 0 && recorded_find(&s->c, parent, tool_call ? tool_call : "") != NULL)
 		return 0;
 	if (lstat(parent, &st) < 0 || !S_ISDIR(st.st_mode))

@@ -201,6 +201,10 @@ int fsb_store_record(struct fsb_store *s, const struct fsb_backup_req *r,
 int fsb_store_note_parent(struct fsb_store *s, const char *resolved, const char *tool_call,
 			  const char *trace);
 
+/** Whether the directory of `resolved` has its "entries" line in the open
+ * cycle for `tool_call` already: fsb_store_note_parent() would add none. */
+bool fsb_store_parent_noted(struct fsb_store *s, const char *resolved, const char *tool_call);
+
 /**
  * A writable fd on (dev, ino) was handed out: its content may change from
  * now on, so the next record of it copies it again.
