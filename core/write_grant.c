@@ -149,6 +149,7 @@ static int audit(struct fsb_write_grant *g, const struct fsb_access *acc, const 
 void fsb_write_grant(struct fsb_write_grant *g, struct fsb_access *acc)
 {
 	struct attempt a = { g, acc };
+	enum fsb_stage was;
 	struct stat st;
 	int rc;
 
@@ -162,8 +163,7 @@ void fsb_write_grant(struct fsb_write_grant *g, struct fsb_access *acc)
 	 * journal says it was absent, so a restore removes it. A create the
 	 * journal cannot record is undone and refused. */
 	if (granted(acc) && !acc->res.exists) {
-		enum fsb_stage was = fsb_stage_push(FSB_STAGE_BACKUP);
-
+		was = fsb_stage_push(FSB_STAGE_BACKUP);
 		rc = fsb_backup_note_created(g->b, g->session, acc, g->flags, g->fd);
 		fsb_stage_pop(was);
 		if (rc < 0) {
@@ -209,11 +209,8 @@ void fsb_write_grant(struct fsb_write_grant *g, struct fsb_access *acc)
 	/* Its holder may change the file from now on: the next backup of it
 	 * in this cycle copies it again; a file the pack's backup.skip
 	 * matches is not followed into the next cycle either. */
-	{
-		enum fsb_stage was = fsb_stage_push(FSB_STAGE_BACKUP);
-
-		fsb_backup_note_write_grant(g->b, g->session, acc->verdict.backup ? g->fd : -1,
-					    st.st_dev, st.st_ino);
-		fsb_stage_pop(was);
-	}
+	was = fsb_stage_push(FSB_STAGE_BACKUP);
+	fsb_backup_note_write_grant(g->b, g->session, acc->verdict.backup ? g->fd : -1, st.st_dev,
+				    st.st_ino);
+	fsb_stage_pop(was);
 }
