@@ -12,6 +12,7 @@ local _ENV = nil
 local M = {}
 
 local SLASH = 47 -- '/'
+local DOT = 46 -- '.'
 
 --- True when `p` is a string starting with '/'.
 function M.is_absolute(p)
@@ -28,8 +29,11 @@ function M.lexical(p)
 	-- answer it without splitting.
 	if absolute and not string_find(p, "//", 1, true) and not string_find(p, "/./", 1, true)
 		and not string_find(p, "/../", 1, true) then
-		local last = string_byte(p, -1)
-		if #p == 1 or (last ~= SLASH and string_sub(p, -2) ~= "/." and string_sub(p, -3) ~= "/..") then
+		local n = #p
+		local last, before = string_byte(p, n), string_byte(p, n - 1)
+		-- Not ending in "/", "/." or "/..".
+		if n == 1 or (last ~= SLASH and not (last == DOT and (before == SLASH
+			or (before == DOT and string_byte(p, n - 2) == SLASH)))) then
 			return p
 		end
 	end
@@ -123,6 +127,11 @@ end
 -- no better.
 function M.forms(p, platform)
 	local primary = M.canonical(p, platform)
+	-- The common case, a clean path that is no sed temporary, has one form
+	-- (its raw and lexical spellings are the canonical one).
+	if primary == p and not string_find(p, ".!", 1, true) then
+		return { { path = p, full = true } }
+	end
 	local forms = { { path = primary, full = true } }
 	local seen = { [primary] = true }
 	local sed = M.strip_sed_temp(primary)
