@@ -106,7 +106,12 @@ static int make_symlink(struct hostop *h, const char *target, int tfd, const cha
 		return hop_fail(h, EAGAIN, "%s changed as it was made; ask again", t->res.path);
 	if (hop_record_new_name(h, t->op, h->req->to, t->res.path, &made) < 0 ||
 	    hop_sync_backups(h) < 0 || hop_audit_before(h) < 0) {
-		unlinkat(tfd, tname, 0);
+		struct stat there;
+
+		/* Only the symlink made here: one swapped in under the name stays. */
+		if (fstatat(tfd, tname, &there, AT_SYMLINK_NOFOLLOW) == 0 &&
+		    there.st_dev == made.st_dev && there.st_ino == made.st_ino)
+			unlinkat(tfd, tname, 0);
 		return -1;
 	}
 	h->changed = true;

@@ -366,6 +366,16 @@ static int run_delete(struct fsbt_core *c, struct op *o, int fd, char *errbuf, s
 			     errbuf, len);
 }
 
+static int run_symlink(struct fsbt_core *c, struct op *o, int fd, char *errbuf, size_t len)
+{
+	return hostop_result(fsbt_hostopf(fd, "{\"id\":1,\"command\":\"HostFileOperation\","
+					  "\"sessionId\":\"%s\",\"toolCallId\":\"%s\","
+					  "\"operation\":\"link\",\"symbolic\":true,"
+					  "\"from\":\"target.txt\",\"to\":\"%s\"}",
+					  c->session, FSBT_TOOL_CALL, o->e[0].path),
+			     errbuf, len);
+}
+
 static void make_op(struct fsbt_core *c, const char *name, struct op *o)
 {
 	memset(o, 0, sizeof(*o));
@@ -393,6 +403,15 @@ static void make_op(struct fsbt_core *c, const char *name, struct op *o)
 		o->e[1].old = "the old bytes of to.txt, replaced by the rename\n";
 		o->e[1].done = o->e[0].old;
 		o->run = run_rename;
+	} else if (strcmp(name, "symlink") == 0) {
+		/* Made first and journaled after: a refusal takes it away. */
+		o->ne = 2;
+		snprintf(o->e[0].path, sizeof(o->e[0].path), "%s/link", c->ws);
+		snprintf(o->e[1].path, sizeof(o->e[1].path), "%s/target.txt", c->ws);
+		o->e[0].old = NULL;
+		o->e[1].old = o->e[1].done = "the bytes the symlink leads to\n";
+		o->e[0].done = o->e[1].old;
+		o->run = run_symlink;
 	} else {
 		o->links = true;
 		o->ne = 1;
@@ -402,6 +421,8 @@ static void make_op(struct fsbt_core *c, const char *name, struct op *o)
 		o->run = run_delete;
 	}
 	for (int i = 0; i < o->ne; i++) {
+		if (o->e[i].old == NULL)
+			continue;	/* absent before the operation */
 		fsbt_write_file(o->e[i].path, o->e[i].old);
 		assert_int_equal(lstat(o->e[i].path, &o->e[i].st), 0);
 	}
@@ -594,6 +615,14 @@ static void eio_at_each_call_of_a_rename_refuses_it_untouched(void **state)
 	sweep("rename", "any", "EIO", NULL);
 }
 
+/* A symlink is made before its line: every failure after it takes it
+ * away again (hostop_meta.c, make_symlink). */
+static void eio_at_each_call_of_a_symlink_leaves_no_symlink(void **state)
+{
+	(void)state;
+	sweep("symlink", "any", "EIO", NULL);
+}
+
 static void eio_at_each_call_of_a_delete_refuses_it_untouched(void **state)
 {
 	(void)state;
@@ -674,6 +703,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(eio_at_each_call_of_a_write_grant_refuses_it_untouched),
 		cmocka_unit_test(eio_at_each_call_of_a_rename_refuses_it_untouched),
+		cmocka_unit_test(eio_at_each_call_of_a_symlink_leaves_no_symlink),
 		cmocka_unit_test(eio_at_each_call_of_a_delete_refuses_it_untouched),
 		cmocka_unit_test(eio_from_write_fdatasync_fsync_renameat_linkat_refuses_the_change),
 		cmocka_unit_test(audit_log_write_failure_refuses_every_change),
