@@ -40,6 +40,7 @@
 #include <unistd.h>
 
 #include "call_stages.h"
+#include "keep_awake.h"
 #include "log.h"
 #include "supervisor.h"
 #include "supervisor_call.h"
@@ -163,12 +164,15 @@ static void *receiver(void *arg)
 	struct seccomp_notif req;
 
 	while (receive(sv, &req) == 0) {
+		bool burst = fsb_keep_awake_call_begins();
+
 		/* The receipt is charged with the wait at the gate. */
 		fsb_work_enter(&sv->b->work, is_open_call(req.data.nr) ||
 						     is_process_call(req.data.nr)
 						     ? FSB_WORK_SHARED : FSB_WORK_EXCLUSIVE);
 		fsb_stages_begin(call_kind(req.data.nr));
 		serve(sv, &req);
+		fsb_keep_awake_call_answered(burst);
 		fsb_stages_end();
 		fsb_work_leave(&sv->b->work);
 	}
@@ -226,6 +230,7 @@ static void on_ended(uv_async_t *h)
 	for (int i = 0; i < sv->nreceivers; i++)
 		pthread_join(sv->receivers[i], NULL);
 	sv->nreceivers = 0;
+	fsb_keep_awake_release();
 	fsb_stages_flush();
 	uv_close((uv_handle_t *)&sv->ended, on_ended_closed);
 }
@@ -296,6 +301,7 @@ int fsb_supervisor_start(struct fsb_broker *b, int listener, const struct fsb_sc
 		*out = NULL;
 		return -rc;
 	}
+	fsb_keep_awake_hold();
 	*out = sv;
 	return 0;
 }

@@ -30,6 +30,9 @@
 #include "backup_object.h"
 
 #define OBJ_CHUNK 65536
+/* A file of at most this many bytes is read and hashed before anything is
+ * made for it (store_small). */
+#define OBJ_SMALL OBJ_CHUNK
 /* One copy_file_range call moves at most this much, so a huge file is
  * copied in steps the kernel can interrupt. */
 #define OBJ_RANGE ((size_t)1 << 30)
@@ -201,19 +204,26 @@ static int hash_fd(int fd, unsigned char *buf, EVP_MD_CTX *ctx)
 	}
 }
 
-static int hash_final(EVP_MD_CTX *ctx, char hex[FSB_SHA256_HEX_LEN + 1])
+/* A SHA-256 digest as its 64 hex digits. */
+static void hex_of(const unsigned char md[FSB_SHA256_HEX_LEN / 2], char hex[FSB_SHA256_HEX_LEN + 1])
 {
 	static const char digits[] = "0123456789abcdef";
+
+	for (unsigned int i = 0; i < FSB_SHA256_HEX_LEN / 2; i++) {
+		hex[2 * i] = digits[md[i] >> 4];
+		hex[2 * i + 1] = digits[md[i] & 0xf];
+	}
+	hex[FSB_SHA256_HEX_LEN] = '\0';
+}
+
+static int hash_final(EVP_MD_CTX *ctx, char hex[FSB_SHA256_HEX_LEN + 1])
+{
 	unsigned char md[EVP_MAX_MD_SIZE];
 	unsigned int mdlen = 0;
 
 	if (!EVP_DigestFinal_ex(ctx, md, &mdlen) || mdlen * 2 != FSB_SHA256_HEX_LEN)
 		return -ENOMEM;
-	for (unsigned int i = 0; i < mdlen; i++) {
-		hex[2 * i] = digits[md[i] >> 4];
-		hex[2 * i + 1] = digits[md[i] & 0xf];
-	}
-	hex[FSB_SHA256_HEX_LEN] = '\0';
+	hex_of(md, hex);
 	return 0;
 }
 
@@ -337,8 +347,23 @@ static int open_hh(int objfd, const char *hex, bool sync)
 {
 	static pthread_mutex_t making = PTHREAD_MUTEX_INITIALIZER;
 	char hh[3] = { hex[0], hex[1], '\0' };
+	struct stat st;
 	int fd, err = 0;
 
+	/* Almost always there already: opened without the mkdirat, which
+	 * locks objects/ to find the name taken. Its maker may still be
+	 * syncing it (the lock is held until then); one whose sync failed
+	 * has been taken away again (no links left) and is made anew. */
+	fd = openat(objfd, hh, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd >= 0) {
+		pthread_mutex_lock(&making);
+		pthread_mutex_unlock(&making);
+		if (fstat(fd, &st) == 0 && st.st_nlink > 0)
+			return fd;
+		close(fd);
+	} else if (errno != ENOENT) {
+		return -errno;
+	}
 	pthread_mutex_lock(&making);
 	if (mkdirat(objfd, hh, 0700) == 0) {
 		if ((err = sync_dir(objfd, sync)) < 0)
@@ -538,6 +563,117 @@ fail:
 	return nospace(err);
 }
 
+/*
+ * Read the first `size` bytes of `fd` (fewer when it shrinks meanwhile)
+ * into buf. Returns the count or -errno.
+ */
+static ssize_t read_small(int fd, unsigned char *buf, size_t size)
+{
+	size_t got = 0;
+
+	while (got < size) {
+		ssize_t n = pread(fd, buf + got, size - got, (off_t)got);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -errno;
+		if (n == 0)
+			break;
+		got += (size_t)n;
+	}
+	return (ssize_t)got;
+}
+
+/*
+ * Does objects/<hh>/<hex> (under dirfd) hold exactly the `len` bytes of
+ * `want`, whose SHA-256 `hex` is? Then it holds what its name says.
+ * `scratch` has room for len + 1 bytes. 1, 0 (other bytes, another
+ * size, not a regular file, none) or -errno.
+ */
+static int object_holds(int dirfd, const char *hex, const unsigned char *want, size_t len,
+			unsigned char *scratch)
+{
+	struct stat st;
+	ssize_t n;
+	int fd, rc;
+
+	fd = openat(dirfd, hex, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+	if (fd < 0)
+		return errno == ENOENT || errno == ELOOP || errno == ENXIO ? 0 : -errno;
+	if (fstat(fd, &st) < 0) {
+		rc = -errno;
+	} else if (!S_ISREG(st.st_mode) || (uint64_t)st.st_size != len) {
+		rc = 0;
+	} else {
+		/* One byte more than wanted: an object that grew is not it. */
+		n = read_small(fd, scratch, len + 1);
+		rc = n < 0 ? 0 : (size_t)n == len && memcmp(scratch, want, len) == 0;
+	}
+	close(fd);
+	return rc;
+}
+
+/*
+ * A small file (at most OBJ_SMALL bytes, within the limit): its bytes are
+ * read and hashed first, so that content already stored (a file copied in
+ * several places, an unchanged file backed up again in a new cycle) costs
+ * no new file at all, and a new object is written from exactly the bytes
+ * hashed. No reflink is tried: for so few bytes it saves nothing.
+ */
+static int store_small(int objfd, int srcfd, const struct stat *st, bool *tmpfile_ok, bool sync,
+		       struct fsb_object *out, bool *retry)
+{
+	struct tmp t = { .fd = -1, .name = "" };
+	/* The scratch first (link_in hashes in OBJ_CHUNK steps there), then
+	 * the file's bytes. */
+	unsigned char md[EVP_MAX_MD_SIZE], *scratch = malloc(OBJ_CHUNK + 1 + (size_t)st->st_size);
+	unsigned char *buf = scratch + OBJ_CHUNK + 1;
+	unsigned int mdlen = 0;
+	ssize_t n;
+	int dirfd = -1, err;
+
+	if (scratch == NULL)
+		return -ENOMEM;
+	if ((n = read_small(srcfd, buf, (size_t)st->st_size)) < 0) {
+		err = (int)n;
+		goto out;
+	}
+	if (!EVP_Digest(buf, (size_t)n, md, &mdlen, EVP_sha256(), NULL) ||
+	    mdlen * 2 != FSB_SHA256_HEX_LEN) {
+		err = -ENOMEM;
+		goto out;
+	}
+	hex_of(md, out->hex);
+	if ((dirfd = open_hh(objfd, out->hex, sync)) < 0) {
+		err = dirfd;
+		goto out;
+	}
+	err = object_holds(dirfd, out->hex, buf, (size_t)n, scratch);
+	if (err == 1) {
+		/* Stored already; its entry may be another thread's,
+		 * not synced yet. */
+		err = sync_dir(dirfd, sync);
+		goto out;
+	}
+	if (err < 0 || (err = tmp_create(objfd, tmpfile_ok, &t)) < 0 ||
+	    (err = pwrite_all(t.fd, buf, (size_t)n, 0)) < 0)
+		goto out;
+	if (sync)
+		fsb_sync_count(FSB_SYNC_OBJECT);
+	if (fchmod(t.fd, 0400) < 0 || (sync && fsync(t.fd) < 0)) {
+		err = -errno;
+		goto out;
+	}
+	err = link_in(objfd, &t, out->hex, (off_t)n, scratch, sync, retry);
+out:
+	tmp_drop(objfd, &t);
+	if (dirfd >= 0)
+		close(dirfd);
+	free(scratch);
+	return err;
+}
+
 static int store_once(int objfd, int srcfd, uint64_t max_bytes, bool *tmpfile_ok, bool sync,
 		      struct fsb_object *out, bool *retry)
 {
@@ -554,6 +690,12 @@ static int store_once(int objfd, int srcfd, uint64_t max_bytes, bool *tmpfile_ok
 		return -errno;
 	if (!S_ISREG(st.st_mode))
 		return -EINVAL;
+	if (st.st_size <= OBJ_SMALL && (max_bytes == 0 || (uint64_t)st.st_size <= max_bytes)) {
+		err = store_small(objfd, srcfd, &st, tmpfile_ok, sync, out, retry);
+		if (err)
+			out->hex[0] = '\0';
+		return nospace(err);
+	}
 
 	buf = malloc(OBJ_CHUNK);
 	ctx = EVP_MD_CTX_new();
