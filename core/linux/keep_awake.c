@@ -81,6 +81,7 @@ static void cpu_relax(void)
 
 static void *keeper(void *arg)
 {
+	/* (glibc's thread attributes take no SCHED_IDLE: set here.) */
 	struct sched_param none = { .sched_priority = 0 };
 
 	(void)arg;

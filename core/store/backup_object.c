@@ -628,13 +628,14 @@ static int store_small(int objfd, int srcfd, const struct stat *st, bool *tmpfil
 	/* The scratch first (link_in hashes in OBJ_CHUNK steps there), then
 	 * the file's bytes. */
 	unsigned char md[EVP_MAX_MD_SIZE], *scratch = malloc(OBJ_CHUNK + 1 + (size_t)st->st_size);
-	unsigned char *buf = scratch + OBJ_CHUNK + 1;
+	unsigned char *buf;
 	unsigned int mdlen = 0;
 	ssize_t n;
 	int dirfd = -1, err;
 
 	if (scratch == NULL)
 		return -ENOMEM;
+	buf = scratch + OBJ_CHUNK + 1;
 	if ((n = read_small(srcfd, buf, (size_t)st->st_size)) < 0) {
 		err = (int)n;
 		goto out;

@@ -78,7 +78,13 @@ static void a_burst_spins_and_a_lone_call_does_not(void **state)
 	(void)state;
 	unsetenv("FSBROKER_KEEP_AWAKE");
 	fsb_keep_awake_hold();
-	count_keepers(&all, &running);
+	/* Each keeper takes the idle class as it starts. */
+	for (int i = 0; i < 500; i++) {
+		count_keepers(&all, &running);
+		if (all >= 1)
+			break;
+		sleep_ms(2);
+	}
 	assert_true(all >= 1);
 	assert_true(keepers_become(true));
 
