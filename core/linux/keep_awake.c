@@ -85,7 +85,9 @@ static void *keeper(void *arg)
 	struct sched_param none = { .sched_priority = 0 };
 
 	(void)arg;
-	pthread_setschedparam(pthread_self(), SCHED_IDLE, &none);
+	/* A keeper that would spin beside real work is none. */
+	if (pthread_setschedparam(pthread_self(), SCHED_IDLE, &none) != 0)
+		return NULL;
 	while (!__atomic_load_n(&ka.stopping, __ATOMIC_SEQ_CST)) {
 		uint32_t gen = __atomic_load_n(&ka.gen, __ATOMIC_SEQ_CST);
 

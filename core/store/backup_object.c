@@ -586,35 +586,6 @@ static ssize_t read_small(int fd, unsigned char *buf, size_t size)
 }
 
 /*
- * Does objects/<hh>/<hex> (under dirfd) hold exactly the `len` bytes of
- * `want`, whose SHA-256 `hex` is? Then it holds what its name says.
- * `scratch` has room for len + 1 bytes. 1, 0 (other bytes, another
- * size, not a regular file, none) or -errno.
- */
-static int object_holds(int dirfd, const char *hex, const unsigned char *want, size_t len,
-			unsigned char *scratch)
-{
-	struct stat st;
-	ssize_t n;
-	int fd, rc;
-
-	fd = openat(dirfd, hex, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
-	if (fd < 0)
-		return errno == ENOENT || errno == ELOOP || errno == ENXIO ? 0 : -errno;
-	if (fstat(fd, &st) < 0) {
-		rc = -errno;
-	} else if (!S_ISREG(st.st_mode) || (uint64_t)st.st_size != len) {
-		rc = 0;
-	} else {
-		/* One byte more than wanted: an object that grew is not it. */
-		n = read_small(fd, scratch, len + 1);
-		rc = n < 0 ? 0 : (size_t)n == len && memcmp(scratch, want, len) == 0;
-	}
-	close(fd);
-	return rc;
-}
-
-/*
  * A small file (at most OBJ_SMALL bytes, within the limit): its bytes are
  * read and hashed first, so that content already stored (a file copied in
  * several places, an unchanged file backed up again in a new cycle) costs
@@ -625,9 +596,9 @@ static int store_small(int objfd, int srcfd, const struct stat *st, bool *tmpfil
 		       struct fsb_object *out, bool *retry)
 {
 	struct tmp t = { .fd = -1, .name = "" };
-	/* The scratch first (link_in hashes in OBJ_CHUNK steps there), then
-	 * the file's bytes. */
-	unsigned char md[EVP_MAX_MD_SIZE], *scratch = malloc(OBJ_CHUNK + 1 + (size_t)st->st_size);
+	/* The scratch first (an object already there is hashed in
+	 * OBJ_CHUNK steps there), then the file's bytes. */
+	unsigned char md[EVP_MAX_MD_SIZE], *scratch = malloc(OBJ_CHUNK + (size_t)st->st_size);
 	unsigned char *buf;
 	unsigned int mdlen = 0;
 	ssize_t n;
@@ -635,7 +606,7 @@ static int store_small(int objfd, int srcfd, const struct stat *st, bool *tmpfil
 
 	if (scratch == NULL)
 		return -ENOMEM;
-	buf = scratch + OBJ_CHUNK + 1;
+	buf = scratch + OBJ_CHUNK;
 	if ((n = read_small(srcfd, buf, (size_t)st->st_size)) < 0) {
 		err = (int)n;
 		goto out;
@@ -650,7 +621,7 @@ static int store_small(int objfd, int srcfd, const struct stat *st, bool *tmpfil
 		err = dirfd;
 		goto out;
 	}
-	err = object_holds(dirfd, out->hex, buf, (size_t)n, scratch);
+	err = object_matches(dirfd, out->hex, (off_t)n, scratch);
 	if (err == 1) {
 		/* Stored already; its entry may be another thread's,
 		 * not synced yet. */

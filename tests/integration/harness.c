@@ -105,6 +105,18 @@ void fsbt_write_file(const char *path, const char *data)
 	close(fd);
 }
 
+void fsbt_write_filled(const char *path, char c, size_t size)
+{
+	char *text = malloc(size + 1);
+
+	if (text == NULL)
+		fail_msg("out of memory");
+	memset(text, c, size);
+	text[size] = '\0';
+	fsbt_write_file(path, text);
+	free(text);
+}
+
 char *fsbt_read_object(const char *store_dir, const char *hex)
 {
 	char tmp[] = "/tmp/fsbt-object-XXXXXX";

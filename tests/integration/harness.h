@@ -230,6 +230,9 @@ bool fsbt_starts(const char *s, const char *prefix);
 /** Write `data` to `path` (created 0644, truncated). Fails the test on error. */
 void fsbt_write_file(const char *path, const char *data);
 
+/** Write `size` bytes of `c` to `path`, as fsbt_write_file(). */
+void fsbt_write_filled(const char *path, char c, size_t size);
+
 /** VmRSS of the core in KiB, -1 when unknown. */
 long fsbt_core_rss_kib(const struct fsbt_core *c);
 

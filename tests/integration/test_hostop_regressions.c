@@ -308,15 +308,7 @@ static void host_operation_waits_for_a_write_in_progress(void **state)
 	assert_int_equal(mkdir(d, 0755), 0);
 	path_in(f, sizeof(f), d, "f");
 	/* Over the 64 KiB a small file is read in: its copy is a copy_file_range. */
-	{
-		char *text = malloc(70001);
-
-		assert_non_null(text);
-		memset(text, 'h', 70000);
-		text[70000] = '\0';
-		fsbt_write_file(f, text);
-		free(text);
-	}
+	fsbt_write_filled(f, 'h', 70000);
 	fsbt_text_req(line, sizeof(line), FSBT_WRITE, f, c->session, FSBT_OPEN_WRITE);
 	assert_int_equal(fsbt_send(w, line, strlen(line), -1), 0);
 	fsbt_core_wait_held(c);	/* the grant's copy is the one held */

@@ -497,15 +497,7 @@ static void a_backup_in_progress_does_not_hold_up_other_clients(void **state)
 	snprintf(big, sizeof(big), "%s/big.txt", c->ws);
 	snprintf(small, sizeof(small), "%s/small.txt", c->ws);
 	/* Over the 64 KiB a small file is read in: its copy is a copy_file_range. */
-	{
-		char *text = malloc(70001);
-
-		assert_non_null(text);
-		memset(text, 'w', 70000);
-		text[70000] = '\0';
-		fsbt_write_file(big, text);
-		free(text);
-	}
+	fsbt_write_filled(big, 'w', 70000);
 	fsbt_write_file(small, "small\n");
 
 	fsbt_text_req(line, sizeof(line), FSBT_WRITE, big, c->session, FSBT_OPEN_WRITE);
