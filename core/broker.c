@@ -539,6 +539,37 @@ static bool verdict_cacheable(const struct fsb_broker *b, const struct fsb_acces
 	return true;
 }
 
+/*
+ * The key of the allow every plain name of a directory gets (policy.h,
+ * fsb_policy_name_is_plain): `k` with both names cut after their last '/'
+ * into `requested_dir` and `resolved_dir` (PATH_MAX each), and the kind
+ * marked FSB_VERDICT_ANY_NAME. False unless both names end in the same
+ * plain name.
+ */
+static bool any_name_key(const struct fsb_broker *b, const struct fsb_verdict_key *k,
+			 struct fsb_verdict_key *dk, char *requested_dir, char *resolved_dir)
+{
+	const char *rq = strrchr(k->requested, '/'), *rs = strrchr(k->resolved, '/');
+	size_t nq, ns;
+
+	if (rq == NULL || rs == NULL || strcmp(rq, rs) != 0 ||
+	    !fsb_policy_name_is_plain(b->policy, rs + 1))
+		return false;
+	nq = (size_t)(rq - k->requested) + 1;
+	ns = (size_t)(rs - k->resolved) + 1;
+	if (nq >= PATH_MAX || ns >= PATH_MAX)
+		return false;
+	memcpy(requested_dir, k->requested, nq);
+	requested_dir[nq] = '\0';
+	memcpy(resolved_dir, k->resolved, ns);
+	resolved_dir[ns] = '\0';
+	*dk = *k;
+	dk->requested = requested_dir;
+	dk->resolved = resolved_dir;
+	dk->kind |= FSB_VERDICT_ANY_NAME;
+	return true;
+}
+
 /* What may be stored: an allow or a deny the rules gave. Never an ask (an
  * approval changes it, and it must record its block), an allow an approval
  * gave (a "once" one is used up), or a failure of the engine. */
@@ -617,8 +648,9 @@ static void decide(struct fsb_broker *b, struct fsb_access *d, const char *guard
 	const struct fsb_protected_entry *prot;
 	const struct fsb_prompt *prompt;
 	struct fsb_policy_req req;
-	struct fsb_verdict_key key;
-	bool cacheable;
+	char requested_dir[PATH_MAX], resolved_dir[PATH_MAX];
+	struct fsb_verdict_key key, dir_key;
+	bool cacheable, any_name;
 	int rc;
 
 	memset(&d->verdict, 0, sizeof(d->verdict));
@@ -680,10 +712,16 @@ static void decide(struct fsb_broker *b, struct fsb_access *d, const char *guard
 	 * stricter verdict wins. When resolution failed it judges what was
 	 * asked, so a denied path answers EACCES whether or not it exists.
 	 * What it judged before, since the last reload or approval, is
-	 * answered as it was then (verdict_cache.h). */
+	 * answered as it was then (verdict_cache.h); a plain name, as the
+	 * pack allowed another plain name of its directory. */
 	cacheable = verdict_cacheable(b, d, &key);
 	if (cacheable && fsb_verdict_cache_get(&b->verdict_cache, &key, &d->verdict, &d->errnum))
 		return;
+	any_name = cacheable && any_name_key(b, &key, &dir_key, requested_dir, resolved_dir);
+	if (any_name && fsb_verdict_cache_get(&b->verdict_cache, &dir_key, &d->verdict, &d->errnum)) {
+		fsb_verdict_cache_put(&b->verdict_cache, &key, &d->verdict, d->errnum);
+		return;
+	}
 	memset(&req, 0, sizeof(req));
 	req.op = d->op;
 	req.path = d->resolve_err == 0 ? d->res.path : d->normalised;
@@ -729,6 +767,9 @@ static void decide(struct fsb_broker *b, struct fsb_access *d, const char *guard
 	if (cacheable && verdict_storable(&d->verdict) &&
 	    (d->op == FSB_OP_READ || d->verdict.decision == FSB_ALLOW))
 		fsb_verdict_cache_put(&b->verdict_cache, &key, &d->verdict, d->errnum);
+	/* Only an allow for the directory: a deny's sentence names its path. */
+	if (any_name && verdict_storable(&d->verdict) && d->verdict.decision == FSB_ALLOW)
+		fsb_verdict_cache_put(&b->verdict_cache, &dir_key, &d->verdict, d->errnum);
 }
 
 cJSON *fsb_access_audit_record(const struct fsb_access *d, const char *phase)

@@ -21,6 +21,12 @@ struct fsb_policy {
 	struct fsb_backup_settings backup;
 	bool delete_unlink;	/* delete.mode = "unlink" */
 	bool has_hooks;		/* the pack has decide hooks */
+	/* What a name is like when the pack may judge it unlike the other
+	 * names of its directory ("=lit", "^lit", "$lit", "*lit": engine.lua,
+	 * name_literals); plain_names false when it cannot say. */
+	bool plain_names;
+	char **name_needs;
+	size_t nname_needs;
 	int engine_ref;		/* the engine object */
 	int evaluate_ref;	/* engine.evaluate */
 	char *name;
@@ -175,8 +181,35 @@ uint64_t fsb_clamp_quota_mb(double mb)
 	return (uint64_t)mb << 20;
 }
 
-/* Runs protected: engine:summary().backup into p->backup, its delete_mode
- * and whether it has decide hooks. stack: ctx */
+/* summary.name_literals (stack top) into p->name_needs; p->plain_names
+ * only once all of them are held. Raises on a shape it does not know. */
+static void read_name_needs(lua_State *L, struct fsb_policy *p)
+{
+	size_t n;
+
+	if (lua_type(L, -1) != LUA_TTABLE)
+		return;
+	n = lua_rawlen(L, -1);
+	if ((p->name_needs = calloc(n + 1, sizeof(*p->name_needs))) == NULL)
+		return;
+	for (size_t i = 0; i < n; i++) {
+		const char *need;
+
+		lua_rawgeti(L, -1, (lua_Integer)i + 1);
+		need = lua_tostring(L, -1);
+		if (need == NULL || strchr("=^$*", need[0]) == NULL || need[1] == '\0')
+			luaL_error(L, "summary.name_literals[%d] is not a name's need", (int)i + 1);
+		p->name_needs[i] = strdup(need);
+		lua_pop(L, 1);
+		if (p->name_needs[i] == NULL)
+			return;
+		p->nname_needs = i + 1;
+	}
+	p->plain_names = true;
+}
+
+/* Runs protected: engine:summary().backup into p->backup, its delete_mode,
+ * whether it has decide hooks and what singles names out. stack: ctx */
 static int l_read_settings(lua_State *L)
 {
 	struct fsb_policy *p = lua_touserdata(L, 1);
@@ -196,6 +229,9 @@ static int l_read_settings(lua_State *L)
 	/* Unknown counts as hooks: no verdict is cached then. */
 	lua_getfield(L, -1, "has_hooks");
 	p->has_hooks = lua_type(L, -1) != LUA_TBOOLEAN || lua_toboolean(L, -1);
+	lua_pop(L, 1);
+	lua_getfield(L, -1, "name_literals");
+	read_name_needs(L, p);
 	lua_pop(L, 1);
 	lua_getfield(L, -1, "backup");
 	if (lua_type(L, -1) != LUA_TTABLE)
@@ -224,6 +260,38 @@ static int l_read_settings(lua_State *L)
 bool fsb_policy_has_hooks(const struct fsb_policy *p)
 {
 	return p->has_hooks;
+}
+
+/* Whether `name` is like `need` (see struct fsb_policy), ASCII letters in
+ * either case. */
+static bool is_like(const char *name, size_t len, const char *need)
+{
+	const char *lit = need + 1;
+	size_t n = strlen(lit);
+
+	switch (need[0]) {
+	case '=':
+		return len == n && strncasecmp(name, lit, n) == 0;
+	case '^':
+		return len >= n && strncasecmp(name, lit, n) == 0;
+	case '$':
+		return len >= n && strncasecmp(name + len - n, lit, n) == 0;
+	default:
+		return strcasestr(name, lit) != NULL;
+	}
+}
+
+bool fsb_policy_name_is_plain(const struct fsb_policy *p, const char *name)
+{
+	size_t len = strlen(name);
+
+	if (!p->plain_names || p->has_hooks || len == 0 || strcmp(name, ".") == 0 ||
+	    strcmp(name, "..") == 0 || strchr(name, '/') != NULL)
+		return false;
+	for (size_t i = 0; i < p->nname_needs; i++)
+		if (is_like(name, len, p->name_needs[i]))
+			return false;
+	return true;
 }
 
 bool fsb_policy_delete_trashes(const struct fsb_policy *p)
@@ -314,6 +382,9 @@ void fsb_policy_free(struct fsb_policy *p)
 	for (size_t i = 0; i < p->nfiles; i++)
 		free(p->files[i]);
 	free(p->files);
+	for (size_t i = 0; i < p->nname_needs; i++)
+		free(p->name_needs[i]);
+	free(p->name_needs);
 	free(p->name);
 	free(p);
 }

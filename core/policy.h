@@ -125,6 +125,15 @@ const struct fsb_backup_settings *fsb_policy_backup(const struct fsb_policy *p);
  * than the request's paths: the verdict cache stays off). */
 bool fsb_policy_has_hooks(const struct fsb_policy *p);
 
+/**
+ * Whether `name` (one path component) is a plain name of the pack: like
+ * none of the names its globs single out (engine.lua, name_literals), so
+ * that in any directory the pack judges it, for every op, as it judges
+ * every other plain name there. False for a pack with decide hooks, one
+ * whose globs pick names by a class, and for "", "." and "..".
+ */
+bool fsb_policy_name_is_plain(const struct fsb_policy *p, const char *name);
+
 /** The pack's `delete.mode`: true for "trash" (the default), false for "unlink". */
 bool fsb_policy_delete_trashes(const struct fsb_policy *p);
 

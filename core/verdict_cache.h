@@ -53,6 +53,10 @@ struct fsb_verdict_cache {
 /* A verdict cache key's kind: the op in the low byte, and the facts. */
 #define FSB_VERDICT_EXISTS (1u << 8)
 #define FSB_VERDICT_LINKED (1u << 9)
+/* The allow of every plain name of a directory (policy.h,
+ * fsb_policy_name_is_plain): the names are the directory's, cut after
+ * their last '/' (broker.c, any_name_key()). */
+#define FSB_VERDICT_ANY_NAME (1u << 10)
 
 /** What a verdict is looked up by. Every string non-NULL. */
 struct fsb_verdict_key {

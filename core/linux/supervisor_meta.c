@@ -50,6 +50,7 @@
 #include <unistd.h>
 
 #include "at.h"
+#include "call_stages.h"
 #include "log.h"
 #include "modify_backup.h"
 #include "supervisor_call.h"
@@ -225,16 +226,21 @@ static int back_up(struct obj *o)
 		.has_view = a->has_view,
 		.view_fd = a->view_fd,
 	};
+	enum fsb_stage was = fsb_stage_push(FSB_STAGE_BACKUP);
 	int rc;
 
 	if (S_ISREG(o->st.st_mode) && a->verdict.backup && !e.metadata_only &&
-	    (e.fd = fsb_at_reopen(o->fd, O_RDONLY | O_NONBLOCK | O_NOCTTY)) < 0)
+	    (e.fd = fsb_at_reopen(o->fd, O_RDONLY | O_NONBLOCK | O_NOCTTY)) < 0) {
+		fsb_stage_pop(was);
 		return e.fd;
+	}
 	if (S_ISLNK(o->st.st_mode)) {
 		ssize_t n = readlinkat(o->fd, "", target, sizeof(target) - 1);
 
-		if (n < 0)
+		if (n < 0) {
+			fsb_stage_pop(was);
 			return -EAGAIN;
+		}
 		target[n] = '\0';
 		e.link_target = target;
 	}
@@ -247,6 +253,7 @@ static int back_up(struct obj *o)
 					       o->st.st_dev, o->st.st_ino) < 0 ? -EAGAIN : 0;
 	if (rc == 0)
 		rc = fsb_backup_sync(o->sv->b, o->sv->scope.session, why, sizeof(why));
+	fsb_stage_pop(was);
 	if (rc < 0) {
 		/* Too large and the pack asks: refused like any ask. */
 		if (out.block_id[0])
@@ -278,6 +285,7 @@ static int do_truncate(struct obj *o)
 		return err;
 	if ((wfd = fsb_at_reopen(o->fd, O_WRONLY | O_NONBLOCK | O_NOCTTY)) < 0)
 		return wfd;
+	fsb_stage_push(FSB_STAGE_PERFORM);
 	err = ftruncate(wfd, len) < 0 ? -errno : 0;
 	close(wfd);
 	return err;
@@ -380,6 +388,7 @@ static int do_times(struct obj *o)
 		return err;
 	/* On the pinned object by its empty name: a symlink is changed
 	 * itself and never followed. */
+	fsb_stage_push(FSB_STAGE_PERFORM);
 	return utimensat(o->fd, "", ts, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) < 0 ? -errno : 0;
 }
 
@@ -430,6 +439,7 @@ static int do_chown(struct obj *o)
 		return 0;
 	if ((err = back_up(o)) < 0)
 		return err;
+	fsb_stage_push(FSB_STAGE_PERFORM);
 	return fchownat(o->fd, "", uid, gid, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) < 0 ? -errno : 0;
 }
 
@@ -442,6 +452,7 @@ static int do_fchmod(struct obj *o)
 
 	if ((err = judge_fd(o, FSB_OP_CHMOD, (int)a[0])) < 0 || (err = back_up(o)) < 0)
 		return err;
+	fsb_stage_push(FSB_STAGE_PERFORM);
 	return fchmod(o->fd, (mode_t)a[1] & 07777) < 0 ? -errno : 0;
 }
 
@@ -467,6 +478,7 @@ static int do_chmod_own_fd(struct obj *o)
 		return err;
 	/* fchmod(2) refuses an O_PATH fd; its magic link does not. */
 	snprintf(self, sizeof(self), "/proc/self/fd/%d", o->fd);
+	fsb_stage_push(FSB_STAGE_PERFORM);
 	return chmod(self, mode) < 0 ? -errno : 1;
 }
 

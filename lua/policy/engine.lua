@@ -8,7 +8,7 @@ local normalize = require("policy.normalize")
 local pack = require("policy.pack")
 
 local string_find, string_format = string.find, string.format
-local string_match, string_sub = string.match, string.sub
+local string_lower, string_match, string_sub = string.lower, string.match, string.sub
 local math_type = math.type
 local ipairs, pairs, pcall = ipairs, pairs, pcall
 local setmetatable, tostring, type = setmetatable, tostring, type
@@ -617,6 +617,9 @@ function Engine:summary()
 		-- Whether any decide hook runs: then a verdict may depend on more
 		-- than the paths (the core's read-decision cache stays off).
 		has_hooks = #st.hooks > 0,
+		-- What a name must hold to be judged unlike the other names of its
+		-- directory (name_literals), or false.
+		name_literals = st.name_literals,
 		bases = {
 			read = bases(lists["fsProfile.read"]),
 			modify = bases(lists["fsProfile.modify"]),
@@ -656,6 +659,46 @@ function Engine:denied_read(path)
 	return nil
 end
 
+-- What a name must be like for the pack to judge `dir/name` unlike
+-- `dir/other` for some `other` ("=lit", "^lit", "$lit", "*lit": equal to,
+-- starting with, ending with, holding the literal, in either case): a name
+-- like none of them (a plain name) gets, in any directory, the verdict of
+-- every other plain name there, whatever the op (the core keeps one allow
+-- per directory for them: verdict_cache.h). Beside the globs' own needs
+-- (glob.compile's name_needs): holding ".!", as a BSD sed temporary name
+-- does (normalize.forms judges it under its target's name too), and the
+-- workspace's last name (backed_up() tells the workspace from what is in
+-- it). false when a glob picks names by a class or by counting their
+-- characters, or a decide hook may look at anything.
+local function name_literals(cfg, hooks, workspace)
+	if #hooks > 0 then
+		return false
+	end
+	local out, seen = {}, {}
+	local function add(lit)
+		local key = string_lower(lit)
+		if not seen[key] then
+			seen[key] = true
+			out[#out + 1] = lit
+		end
+	end
+	add("*.!")
+	if workspace ~= nil and workspace ~= "/" then
+		add("=" .. string_match(workspace, "([^/]+)$"))
+	end
+	for _, name in ipairs(pack.LISTS) do
+		for _, e in ipairs(cfg.lists[name]) do
+			if e.name_needs == false or e.name_needs == nil then
+				return false
+			end
+			for _, lit in ipairs(e.name_needs) do
+				add(lit)
+			end
+		end
+	end
+	return out
+end
+
 --- Builds an engine from a merged pack (policy.pack.merge) and the load
 -- context { vars, platform, files }.
 function M.new(cfg, ctx)
@@ -664,6 +707,8 @@ function M.new(cfg, ctx)
 		m[name] = list_matcher(cfg.lists[name])
 	end
 	local eng = setmetatable({ name = cfg.name, files = ctx.files }, Engine)
+	local workspace = ctx.vars.workspace ~= nil
+		and normalize.canonical(ctx.vars.workspace, ctx.platform) or nil
 	state[eng] = {
 		cfg = cfg,
 		m = m,
@@ -671,8 +716,8 @@ function M.new(cfg, ctx)
 		hardlinks = cfg.scalars.hardlinks,
 		platform = ctx.platform,
 		vars = ctx.vars,
-		workspace = ctx.vars.workspace ~= nil
-			and normalize.canonical(ctx.vars.workspace, ctx.platform) or nil,
+		workspace = workspace,
+		name_literals = name_literals(cfg, cfg.hooks, workspace),
 		files = ctx.files,
 		approvals = approvals.new(function(op)
 			return pack.OPS[op] == true

@@ -10,7 +10,7 @@ local string_gmatch = string.gmatch
 local string_gsub, string_lower = string.gsub, string.lower
 local string_match, string_sub = string.match, string.sub
 local string_upper = string.upper
-local table_concat = table.concat
+local table_concat, table_insert = table.concat, table.insert
 local utf8_codepoint, utf8_charpattern = utf8.codepoint, utf8.charpattern
 local ipairs, pcall, type = ipairs, pcall, type
 
@@ -590,6 +590,79 @@ local function longest_literal(tokens)
 	return best
 end
 
+-- What the last name of a path must be like for shaped tokens to match the
+-- path, whatever its directories are:
+--   true when no name is singled out (the glob ends in "**", in "/**" past
+--     the name, or its last segment is '*' with at most one '?': a name is
+--     never empty);
+--   "=lit" when only that name matches (the segment is a literal),
+--   "^lit" / "$lit" when a name must start / end with the literal,
+--   "*lit" when it must contain it (the segment's longest literal);
+--   false when the segment picks names by something else (a class, or
+--     '?'s that count its characters).
+-- The name is what follows the path's last '/'; the tokens after a "**/"
+-- or after the last '/' of a literal are what match it, as "**/" and a
+-- literal's '/' always stop at a segment's start. A "/**" at the end also
+-- matches nothing at all: then the segment before it names the last name.
+local function last_name_need(tokens)
+	local stop = #tokens
+	local last = tokens[stop]
+	if last.t == "all" then
+		return true
+	end
+	if last.t == "tail" then
+		stop = stop - 1
+		if stop == 0 then
+			return true	-- "/**": every path
+		end
+	end
+	-- The last segment's tokens, first to last.
+	local seg = {}
+	for i = stop, 1, -1 do
+		local tok = tokens[i]
+		if tok.t == "dirs" then
+			break
+		end
+		if tok.t == "lit" then
+			local part = string_match(tok.text, "([^/]*)$")
+			if part ~= "" then
+				table_insert(seg, 1, { t = "lit", text = part })
+			end
+			if #part < #tok.text then
+				break
+			end
+		else
+			table_insert(seg, 1, tok)
+		end
+	end
+	local first, final = seg[1], seg[#seg]
+	if #seg == 1 and first.t == "lit" then
+		return "=" .. first.text
+	elseif first ~= nil and first.t == "lit" then
+		return "^" .. first.text
+	elseif final ~= nil and final.t == "lit" then
+		return "$" .. final.text
+	end
+	local best, wild, stars, ones = nil, true, 0, 0
+	for _, tok in ipairs(seg) do
+		if tok.t == "lit" then
+			if best == nil or #tok.text > #best then
+				best = tok.text
+			end
+		elseif tok.t == "star" then
+			stars = stars + 1
+		elseif tok.t == "one" then
+			ones = ones + 1
+		else
+			wild = false
+		end
+	end
+	if best ~= nil then
+		return "*" .. best
+	end
+	return wild and stars > 0 and ones <= 1
+end
+
 --- Compiles one glob.
 -- `text`: the glob as written; a leading '!' marks an exception.
 -- `vars`: { workspace=, home=, tmp=, state= } (absolute, clean values).
@@ -600,7 +673,11 @@ end
 --           required = { per alternative, { prefix = literal every match
 --                        starts with } or { contains = literal every match
 --                        holds } } or false when some alternative has
---                        neither (or with nocase) }, or nil and a sentence.
+--                        neither (or with nocase) },
+--           name_needs = { what a last name is like when the glob may
+--                          single it out ("=lit", "^lit", "$lit", "*lit":
+--                          last_name_need) } or false },
+--           or nil and a sentence.
 function M.compile(text, vars, opts)
 	if type(text) ~= "string" then
 		return nil, "expected a string glob, got " .. type(text)
@@ -622,7 +699,7 @@ function M.compile(text, vars, opts)
 		return nil, err
 	end
 	local pattern
-	local expanded, bases, required = {}, {}, {}
+	local expanded, bases, required, name_needs = {}, {}, {}, {}
 	for _, alt in ipairs(alts) do
 		local tokens
 		tokens, err = tokenize(alt, vars, body)
@@ -653,6 +730,12 @@ function M.compile(text, vars, opts)
 		else
 			required = false
 		end
+		local name_need = last_name_need(tokens)
+		if name_need == false then
+			name_needs = false
+		elseif name_needs and name_need ~= true then
+			name_needs[#name_needs + 1] = name_need
+		end
 	end
 	return {
 		text = text,
@@ -661,6 +744,7 @@ function M.compile(text, vars, opts)
 		expanded = expanded,
 		bases = bases,
 		required = required,
+		name_needs = name_needs,
 	}
 end
 
