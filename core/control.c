@@ -263,7 +263,7 @@ static void cmd_modify_backup(struct fsb_broker *b, const char *sid, const cJSON
 	if (!acc.res.exists) {
 		rec = fsb_access_audit_record(&acc, "host-modify-backup");
 		fsb_broker_audit(b, sid, rec);
-		if (fsb_backup_note_created(b, sid, &acc, 0, -1) < 0) {
+		if (fsb_backup_note_created(b, sid, &acc, 0, NULL) < 0) {
 			fail(reply, "%s", "the backup journal cannot be written");
 			return;
 		}
@@ -297,7 +297,7 @@ static void cmd_modify_backup(struct fsb_broker *b, const char *sid, const cJSON
 		return;
 	}
 	/* The host writes it next, and may write it again within the turn. */
-	fsb_backup_note_write_grant(b, sid, -1, st.st_dev, st.st_ino);
+	fsb_backup_note_write_grant(b, sid, -1, &st);
 	cJSON_AddBoolToObject(reply, "backedUp", out.skipped == NULL);
 	if (out.skipped != NULL)
 		cJSON_AddStringToObject(reply, "skipped", out.skipped);

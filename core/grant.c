@@ -129,14 +129,13 @@ int fsb_grant_open(int rootfd, const struct fsb_resolved *res, int flags, mode_t
 		fd = fsb_at_open(rootfd, res->path, (flags & ~O_TRUNC) | O_EXCL, mode);
 	else
 		fd = -ENOENT;
-	if (fd < 0)
+	if (fd < 0 || !want_trunc || (flags & O_ACCMODE) == O_RDONLY)
 		return fd;
 	if (fstat(fd, &st) < 0) {
 		err = -errno;
 		goto fail;
 	}
-	if (want_trunc && S_ISREG(st.st_mode) && (flags & O_ACCMODE) != O_RDONLY &&
-	    ftruncate(fd, 0) < 0) {
+	if (S_ISREG(st.st_mode) && ftruncate(fd, 0) < 0) {
 		err = -errno;
 		goto fail;
 	}

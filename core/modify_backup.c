@@ -483,23 +483,20 @@ static struct fsb_session *journaling(struct fsb_broker *b, const char *sid,
 }
 
 int fsb_backup_note_created(struct fsb_broker *b, const char *sid, const struct fsb_access *acc,
-			    int flags, int made_fd)
+			    int flags, const struct stat *made)
 {
 	struct fsb_backup_result res;
 	struct fsb_backup_req r;
 	struct settings set;
 	struct fsb_session *s;
-	struct stat made;
 	char why[256];
 	int rc;
 
 	if ((s = journaling(b, sid, &set, &rc)) == NULL)
 		return rc;
-	if (made_fd >= 0 && fstat(made_fd, &made) < 0)
-		made_fd = -1;
 	/* The object made, when the caller holds it, is the view's side. */
-	if ((rc = journaled_name(b, acc->has_view, acc->view_fd, acc->res.path,
-				 made_fd >= 0 ? &made : NULL, why, sizeof(why))) <= 0)
+	if ((rc = journaled_name(b, acc->has_view, acc->view_fd, acc->res.path, made, why,
+				 sizeof(why))) <= 0)
 		return rc;
 	memset(&r, 0, sizeof(r));
 	r.tool_call = acc->tool_call;
@@ -508,7 +505,7 @@ int fsb_backup_note_created(struct fsb_broker *b, const char *sid, const struct 
 	r.path = acc->requested;
 	r.resolved = acc->res.path;
 	r.fd = -1;
-	r.made = made_fd >= 0 ? &made : NULL;
+	r.made = made;
 	r.defer_sync = true;
 	pthread_mutex_lock(&s->store_lock);
 	if (store_of(b, s, why, sizeof(why)) == NULL) {
@@ -576,19 +573,18 @@ static void follow(struct fsb_session *s, int fd, const struct stat *st)
 	s->held[s->nheld++] = (struct fsb_held){ path, st->st_dev, st->st_ino };
 }
 
-void fsb_backup_note_write_grant(struct fsb_broker *b, const char *sid, int fd, dev_t dev,
-				 ino_t ino)
+void fsb_backup_note_write_grant(struct fsb_broker *b, const char *sid, int fd,
+				 const struct stat *st)
 {
 	struct fsb_session *s = fsb_broker_session(b, sid);
-	struct stat st;
 
 	if (s == NULL)
 		return;
 	pthread_mutex_lock(&s->store_lock);
 	if (s->store != NULL)
-		fsb_store_note_write_grant(s->store, dev, ino);
-	if (fd >= 0 && fstat(fd, &st) == 0 && S_ISREG(st.st_mode))
-		follow(s, fd, &st);
+		fsb_store_note_write_grant(s->store, st->st_dev, st->st_ino);
+	if (fd >= 0 && S_ISREG(st->st_mode))
+		follow(s, fd, st);
 	pthread_mutex_unlock(&s->store_lock);
 }
 

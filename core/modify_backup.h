@@ -123,14 +123,14 @@ int fsb_backup_recover(struct fsb_broker *b, const char *sid, char *err, size_t 
 
 /**
  * Journal that the grant for `acc` created its file (it did not exist
- * before), so a restore removes it. Nothing is copied. `made_fd` is an fd
- * on the object the create made, opened in the access's view (its type,
- * dev and ino are journaled, so a restore removes that object and no
+ * before), so a restore removes it. Nothing is copied. `made` is the
+ * fstat of the object the create made, opened in the access's view (its
+ * type, dev and ino are journaled, so a restore removes that object and no
  * other, and stand for the view's side of the host-or-sandbox check), or
- * -1 when the create has not happened yet. 0 or -errno.
+ * NULL when the create has not happened yet. 0 or -errno.
  */
 int fsb_backup_note_created(struct fsb_broker *b, const char *sid, const struct fsb_access *acc,
-			    int flags, int made_fd);
+			    int flags, const struct stat *made);
 
 /**
  * Before a grant creates the file `acc` judged (O_CREAT of a name that
@@ -141,12 +141,13 @@ int fsb_backup_note_created(struct fsb_broker *b, const char *sid, const struct 
 int fsb_backup_note_parent(struct fsb_broker *b, const char *sid, const struct fsb_access *acc);
 
 /**
- * A writable fd on (dev, ino) went to a client in session `sid`: the next
- * backup of that file in the cycle copies it again. `fd` (may be -1) is
- * that fd: the file is then followed across cycles (see fsb_backup_commit).
+ * A writable fd on the file `st` describes went to a client in session
+ * `sid`: the next backup of that file in the cycle copies it again. `fd`
+ * (may be -1) is that fd, `st` its fstat: a regular file is then followed
+ * across cycles (see fsb_backup_commit).
  */
-void fsb_backup_note_write_grant(struct fsb_broker *b, const char *sid, int fd, dev_t dev,
-				 ino_t ino);
+void fsb_backup_note_write_grant(struct fsb_broker *b, const char *sid, int fd,
+				 const struct stat *st);
 
 /**
  * Seal session `sid`'s open cycle with `message` and the audit chain's head

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "at.h"
 #include "resolve.h"
 
 /* The kernel's limit (MAXSYMLINKS): one more link is ELOOP. */
@@ -98,9 +99,80 @@ static bool is_dotdot(const char *s, size_t len)
 	return len == 2 && s[0] == '.' && s[1] == '.';
 }
 
+/*
+ * `path` without the empty and `.` components the walk steps over, into
+ * `out` (PATH_MAX bytes): its number of components, or 0 when it has a
+ * `..` (which only the walk may apply) or ends in '/', `.` or nothing.
+ */
+static size_t plain_form(const char *path, char *out)
+{
+	size_t depth = 0, n = 0;
+	const char *c = path, *end;
+
+	for (;;) {
+		while (*c == '/')
+			c++;
+		if (*c == '\0')
+			break;
+		end = strchrnul(c, '/');
+		if (is_dotdot(c, (size_t)(end - c)))
+			return 0;
+		if (!is_dot(c, (size_t)(end - c))) {
+			out[n++] = '/';
+			memcpy(out + n, c, (size_t)(end - c));
+			n += (size_t)(end - c);
+			depth++;
+		}
+		c = end;
+	}
+	out[n] = '\0';
+	/* The last thing named must be a name. */
+	end = path + strlen(path);
+	if (depth == 0 || end[-1] == '/' || (end[-1] == '.' && (end - path < 2 || end[-2] == '/')))
+		return 0;
+	return depth;
+}
+
+/*
+ * The common case in three calls instead of one per component: a path
+ * (plain_form: no `..`, no empty or `.` component) whose directories are
+ * real ones, no symlink among them. openat2 with RESOLVE_NO_SYMLINKS
+ * reaches its parent only then, and the path is its own real path; the
+ * final name is looked at as the walk would. 1 when the walk must decide
+ * (a symlink on the way or at the end, a missing or unreadable directory,
+ * a kernel without openat2: its errors are the walk's to give), else 0 or
+ * -ENOENT as fsb_resolve().
+ */
+static int resolve_direct(int rootfd, const char *path, enum fsb_resolve_strategy strategy,
+			  struct fsb_resolved *out)
+{
+	const char *name = strrchr(path, '/') + 1;
+	char parent[PATH_MAX];
+	struct stat st;
+	int pfd, rc;
+
+	memcpy(parent, path, (size_t)(name - path));
+	parent[name - path] = '\0';
+	if ((pfd = fsb_at_open(rootfd, parent, O_PATH | O_DIRECTORY, 0)) < 0)
+		return 1;
+	rc = fstatat(pfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0 ? -errno : 0;
+	close(pfd);
+	if (rc == -ENOENT && strategy == FSB_RESOLVE_EXISTING)
+		return -ENOENT;
+	if ((rc < 0 && rc != -ENOENT) ||
+	    (rc == 0 && S_ISLNK(st.st_mode) && strategy != FSB_RESOLVE_THROUGH_PARENT))
+		return 1;
+	memcpy(out->path, path, strlen(path) + 1);
+	out->exists = rc == 0;
+	if (rc == 0)
+		out->st = st;
+	return 0;
+}
+
 int fsb_resolve(int rootfd, const char *path, enum fsb_resolve_strategy strategy,
 		struct fsb_resolved *out)
 {
+	char plain[PATH_MAX];
 	struct walk w;
 	struct stat st;
 	size_t len;
@@ -111,6 +183,17 @@ int fsb_resolve(int rootfd, const char *path, enum fsb_resolve_strategy strategy
 	len = strlen(path);
 	if (len >= PATH_MAX)
 		return -ENAMETOOLONG;
+	out->exists = false;
+	memset(&out->st, 0, sizeof(out->st));
+	/* Three calls pay from three components on. */
+	if (plain_form(path, plain) >= 3) {
+		err = resolve_direct(rootfd, plain, strategy, out);
+		if (err <= 0) {
+			if (err < 0)
+				out->path[0] = '\0';
+			return err;
+		}
+	}
 
 	memset(&w, 0, sizeof(w));
 	w.rootfd = rootfd;

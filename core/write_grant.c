@@ -151,7 +151,7 @@ void fsb_write_grant(struct fsb_write_grant *g, struct fsb_access *acc)
 	struct attempt a = { g, acc };
 	enum fsb_stage was;
 	struct stat st;
-	int rc;
+	int rc, st_err = 0;
 
 	g->fd = -1;
 	g->audit_failed = false;
@@ -159,12 +159,16 @@ void fsb_write_grant(struct fsb_write_grant *g, struct fsb_access *acc)
 	memset(&g->backup, 0, sizeof(g->backup));
 	decide_and_open(&a);
 	too_large_is_an_ask(g, acc);
+	/* The file opened, once for every use below. */
+	if (g->fd >= 0 && fstat(g->fd, &st) < 0)
+		st_err = errno;
 	/* A file this grant creates (now, or the client after SANDBOX): the
 	 * journal says it was absent, so a restore removes it. A create the
 	 * journal cannot record is undone and refused. */
 	if (granted(acc) && !acc->res.exists) {
 		was = fsb_stage_push(FSB_STAGE_BACKUP);
-		rc = fsb_backup_note_created(g->b, g->session, acc, g->flags, g->fd);
+		rc = fsb_backup_note_created(g->b, g->session, acc, g->flags,
+					     g->fd >= 0 && st_err == 0 ? &st : NULL);
 		fsb_stage_pop(was);
 		if (rc < 0) {
 			take_back(g, acc);
@@ -182,13 +186,12 @@ void fsb_write_grant(struct fsb_write_grant *g, struct fsb_access *acc)
 	}
 	if (g->fd < 0) {
 		if (granted(acc) && acc->res.exists)
-			fsb_backup_note_write_grant(g->b, g->session, -1, acc->res.st.st_dev,
-						    acc->res.st.st_ino);
+			fsb_backup_note_write_grant(g->b, g->session, -1, &acc->res.st);
 		return;
 	}
-	if (fstat(g->fd, &st) < 0) {
-		acc->errnum = errno;
-		snprintf(g->why, sizeof(g->why), "cannot examine the file: %s", strerror(errno));
+	if (st_err != 0) {
+		acc->errnum = st_err;
+		snprintf(g->why, sizeof(g->why), "cannot examine the file: %s", strerror(st_err));
 		take_back(g, acc);
 		audit(g, acc, "withdrawn", g->why);
 		return;
@@ -210,7 +213,6 @@ void fsb_write_grant(struct fsb_write_grant *g, struct fsb_access *acc)
 	 * in this cycle copies it again; a file the pack's backup.skip
 	 * matches is not followed into the next cycle either. */
 	was = fsb_stage_push(FSB_STAGE_BACKUP);
-	fsb_backup_note_write_grant(g->b, g->session, acc->verdict.backup ? g->fd : -1, st.st_dev,
-				    st.st_ino);
+	fsb_backup_note_write_grant(g->b, g->session, acc->verdict.backup ? g->fd : -1, &st);
 	fsb_stage_pop(was);
 }

@@ -266,6 +266,9 @@ int fsb_supervisor_start(struct fsb_broker *b, int listener, const struct fsb_sc
 	sv->b = b;
 	sv->scope = *scope;
 	sv->listener = listener;
+	sv->uid = getuid();
+	sv->euid = geteuid();
+	sv->egid = getegid();
 	sv->routes_umask = (flags & FSB_SUPERVISE_ROUTES_UMASK) != 0;
 	if (ask_sync_wake_up(listener))
 		b->stats.supervisors_sync_wake_up++;

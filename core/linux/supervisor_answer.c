@@ -73,7 +73,7 @@ void fsb_sv_access_init(struct fsb_supervisor *sv, const struct seccomp_notif *r
 	acc->session = sv->scope.session;
 	acc->tool_call = sv->scope.tool_call;
 	acc->pid = (pid_t)req->pid;
-	acc->uid = getuid();
+	acc->uid = sv->uid;
 	acc->has_view = rootfd >= 0;
 	acc->view_fd = rootfd;
 }

@@ -51,6 +51,9 @@ struct fsb_supervisor {
 	struct sv_root_cache *roots;	/* supervisor_target.c */
 	struct sv_creds_cache *creds;	/* supervisor_creds.c */
 	bool routes_umask;	/* FSB_SUPERVISE_ROUTES_UMASK: umasks may be kept */
+	uid_t uid;		/* the core's: the requester's uid in each access */
+	uid_t euid;		/* the core's effective ids: a create for a */
+	gid_t egid;		/* target with other fs ids switches to those */
 };
 
 /* ---- supervisor_answer.c ------------------------------------------------- */
@@ -121,9 +124,10 @@ int fsb_sv_pidfd(pid_t pid);
  * readable then), so a later user of its id is someone else. */
 bool fsb_sv_pidfd_exited(int pidfd);
 
-/** A duplicate of the target's fd `tfd` (pidfd_getfd): the very open file.
+/** A duplicate of thread `pid`'s fd `tfd` (pidfd_getfd): the very open
+ * file, taken through the root cache's pidfd of the thread when it has one.
  * -errno when it cannot be taken. */
-int fsb_sv_target_fd(pid_t pid, int tfd);
+int fsb_sv_target_fd(struct fsb_supervisor *sv, pid_t pid, int tfd);
 
 /**
  * The target's "/" (an O_PATH fd of its /proc/<pid>/root, the caller's to

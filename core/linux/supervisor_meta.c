@@ -155,7 +155,7 @@ static int judge_path(struct obj *o, enum fsb_op op, bool nofollow)
 static int judge_fd(struct obj *o, enum fsb_op op, int tfd)
 {
 	struct fsb_access *a = &o->acc;
-	int fd = fsb_sv_target_fd(o->pid, tfd);
+	int fd = fsb_sv_target_fd(o->sv, o->pid, tfd);
 
 	if (!fsb_sv_still_valid(o->sv, o->req)) {
 		if (fd >= 0)
@@ -552,12 +552,12 @@ static int do_mknod(struct obj *o)
 	if ((pfd = fsb_at_open_parent(o->rootfd, acc->res.path, &name)) < 0)
 		return pfd == -ELOOP ? -EAGAIN : pfd;
 	/* Journaled as created: a restore removes it. */
-	if (fsb_backup_note_created(o->sv->b, o->sv->scope.session, acc, O_CREAT, -1) < 0 ||
+	if (fsb_backup_note_created(o->sv->b, o->sv->scope.session, acc, O_CREAT, NULL) < 0 ||
 	    fsb_sv_audit(o->sv, o->req, acc, 0) < 0) {
 		close(pfd);
 		return -EIO;
 	}
-	as_target = creds.fsuid != geteuid() || creds.fsgid != getegid();
+	as_target = creds.fsuid != o->sv->euid || creds.fsgid != o->sv->egid;
 	if (as_target) {
 		old_gid = (gid_t)setfsgid(creds.fsgid);
 		old_uid = (uid_t)setfsuid(creds.fsuid);

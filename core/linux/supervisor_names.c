@@ -70,7 +70,7 @@ static int link_target_fd(struct fsb_supervisor *sv, const struct seccomp_notif 
 	const char *name;
 	int fd, pfd = -1, err;
 
-	if ((fd = fsb_sv_target_fd((pid_t)req->pid, tfd)) < 0)
+	if ((fd = fsb_sv_target_fd(sv, (pid_t)req->pid, tfd)) < 0)
 		return fd == -EBADF ? -EBADF : -EPERM;
 	if (fsb_sv_fd_path(fd, named, sizeof(named)) == 0) {
 		struct stat st;
@@ -107,7 +107,7 @@ static int link_target_fd(struct fsb_supervisor *sv, const struct seccomp_notif 
 		goto out;
 	}
 	/* A restore removes the name again. */
-	if (fsb_backup_note_created(sv->b, sv->scope.session, &acc, O_CREAT, -1) < 0) {
+	if (fsb_backup_note_created(sv->b, sv->scope.session, &acc, O_CREAT, NULL) < 0) {
 		err = -EIO;
 		goto out;
 	}
@@ -129,7 +129,7 @@ void fsb_sv_serve_names(struct fsb_supervisor *sv, const struct seccomp_notif *r
 	pid_t pid = (pid_t)req->pid;
 	struct fsb_hostop_client who = {
 		.session = sv->scope.session, .tool_call = sv->scope.tool_call,
-		.pid = pid, .uid = getuid(), .view_fd = -1,
+		.pid = pid, .uid = sv->uid, .view_fd = -1,
 	};
 	struct fsb_hostop_req hr;
 	char p1[PATH_MAX], p2[PATH_MAX], target[PATH_MAX];

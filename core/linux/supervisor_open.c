@@ -88,7 +88,7 @@ static int grant_open_as_target(void *arg, const struct fsb_access *acc, int fla
 {
 	struct call *c = arg;
 	bool as_target = c->has_creds && !acc->res.exists &&
-			 (c->creds.fsuid != geteuid() || c->creds.fsgid != getegid());
+			 (c->creds.fsuid != c->sv->euid || c->creds.fsgid != c->sv->egid);
 	const char *name;
 	uid_t old_uid;
 	gid_t old_gid;
@@ -171,7 +171,7 @@ static int open_own_fd(struct call *c, int tfd)
 	struct stat st;
 	int fd, rd, out = -EACCES, err;
 
-	if ((fd = fsb_sv_target_fd(c->pid, tfd)) < 0)
+	if ((fd = fsb_sv_target_fd(c->sv, c->pid, tfd)) < 0)
 		return fd == -EBADF ? -ENOENT : -EACCES;
 	if (fstat(fd, &st) < 0)
 		goto done;
@@ -215,7 +215,7 @@ static int open_own_fd(struct call *c, int tfd)
 	audit_call(c, &acc, out, out < 0 ? -out : 0);
 	if (out >= 0 && writes)
 		fsb_backup_note_write_grant(c->sv->b, c->sv->scope.session,
-					    acc.verdict.backup ? out : -1, st.st_dev, st.st_ino);
+					    acc.verdict.backup ? out : -1, &st);
 done:
 	close(fd);
 	return out;

@@ -139,17 +139,6 @@ int fsb_sv_pidfd(pid_t pid)
 	return pidfd < 0 ? -errno : (int)pidfd;
 }
 
-int fsb_sv_target_fd(pid_t pid, int tfd)
-{
-	int pidfd = fsb_sv_pidfd(pid);
-	long fd;
-
-	if (pidfd < 0)
-		return pidfd;
-	fd = syscall(SYS_pidfd_getfd, pidfd, tfd, 0);
-	close(pidfd);
-	return fd < 0 ? -errno : (int)fd;
-}
 
 /* ---- the root cache ----------------------------------------------------- */
 
@@ -268,6 +257,47 @@ void fsb_sv_roots_free(struct fsb_supervisor *sv)
 	pthread_mutex_destroy(&c->lock);
 	free(c);
 	sv->roots = NULL;
+}
+
+/*
+ * pidfd_getfd(2) through the pidfd the root cache holds for `pid`: the fd,
+ * -errno, or -ESRCH when there is none or it is a thread's that is gone
+ * (whose id may be another thread's now; the kernel refuses a pidfd of a
+ * released thread with ESRCH). A thread that exec'd took its group
+ * leader's id, and that id's pidfd reaches it.
+ */
+static int cached_target_fd(struct sv_root_cache *c, pid_t pid, int tfd)
+{
+	int rc = -ESRCH;
+
+	if (c == NULL)
+		return rc;
+	pthread_mutex_lock(&c->lock);
+	for (int i = 0; i < ROOT_CACHE_SIZE; i++) {
+		if (c->e[i].pid == pid) {
+			long fd = syscall(SYS_pidfd_getfd, c->e[i].pidfd, tfd, 0);
+
+			rc = fd < 0 ? -errno : (int)fd;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&c->lock);
+	return rc;
+}
+
+int fsb_sv_target_fd(struct fsb_supervisor *sv, pid_t pid, int tfd)
+{
+	int pidfd, fd = cached_target_fd(__atomic_load_n(&sv->roots, __ATOMIC_ACQUIRE), pid, tfd);
+	long got;
+
+	if (fd != -ESRCH)
+		return fd;
+	if ((pidfd = fsb_sv_pidfd(pid)) < 0)
+		return pidfd;
+	got = syscall(SYS_pidfd_getfd, pidfd, tfd, 0);
+	fd = got < 0 ? -errno : (int)got;
+	close(pidfd);
+	return fd;
 }
 
 /*
