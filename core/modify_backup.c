@@ -313,7 +313,8 @@ int fsb_backup_file(struct fsb_broker *b, const char *sid, const struct fsb_acce
 		out->skipped = "disabled";
 		return 0;
 	}
-	rc = journaled_name(b, acc->has_view, acc->view_fd, acc->res.path, NULL, out->why,
+	/* `rdfd` was opened in the view: `st` is the view's side. */
+	rc = journaled_name(b, acc->has_view, acc->view_fd, acc->res.path, st, out->why,
 			    sizeof(out->why));
 	if (rc <= 0) {
 		out->skipped = rc == 0 ? "private" : NULL;

@@ -378,13 +378,12 @@ static int open_hh(int objfd, const char *hex, bool sync)
 	return fd < 0 ? -errno : fd;
 }
 
-static int link_in(int objfd, struct tmp *t, const char *hex, off_t size, unsigned char *buf,
-		   bool sync, bool *retry)
+/* Give the new file `t` its object name `hex` in `dirfd`, objects/<hh>
+ * (open_hh). 0 or -errno; *retry when an O_TMPFILE could not be linked. */
+static int link_into(int objfd, int dirfd, struct tmp *t, const char *hex, off_t size,
+		     unsigned char *buf, bool sync, bool *retry)
 {
-	int dirfd = open_hh(objfd, hex, sync), err;
-
-	if (dirfd < 0)
-		return dirfd;
+	int err;
 
 	if (t->name[0] != '\0')
 		err = linkat(objfd, t->name, dirfd, hex, 0) < 0 ? -errno : 0;
@@ -406,6 +405,17 @@ static int link_in(int objfd, struct tmp *t, const char *hex, off_t size, unsign
 	} else if (t->name[0] == '\0' && (err == -ENOENT || err == -EPERM)) {
 		*retry = true;
 	}
+	return err;
+}
+
+static int link_in(int objfd, struct tmp *t, const char *hex, off_t size, unsigned char *buf,
+		   bool sync, bool *retry)
+{
+	int dirfd = open_hh(objfd, hex, sync), err;
+
+	if (dirfd < 0)
+		return dirfd;
+	err = link_into(objfd, dirfd, t, hex, size, buf, sync, retry);
 	close(dirfd);
 	return err;
 }
@@ -637,7 +647,7 @@ static int store_small(int objfd, int srcfd, const struct stat *st, bool *tmpfil
 		err = -errno;
 		goto out;
 	}
-	err = link_in(objfd, &t, out->hex, (off_t)n, scratch, sync, retry);
+	err = link_into(objfd, dirfd, &t, out->hex, (off_t)n, scratch, sync, retry);
 out:
 	tmp_drop(objfd, &t);
 	if (dirfd >= 0)
