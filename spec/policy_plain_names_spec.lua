@@ -163,6 +163,13 @@ describe("plain names", function()
 		assert.is_false(eng:summary().name_literals)
 	end)
 
+	it("are none where the platform maps names (macOS: /private/var is /var)", function()
+		local eng = packs.engine({ top = [[return { name = "m",
+			fsProfile = { read = { "/**" }, modify = { "/private/**" } } }]] },
+			{ vars = { workspace = "/ws", home = "/h", tmp = "/tmp", state = "/st" }, platform = "macos" })
+		assert.is_false(eng:summary().name_literals)
+	end)
+
 	it("are none when the pack has a decide hook", function()
 		assert.is_false(shipped("example-strict"):summary().name_literals)
 	end)

@@ -124,10 +124,11 @@ int fsb_sv_pidfd(pid_t pid);
  * readable then), so a later user of its id is someone else. */
 bool fsb_sv_pidfd_exited(int pidfd);
 
-/** A duplicate of thread `pid`'s fd `tfd` (pidfd_getfd): the very open
- * file, taken through the root cache's pidfd of the thread when it has one.
- * -errno when it cannot be taken. */
-int fsb_sv_target_fd(struct fsb_supervisor *sv, pid_t pid, int tfd);
+/** A duplicate of fd `tfd` of the thread that sent `req` (pidfd_getfd):
+ * the very open file, taken through the root cache's pidfd of the thread
+ * when it has one. -errno when it cannot be taken, -ESRCH when `req` is no
+ * longer pending (its thread is gone: the id may be another's now). */
+int fsb_sv_target_fd(struct fsb_supervisor *sv, const struct seccomp_notif *req, int tfd);
 
 /**
  * The target's "/" (an O_PATH fd of its /proc/<pid>/root, the caller's to

@@ -155,7 +155,7 @@ static int judge_path(struct obj *o, enum fsb_op op, bool nofollow)
 static int judge_fd(struct obj *o, enum fsb_op op, int tfd)
 {
 	struct fsb_access *a = &o->acc;
-	int fd = fsb_sv_target_fd(o->sv, o->pid, tfd);
+	int fd = fsb_sv_target_fd(o->sv, o->req, tfd);
 
 	if (!fsb_sv_still_valid(o->sv, o->req)) {
 		if (fd >= 0)

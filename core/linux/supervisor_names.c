@@ -70,7 +70,7 @@ static int link_target_fd(struct fsb_supervisor *sv, const struct seccomp_notif 
 	const char *name;
 	int fd, pfd = -1, err;
 
-	if ((fd = fsb_sv_target_fd(sv, (pid_t)req->pid, tfd)) < 0)
+	if ((fd = fsb_sv_target_fd(sv, req, tfd)) < 0)
 		return fd == -EBADF ? -EBADF : -EPERM;
 	if (fsb_sv_fd_path(fd, named, sizeof(named)) == 0) {
 		struct stat st;

@@ -171,7 +171,7 @@ static int open_own_fd(struct call *c, int tfd)
 	struct stat st;
 	int fd, rd, out = -EACCES, err;
 
-	if ((fd = fsb_sv_target_fd(c->sv, c->pid, tfd)) < 0)
+	if ((fd = fsb_sv_target_fd(c->sv, c->req, tfd)) < 0)
 		return fd == -EBADF ? -ENOENT : -EACCES;
 	if (fstat(fd, &st) < 0)
 		goto done;

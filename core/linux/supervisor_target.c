@@ -285,8 +285,9 @@ static int cached_target_fd(struct sv_root_cache *c, pid_t pid, int tfd)
 	return rc;
 }
 
-int fsb_sv_target_fd(struct fsb_supervisor *sv, pid_t pid, int tfd)
+int fsb_sv_target_fd(struct fsb_supervisor *sv, const struct seccomp_notif *req, int tfd)
 {
+	pid_t pid = (pid_t)req->pid;
 	int pidfd, fd = cached_target_fd(__atomic_load_n(&sv->roots, __ATOMIC_ACQUIRE), pid, tfd);
 	long got;
 
@@ -297,6 +298,13 @@ int fsb_sv_target_fd(struct fsb_supervisor *sv, pid_t pid, int tfd)
 	got = syscall(SYS_pidfd_getfd, pidfd, tfd, 0);
 	fd = got < 0 ? -errno : (int)got;
 	close(pidfd);
+	/* A fresh pidfd reaches whoever holds the id now: the sender only
+	 * while its call is still pending (it cannot have gone and come
+	 * back). */
+	if (fd >= 0 && !fsb_sv_still_valid(sv, req)) {
+		close(fd);
+		fd = -ESRCH;
+	}
 	return fd;
 }
 

@@ -669,9 +669,10 @@ end
 -- does (normalize.forms judges it under its target's name too), and the
 -- workspace's last name (backed_up() tells the workspace from what is in
 -- it). false when a glob picks names by a class or by counting their
--- characters, or a decide hook may look at anything.
-local function name_literals(cfg, hooks, workspace)
-	if #hooks > 0 then
+-- characters, a decide hook may look at anything, or the platform maps
+-- names (macOS: /private/var is judged as /var).
+local function name_literals(cfg, hooks, workspace, platform)
+	if #hooks > 0 or platform == "macos" then
 		return false
 	end
 	local out, seen = {}, {}
@@ -717,7 +718,7 @@ function M.new(cfg, ctx)
 		platform = ctx.platform,
 		vars = ctx.vars,
 		workspace = workspace,
-		name_literals = name_literals(cfg, cfg.hooks, workspace),
+		name_literals = name_literals(cfg, cfg.hooks, workspace, ctx.platform),
 		files = ctx.files,
 		approvals = approvals.new(function(op)
 			return pack.OPS[op] == true
