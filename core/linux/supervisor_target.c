@@ -139,7 +139,6 @@ int fsb_sv_pidfd(pid_t pid)
 	return pidfd < 0 ? -errno : (int)pidfd;
 }
 
-
 /* ---- the root cache ----------------------------------------------------- */
 
 #define ROOT_CACHE_SIZE 64

@@ -6,6 +6,14 @@
  * rules differ (denyWrite lets a delete through, not a write), never a
  * change of a file that has gained a second name (the hard-link rule), and
  * a deny is never answered across ops.
+ *
+ * And the allow of a directory's plain names (policy.h,
+ * fsb_policy_name_is_plain; broker.c, any_name_key()): a change of a name
+ * the pack's globs do not single out is answered as the pack allowed
+ * another such name of the same directory, without the Lua engine; a name
+ * a glob singles out (in either case), a name in another directory and any
+ * deny are judged by the pack; a reload lets no directory's allow of the
+ * old pack answer again.
  */
 #include "unit.h"
 
@@ -20,13 +28,15 @@
 #include "config.h"
 
 static char root[] = "/tmp/fsb-verdict-classes-XXXXXX";
-static char ws[PATH_MAX];
+static char ws[PATH_MAX], pack[PATH_MAX + 16];
 static struct fsb_broker broker;
 
-static const char pack_text[] =
+/* The pack, with `more` added to its denyModify list. */
+static const char pack_format[] =
 	"return { name = \"classes\",\n"
 	"  fsProfile = { read = { \"/**\" }, modify = { \"${workspace}/**\" } },\n"
-	"  denyWrite = { \"${workspace}/kept\" },\n"
+	"  denyWrite = { \"${workspace}/kept\", \"**/.env\", \"${workspace}/src/*.lock\" },\n"
+	"  denyModify = { \"${workspace}/locked/**\"%s },\n"
 	"  hardlinks = \"ask\" }\n";
 
 static void put(const char *path, const char *text)
@@ -38,9 +48,17 @@ static void put(const char *path, const char *text)
 	close(fd);
 }
 
+static void write_pack(const char *more)
+{
+	char text[sizeof(pack_format) + 128];
+
+	snprintf(text, sizeof(text), pack_format, more);
+	put(pack, text);
+}
+
 static int setup(void **state)
 {
-	char pack[PATH_MAX + 16], state_dir[PATH_MAX], err[2048];
+	char dir[PATH_MAX + 16], state_dir[PATH_MAX], err[2048];
 	struct fsb_broker_config cfg;
 
 	(void)state;
@@ -50,7 +68,11 @@ static int setup(void **state)
 	snprintf(state_dir, sizeof(state_dir), "%s/state", root);
 	snprintf(pack, sizeof(pack), "%s/classes.lua", root);
 	mkdir(ws, 0700);
-	put(pack, pack_text);
+	for (const char *const *d = (const char *const[]){ "src", "lib", "locked", NULL }; *d; d++) {
+		snprintf(dir, sizeof(dir), "%s/%s", ws, *d);
+		mkdir(dir, 0700);
+	}
+	write_pack("");
 	if (getenv("FSBROKER_LUA_DIR") == NULL)
 		setenv("FSBROKER_LUA_DIR", LUADIR, 1);
 	if (fsb_config_build(&cfg, pack, ws, state_dir, err, sizeof(err)) < 0 ||
@@ -152,12 +174,104 @@ static void a_file_with_a_second_name_is_judged_again_for_every_op(void **state)
 	assert_int_equal(unlink(other), 0);
 }
 
+/* ---- plain names ---------------------------------------------------------- */
+
+static void a_plain_name_takes_the_allow_of_another_in_its_directory(void **state)
+{
+	bool cached;
+
+	(void)state;
+	assert_int_equal(decide(FSB_OP_CREATE, "src/main.c", &cached), FSB_ALLOW);
+	assert_false(cached);
+	assert_int_equal(decide(FSB_OP_CREATE, "src/util.c", &cached), FSB_ALLOW);
+	assert_true(cached);
+	assert_int_equal(decide(FSB_OP_CREATE, "src/README", &cached), FSB_ALLOW);
+	assert_true(cached);
+	/* Another directory has an allow of its own to earn. */
+	assert_int_equal(decide(FSB_OP_CREATE, "lib/a.c", &cached), FSB_ALLOW);
+	assert_false(cached);
+}
+
+static void a_name_a_glob_singles_out_is_judged_by_the_pack(void **state)
+{
+	bool cached;
+
+	(void)state;
+	assert_int_equal(decide(FSB_OP_CREATE, "src/one.c", &cached), FSB_ALLOW);
+	assert_int_equal(decide(FSB_OP_CREATE, "src/.env", &cached), FSB_DENY);
+	assert_false(cached);
+	assert_int_equal(decide(FSB_OP_CREATE, "src/Cargo.lock", &cached), FSB_DENY);
+	assert_false(cached);
+	/* Not denied (the globs are case-sensitive here), but singled out
+	 * all the same: the pack judges it. */
+	assert_int_equal(decide(FSB_OP_CREATE, "src/Cargo.LOCK", &cached), FSB_ALLOW);
+	assert_false(cached);
+	/* The workspace's own name is one the pack's globs name. */
+	assert_false(fsb_policy_name_is_plain(broker.policy, "ws"));
+	assert_false(fsb_policy_name_is_plain(broker.policy, "."));
+	assert_false(fsb_policy_name_is_plain(broker.policy, ".."));
+	assert_false(fsb_policy_name_is_plain(broker.policy, ""));
+	assert_true(fsb_policy_name_is_plain(broker.policy, "lock"));
+}
+
+static void a_deny_is_never_kept_for_the_directory(void **state)
+{
+	bool cached;
+
+	(void)state;
+	for (int i = 0; i < 3; i++) {
+		char name[32];
+
+		snprintf(name, sizeof(name), "locked/f%d", i);
+		assert_int_equal(decide(FSB_OP_CREATE, name, &cached), FSB_DENY);
+		assert_false(cached);
+	}
+}
+
+static void a_reload_lets_no_allow_of_the_old_pack_answer(void **state)
+{
+	char err[2048];
+	bool cached;
+
+	(void)state;
+	assert_int_equal(decide(FSB_OP_CREATE, "src/before.c", &cached), FSB_ALLOW);
+	write_pack(", \"${workspace}/src/**\"");
+	assert_int_equal(fsb_broker_reload(&broker, "test", err, sizeof(err)), 0);
+	assert_int_equal(decide(FSB_OP_CREATE, "src/after.c", &cached), FSB_DENY);
+	assert_false(cached);
+	write_pack("");
+	assert_int_equal(fsb_broker_reload(&broker, "test", err, sizeof(err)), 0);
+}
+
+static void a_pack_that_picks_names_by_a_class_has_no_plain_names(void **state)
+{
+	char path[PATH_MAX + 16], state_dir[PATH_MAX + 16], err[2048];
+	struct fsb_broker_config cfg;
+	struct fsb_broker other;
+
+	(void)state;
+	snprintf(path, sizeof(path), "%s/class.lua", root);
+	put(path, "return { name = \"class\",\n"
+		  "  fsProfile = { read = { \"/**\" }, modify = { \"${workspace}/**\" } },\n"
+		  "  denyWrite = { \"${workspace}/src/[ab]*\" } }\n");
+	snprintf(state_dir, sizeof(state_dir), "%s/state-class", root);
+	assert_int_equal(fsb_config_build(&cfg, path, ws, state_dir, err, sizeof(err)), 0);
+	assert_int_equal(fsb_broker_init(&other, NULL, &cfg, err, sizeof(err)), 0);
+	assert_false(fsb_policy_name_is_plain(other.policy, "main.c"));
+	fsb_broker_free(&other);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(the_create_of_a_file_answers_its_metadata_from_the_cache),
 		cmocka_unit_test(an_allowed_delete_never_answers_a_denied_write),
 		cmocka_unit_test(a_file_with_a_second_name_is_judged_again_for_every_op),
+		cmocka_unit_test(a_plain_name_takes_the_allow_of_another_in_its_directory),
+		cmocka_unit_test(a_name_a_glob_singles_out_is_judged_by_the_pack),
+		cmocka_unit_test(a_deny_is_never_kept_for_the_directory),
+		cmocka_unit_test(a_reload_lets_no_allow_of_the_old_pack_answer),
+		cmocka_unit_test(a_pack_that_picks_names_by_a_class_has_no_plain_names),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);
