@@ -4,6 +4,7 @@
  * removed or reordered line breaks the chain at the next line.
  */
 #include <errno.h>
+#include <pthread.h>
 #include <fcntl.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -19,6 +20,7 @@
 #include <openssl/evp.h>
 
 #include "audit.h"
+#include "audit_line.h"
 #include "proto_json.h"
 
 #define AUDIT_CHUNK 65536
@@ -50,12 +52,28 @@ static void hex_encode(const unsigned char *md, char out[FSB_SHA256_HEX_LEN + 1]
 	out[FSB_SHA256_HEX_LEN] = '\0';
 }
 
+static EVP_MD *fetched_sha256;
+static pthread_once_t sha256_once = PTHREAD_ONCE_INIT;
+
+static void fetch_sha256(void)
+{
+	fetched_sha256 = EVP_MD_fetch(NULL, "SHA256", NULL);
+}
+
+/* SHA-256 fetched once: EVP_sha256() looks it up again at every digest
+ * (0.2 µs of the 0.6 a line costs). */
+static const EVP_MD *sha256_md(void)
+{
+	pthread_once(&sha256_once, fetch_sha256);
+	return fetched_sha256 != NULL ? fetched_sha256 : EVP_sha256();
+}
+
 static int sha256_hex(const void *data, size_t len, char out[FSB_SHA256_HEX_LEN + 1])
 {
 	unsigned char md[EVP_MAX_MD_SIZE];
 	unsigned int mdlen;
 
-	if (!EVP_Digest(data, len, md, &mdlen, EVP_sha256(), NULL))
+	if (!EVP_Digest(data, len, md, &mdlen, sha256_md(), NULL))
 		return -ENOMEM;
 	hex_encode(md, out);
 	return 0;
@@ -142,7 +160,7 @@ static int tail_hash(int fd, off_t size, char out[FSB_SHA256_HEX_LEN + 1], bool 
 	}
 
 	ctx = EVP_MD_CTX_new();
-	if (ctx == NULL || !EVP_DigestInit_ex(ctx, EVP_sha256(), NULL)) {
+	if (ctx == NULL || !EVP_DigestInit_ex(ctx, sha256_md(), NULL)) {
 		err = -ENOMEM;
 		goto fail;
 	}
@@ -189,25 +207,28 @@ static int lock_log(int fd, int how)
  */
 static int catch_up(struct fsb_audit *a)
 {
-	struct stat st;
 	bool torn = false;
 	size_t written;
+	off_t size;
 	int err;
 
-	if (fstat(a->fd, &st) < 0)
+	/* The length by lseek, not fstat: a stat asks for the file's times,
+	 * and since Linux 6.13 (multigrain timestamps) the next write then
+	 * stamps the inode anew, which ext4 journals: 1.6 µs a line. */
+	if ((size = lseek(a->fd, 0, SEEK_END)) < 0)
 		return -errno;
-	if (st.st_size == a->end)
+	if (size == a->end)
 		return 0;
 	a->torn = false;
-	if (st.st_size == 0) {
+	if (size == 0) {
 		memcpy(a->head, zero_hash, sizeof(a->head));
 		a->end = 0;
 		return 0;
 	}
-	err = tail_hash(a->fd, st.st_size, a->head, &torn);
+	err = tail_hash(a->fd, size, a->head, &torn);
 	if (err)
 		return err;
-	a->end = st.st_size;
+	a->end = size;
 	if (torn) {
 		err = write_full(a->fd, "\n", 1, &written);
 		a->end += (off_t)written;
@@ -261,87 +282,59 @@ fail:
 	return err;
 }
 
-static int add_time(cJSON *record)
+/* RFC 3339 UTC with milliseconds; the date and time of a second are
+ * formatted once per thread. 0 or -errno. */
+static int format_time(char out[32])
 {
+	static __thread time_t last_sec = -1;
+	static __thread char last[24];
 	struct timespec ts;
 	struct tm tm;
-	char buf[64];
-	size_t n;
 
-	if (cJSON_GetObjectItemCaseSensitive(record, "time") != NULL)
-		return 0;
 	if (clock_gettime(CLOCK_REALTIME, &ts) < 0)
 		return -errno;
-	if (gmtime_r(&ts.tv_sec, &tm) == NULL)
-		return -EOVERFLOW;
-	n = strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%S", &tm);
-	if (n == 0)
-		return -EOVERFLOW;
-	snprintf(buf + n, sizeof(buf) - n, ".%03ldZ", ts.tv_nsec / 1000000);
-	if (cJSON_AddStringToObject(record, "time", buf) == NULL)
-		return -ENOMEM;
+	if (ts.tv_sec != last_sec) {
+		if (gmtime_r(&ts.tv_sec, &tm) == NULL ||
+		    strftime(last, sizeof(last), "%Y-%m-%dT%H:%M:%S", &tm) == 0)
+			return -EOVERFLOW;
+		last_sec = ts.tv_sec;
+	}
+	snprintf(out, 32, "%s.%03ldZ", last, ts.tv_nsec / 1000000);
 	return 0;
 }
 
-int fsb_audit_write(struct fsb_audit *a, cJSON *record)
+/*
+ * Under the log's lock: end the line with "prev" (the chain's head) and
+ * its brace, hash it, and write it with one write(2) on the O_APPEND fd:
+ * the record lands whole at the end or, on a short write, leaves a
+ * partial line that the next record ends before it starts.
+ */
+static int append_locked(struct fsb_audit *a, struct fsb_audit_line *l)
 {
-	const char *prev;
 	char hash[FSB_SHA256_HEX_LEN + 1];
-	char *json = NULL, *line = NULL;
-	size_t jlen, off, len, written;
+	size_t off, written;
 	int err;
 
-	if (!cJSON_IsObject(record))
-		return -EINVAL;
-	err = add_time(record);
-	if (err)
-		return err;
-	if ((err = lock_log(a->fd, LOCK_EX)) < 0)
-		return err;
 	if ((err = catch_up(a)) < 0)
-		goto fail;
-	prev = a->torn ? a->torn_hash : a->head;
-
-	/* `prev` is the core's to set, and goes last: drop any the caller
-	 * put in, under that exact name. */
-	while (cJSON_GetObjectItemCaseSensitive(record, "prev") != NULL)
-		cJSON_DeleteItemFromObjectCaseSensitive(record, "prev");
-	if (cJSON_AddStringToObject(record, "prev", prev) == NULL) {
-		err = -ENOMEM;
-		goto fail;
-	}
-
-	json = fsb_json_print(record, false);
-	if (json == NULL) {
-		err = -ENOMEM;
-		goto fail;
-	}
-	jlen = strlen(json);
+		return err;
+	fsb_audit_line_str(l, "prev", a->torn ? a->torn_hash : a->head);
+	fsb_audit_line_put(l, "}", 1);
+	if (l->failed)
+		return -ENOMEM;
 	/* One record is one line: a raw item carrying a newline would let a
 	 * record forge a line of its own. */
-	if (memchr(json, '\n', jlen) != NULL) {
-		err = -EINVAL;
-		goto fail;
-	}
-	err = sha256_hex(json, jlen, hash);
-	if (err)
-		goto fail;
-
+	if (memchr(l->buf, '\n', l->len) != NULL)
+		return -EINVAL;
+	if ((err = sha256_hex(l->buf, l->len, hash)) < 0)
+		return err;
 	off = a->torn ? 1 : 0;
-	len = off + jlen + 1;
-	line = malloc(len);
-	if (line == NULL) {
-		err = -ENOMEM;
-		goto fail;
-	}
-	line[0] = '\n';
-	memcpy(line + off, json, jlen);
-	line[len - 1] = '\n';
+	if (off == 1)
+		fsb_audit_line_prepend(l, "\n", 1);
+	fsb_audit_line_put(l, "\n", 1);
+	if (l->failed)
+		return -ENOMEM;
 
-	/* One write(2) on an O_APPEND fd: the record lands whole at the end
-	 * or, on a short write, leaves a partial line that the next record
-	 * ends before it starts. */
-	err = write_full(a->fd, line, len, &written);
+	err = write_full(a->fd, l->buf, l->len, &written);
 	a->end += (off_t)written;
 	if (err) {
 		if (off == 1 && written >= 1) {
@@ -351,18 +344,66 @@ int fsb_audit_write(struct fsb_audit *a, cJSON *record)
 			a->torn = false;
 		}
 		if (written > off) {
-			fsb_sha256_hex(line + off, written - off, a->torn_hash);
+			fsb_sha256_hex(l->buf + off, written - off, a->torn_hash);
 			a->torn = true;
 		}
-		goto fail;
+		return err;
 	}
 	memcpy(a->head, hash, sizeof(a->head));
 	a->torn = false;
+	return 0;
+}
 
-fail:
+static int append(struct fsb_audit *a, struct fsb_audit_line *l)
+{
+	int err;
+
+	if ((err = lock_log(a->fd, LOCK_EX)) < 0)
+		return err;
+	err = append_locked(a, l);
 	flock(a->fd, LOCK_UN);
-	free(line);
+	return err;
+}
+
+int fsb_audit_append(struct fsb_audit *a, struct fsb_audit_line *l)
+{
+	char now[32];
+	int err;
+
+	if ((err = format_time(now)) < 0)
+		return err;
+	fsb_audit_line_str(l, "time", now);
+	return append(a, l);
+}
+
+int fsb_audit_write(struct fsb_audit *a, cJSON *record)
+{
+	struct fsb_audit_line l;
+	char now[32], *json;
+	size_t jlen;
+	int err;
+
+	if (!cJSON_IsObject(record))
+		return -EINVAL;
+	if (cJSON_GetObjectItemCaseSensitive(record, "time") == NULL &&
+	    ((err = format_time(now)) < 0 ||
+	     (cJSON_AddStringToObject(record, "time", now) == NULL && (err = -ENOMEM))))
+		return err;
+	/* `prev` is the core's to set, and goes last: drop any the caller
+	 * put in, under that exact name. */
+	while (cJSON_GetObjectItemCaseSensitive(record, "prev") != NULL)
+		cJSON_DeleteItemFromObjectCaseSensitive(record, "prev");
+
+	json = fsb_json_print(record, false);
+	if (json == NULL)
+		return -ENOMEM;
+	jlen = strlen(json);
+	/* The members, without the object's braces, go into a line. */
+	fsb_audit_line_init(&l);
+	fsb_audit_line_raw(&l, json + 1, jlen >= 2 ? jlen - 2 : 0);
 	cJSON_free(json);
+	err = append(a, &l);
+	fsb_audit_line_free(&l);
 	return err;
 }
 

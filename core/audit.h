@@ -14,6 +14,7 @@
 #define FSB_SHA256_HEX_LEN 64
 
 struct fsb_audit;
+struct fsb_audit_line;
 
 /**
  * Open (or create, mode 0600) the log at `path` for appending, O_CLOEXEC.
@@ -32,6 +33,13 @@ int fsb_audit_open(const char *path, struct fsb_audit **out);
  * Returns 0 or -errno; on error the chain head is unchanged.
  */
 int fsb_audit_write(struct fsb_audit *a, cJSON *record);
+
+/**
+ * Append the record built in `l` (audit_line.h) as one line, with "time"
+ * and "prev" added, as fsb_audit_write() does for a tree; `l` is used up
+ * (the caller still frees it). 0 or -errno.
+ */
+int fsb_audit_append(struct fsb_audit *a, struct fsb_audit_line *l);
 
 /** Hex SHA-256 of the last line written (the chain head), NUL-terminated. */
 const char *fsb_audit_head(const struct fsb_audit *a);

@@ -445,10 +445,11 @@ static void wait_for_host(struct fsb_broker *b, struct fsb_access *d)
 		return;
 	}
 	if (rc == -ETIMEDOUT) {
-		cJSON *rec = fsb_access_audit_record(d, "approval-timeout");
+		struct fsb_audit_line l;
 
-		cJSON_AddNumberToObject(rec, "timeoutSeconds", b->approval_timeout_s);
-		fsb_broker_audit(b, d->session ? d->session : "", rec);
+		fsb_access_audit_line(&l, d, "approval-timeout", d->errnum);
+		fsb_audit_line_int(&l, "timeoutSeconds", b->approval_timeout_s);
+		fsb_broker_audit_line(b, d->session ? d->session : "", &l);
 	}
 }
 
@@ -772,30 +773,29 @@ static void decide(struct fsb_broker *b, struct fsb_access *d, const char *guard
 		fsb_verdict_cache_put(&b->verdict_cache, &dir_key, &d->verdict, d->errnum);
 }
 
-cJSON *fsb_access_audit_record(const struct fsb_access *d, const char *phase)
+void fsb_access_audit_line(struct fsb_audit_line *l, const struct fsb_access *d,
+			   const char *phase, int errnum)
 {
-	cJSON *o = cJSON_CreateObject();
-
-	cJSON_AddStringToObject(o, "phase", phase);
-	cJSON_AddStringToObject(o, "session", d->session ? d->session : "");
-	cJSON_AddStringToObject(o, "toolCallId", d->tool_call ? d->tool_call : "");
-	cJSON_AddStringToObject(o, "op", fsb_op_name(d->op));
+	fsb_audit_line_init(l);
+	fsb_audit_line_str(l, "phase", phase);
+	fsb_audit_line_str(l, "session", d->session ? d->session : "");
+	fsb_audit_line_str(l, "toolCallId", d->tool_call ? d->tool_call : "");
+	fsb_audit_line_str(l, "op", fsb_op_name(d->op));
 	/* Names a client sent may be any bytes: not UTF-8 goes as …Bytes. */
-	fsb_json_add_path(o, "path", d->requested, false);
-	fsb_json_add_path(o, "normalisedPath", d->resolve_err == 0 ? d->res.path : d->normalised,
-			  false);
+	fsb_audit_line_path(l, "path", d->requested);
+	fsb_audit_line_path(l, "normalisedPath",
+			    d->resolve_err == 0 ? d->res.path : d->normalised);
 	/* "kernel": the call failed as it would bare; the rule is the one
 	 * that would have refused it otherwise. */
-	cJSON_AddStringToObject(o, "decision", d->refused_anyway ? "kernel"
-					       : fsb_decision_name(d->verdict.decision));
-	cJSON_AddStringToObject(o, "rule", d->verdict.rule);
+	fsb_audit_line_str(l, "decision", d->refused_anyway ? "kernel"
+					  : fsb_decision_name(d->verdict.decision));
+	fsb_audit_line_str(l, "rule", d->verdict.rule);
 	if (d->verdict.reason[0])
-		cJSON_AddStringToObject(o, "reason", d->verdict.reason);
+		fsb_audit_line_str(l, "reason", d->verdict.reason);
 	if (d->block_id[0])
-		cJSON_AddStringToObject(o, "blockId", d->block_id);
-	if (d->errnum != 0)
-		cJSON_AddStringToObject(o, "errno", fsb_errno_name(d->errnum));
-	return o;
+		fsb_audit_line_str(l, "blockId", d->block_id);
+	if (errnum != 0)
+		fsb_audit_line_str(l, "errno", fsb_errno_name(errnum));
 }
 
 static struct fsb_session *session_of(struct fsb_broker *b, const char *id);
@@ -834,6 +834,22 @@ static struct fsb_session *session_of(struct fsb_broker *b, const char *id)
 	pthread_mutex_init(&s->store_lock, NULL);
 	b->nsessions++;
 	return s;
+}
+
+int fsb_broker_audit_line(struct fsb_broker *b, const char *session, struct fsb_audit_line *l)
+{
+	struct fsb_session *s;
+	int rc;
+
+	fsb_broker_lock(b);
+	s = session_of(b, session);
+	rc = s != NULL ? fsb_audit_append(s->audit, l) : -EIO;
+	fsb_broker_unlock(b);
+
+	if (rc < 0)
+		fsb_error("audit line for session %s not written: %s", session, strerror(-rc));
+	fsb_audit_line_free(l);
+	return rc;
 }
 
 int fsb_broker_audit(struct fsb_broker *b, const char *session, cJSON *rec)

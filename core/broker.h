@@ -16,6 +16,7 @@
 
 #include "approval_files.h"
 #include "audit.h"
+#include "audit_line.h"
 #include "backup.h"
 #include "link_guard.h"
 #include "op.h"
@@ -235,11 +236,13 @@ void fsb_broker_unlock(struct fsb_broker *b);
 void fsb_broker_decide(struct fsb_broker *b, struct fsb_access *d);
 
 /**
- * A new audit record for `d`: phase, session, toolCallId, op, path,
- * normalisedPath, decision, rule, reason (the caller adds fields and writes
- * it with fsb_broker_audit).
+ * Start the audit record of `d` in `l`: phase, session, toolCallId, op,
+ * path, normalisedPath, decision, rule, reason, blockId, and `errnum` (a
+ * positive errno, or 0 for none) as "errno". The caller adds its fields
+ * (audit_line.h) and writes it with fsb_broker_audit_line().
  */
-cJSON *fsb_access_audit_record(const struct fsb_access *d, const char *phase);
+void fsb_access_audit_line(struct fsb_audit_line *l, const struct fsb_access *d,
+			   const char *phase, int errnum);
 
 /**
  * The state of session `id` (its audit log opened), or NULL for an invalid
@@ -252,6 +255,9 @@ struct fsb_session *fsb_broker_session(struct fsb_broker *b, const char *id);
  * 0 or -errno; a request whose line could not be written is refused.
  */
 int fsb_broker_audit(struct fsb_broker *b, const char *session, cJSON *rec);
+
+/** The same for a record built as a line (frees `l`). */
+int fsb_broker_audit_line(struct fsb_broker *b, const char *session, struct fsb_audit_line *l);
 
 /** How an op's path is resolved (DESIGN §5). */
 enum fsb_resolve_strategy fsb_strategy_for_op(enum fsb_op op);

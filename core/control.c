@@ -60,7 +60,7 @@ static void cmd_check_access(struct fsb_broker *b, const char *session,
 {
 	const char *path = get_string(req, "path"), *op = get_string(req, "op");
 	struct fsb_access acc;
-	cJSON *rec;
+	struct fsb_audit_line l;
 
 	memset(&acc, 0, sizeof(acc));
 	if (path == NULL || op == NULL) {
@@ -80,8 +80,8 @@ static void cmd_check_access(struct fsb_broker *b, const char *session,
 	acc.peek = true;
 	acc.explain = true;
 	fsb_broker_decide(b, &acc);
-	rec = fsb_access_audit_record(&acc, "control-check");
-	fsb_broker_audit(b, session, rec);
+	fsb_access_audit_line(&l, &acc, "control-check", acc.errnum);
+	fsb_broker_audit_line(b, session, &l);
 
 	cJSON_AddStringToObject(reply, "decision", fsb_decision_name(acc.verdict.decision));
 	cJSON_AddStringToObject(reply, "rule", acc.verdict.rule);
@@ -230,7 +230,7 @@ static void cmd_modify_backup(struct fsb_broker *b, const char *sid, const cJSON
 	struct fsb_access acc;
 	struct stat st;
 	int rdfd, rc;
-	cJSON *rec;
+	struct fsb_audit_line l;
 
 	if (path == NULL) {
 		fail(reply, "%s", "expected 'ModifyBackup {path: string, toolCallId?: string}'");
@@ -249,8 +249,8 @@ static void cmd_modify_backup(struct fsb_broker *b, const char *sid, const cJSON
 		fsb_json_add_path(reply, "normalisedPath", acc.res.path, false);
 	add_identity(reply, &acc);
 	if (acc.verdict.decision != FSB_ALLOW || acc.errnum != 0) {
-		rec = fsb_access_audit_record(&acc, "host-modify-backup");
-		fsb_broker_audit(b, sid, rec);
+		fsb_access_audit_line(&l, &acc, "host-modify-backup", acc.errnum);
+		fsb_broker_audit_line(b, sid, &l);
 		if (acc.block_id[0])
 			cJSON_AddStringToObject(reply, "blockId", acc.block_id);
 		fail(reply, "%s", acc.verdict.decision != FSB_ALLOW
@@ -261,8 +261,8 @@ static void cmd_modify_backup(struct fsb_broker *b, const char *sid, const cJSON
 	/* A file the host is about to create: the journal says it was absent,
 	 * so a restore removes it. */
 	if (!acc.res.exists) {
-		rec = fsb_access_audit_record(&acc, "host-modify-backup");
-		fsb_broker_audit(b, sid, rec);
+		fsb_access_audit_line(&l, &acc, "host-modify-backup", acc.errnum);
+		fsb_broker_audit_line(b, sid, &l);
 		if (fsb_backup_note_created(b, sid, &acc, 0, NULL) < 0) {
 			fail(reply, "%s", "the backup journal cannot be written");
 			return;
@@ -273,17 +273,17 @@ static void cmd_modify_backup(struct fsb_broker *b, const char *sid, const cJSON
 	}
 	/* Nothing to save for what is not a regular file. */
 	if (!S_ISREG(acc.res.st.st_mode)) {
-		rec = fsb_access_audit_record(&acc, "host-modify-backup");
-		fsb_broker_audit(b, sid, rec);
+		fsb_access_audit_line(&l, &acc, "host-modify-backup", acc.errnum);
+		fsb_broker_audit_line(b, sid, &l);
 		cJSON_AddBoolToObject(reply, "backedUp", false);
 		cJSON_AddStringToObject(reply, "note", "not a regular file");
 		return;
 	}
 	rdfd = fsb_grant_open_for_backup(b->rootfd, &acc.res);
 	if (rdfd < 0) {
-		rec = fsb_access_audit_record(&acc, "host-modify-backup");
-		cJSON_AddStringToObject(rec, "backupErrno", fsb_errno_name(-rdfd));
-		fsb_broker_audit(b, sid, rec);
+		fsb_access_audit_line(&l, &acc, "host-modify-backup", acc.errnum);
+		fsb_audit_line_str(&l, "backupErrno", fsb_errno_name(-rdfd));
+		fsb_broker_audit_line(b, sid, &l);
 		fail(reply, "cannot open the file to back it up: %s", strerror(-rdfd));
 		return;
 	}

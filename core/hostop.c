@@ -41,19 +41,16 @@
 static void audit_after(struct hostop *h)
 {
 	enum fsb_stage was = fsb_stage_push(FSB_STAGE_AUDIT);
-	cJSON *o = hop_audit_line(h);
+	struct fsb_audit_line l;
 
-	cJSON_AddStringToObject(o, "result", h->err == 0 ? "done" : "failed");
-	if (h->err != 0) {
-		if (!cJSON_HasObjectItem(o, "errno"))
-			cJSON_AddStringToObject(o, "errno", fsb_errno_name(h->err));
-		if (h->why[0])
-			cJSON_AddStringToObject(o, "error", h->why);
-	}
-	cJSON_AddBoolToObject(o, "changed", h->changed);
+	hop_audit_line(h, &l, h->err);
+	fsb_audit_line_str(&l, "result", h->err == 0 ? "done" : "failed");
+	if (h->err != 0 && h->why[0])
+		fsb_audit_line_str(&l, "error", h->why);
+	fsb_audit_line_bool(&l, "changed", h->changed);
 	if (h->trashed[0])
-		fsb_json_add_path(o, "trashedTo", h->trashed, false);
-	fsb_broker_audit(h->b, h->who->session, o);
+		fsb_audit_line_path(&l, "trashedTo", h->trashed);
+	fsb_broker_audit_line(h->b, h->who->session, &l);
 	fsb_stage_pop(was);
 }
 

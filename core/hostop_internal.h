@@ -151,9 +151,10 @@ int hop_sync_backups(struct hostop *h);
 /** The audit line before the change: no line, no change. */
 int hop_audit_before(struct hostop *h);
 
-/** The fields every audit line of `h` carries (the line before and the
- * line after: what, where, who); the caller adds the rest and writes it. */
-cJSON *hop_audit_line(struct hostop *h);
+/** Start `l` with the fields every audit line of `h` carries (the line
+ * before and the line after: what, where, who; `errnum` as "errno" unless
+ * 0); the caller adds the rest and writes it. */
+void hop_audit_line(struct hostop *h, struct fsb_audit_line *l, int errnum);
 
 /** Walk beneath `name` in `pfd` with `fn`, the walk's errors as the outcome. */
 int hop_walk(struct tree_job *j, int pfd, const char *name, const struct stat *st,

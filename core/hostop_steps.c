@@ -428,51 +428,42 @@ int hop_sync_backups(struct hostop *h)
 
 /* ---- audit -------------------------------------------------------------- */
 
-static void add_path(cJSON *o, const char *field, const char *path)
-{
-	fsb_json_add_path(o, field, path, false);
-}
-
-cJSON *hop_audit_line(struct hostop *h)
+void hop_audit_line(struct hostop *h, struct fsb_audit_line *l, int errnum)
 {
 	const struct fsb_access *a = h->refused ? h->refused
 				     : h->src.requested ? &h->src : &h->dst;
-	cJSON *o = fsb_access_audit_record(a, "ipc-host-op");
 
 	/* The outcome's errno, not the access's (a mkdir -p resolves a missing
-	 * path), goes in the line after. */
-	cJSON_DeleteItemFromObjectCaseSensitive(o, "errno");
-	if (h->refused != NULL && h->err != 0)
-		cJSON_AddStringToObject(o, "errno", fsb_errno_name(h->err));
-	cJSON_AddStringToObject(o, "hostOp", fsb_hostop_name(h->req->op));
+	 * path). */
+	fsb_access_audit_line(l, a, "ipc-host-op", errnum);
+	fsb_audit_line_str(l, "hostOp", fsb_hostop_name(h->req->op));
 	if (h->dst.requested != NULL && a != &h->dst) {
-		add_path(o, "to", h->dst.requested);
-		add_path(o, "normalisedTo",
-			 h->dst.resolve_err == 0 ? h->dst.res.path : h->dst.normalised);
+		fsb_audit_line_path(l, "to", h->dst.requested);
+		fsb_audit_line_path(l, "normalisedTo",
+				    h->dst.resolve_err == 0 ? h->dst.res.path : h->dst.normalised);
 	}
 	if (h->denied[0])
-		add_path(o, "deniedPath", h->denied);
+		fsb_audit_line_path(l, "deniedPath", h->denied);
 	if (h->req->trace != NULL)
-		cJSON_AddStringToObject(o, "traceId", h->req->trace);
-	cJSON_AddNumberToObject(o, "pid", h->who->pid);
-	return o;
+		fsb_audit_line_str(l, "traceId", h->req->trace);
+	fsb_audit_line_int(l, "pid", h->who->pid);
 }
 
 /* The line before the change: no line, no change. */
 int hop_audit_before(struct hostop *h)
 {
+	struct fsb_audit_line l;
 	enum fsb_stage was;
-	cJSON *o;
 	int rc;
 
 	if (take_approvals(h) < 0)
 		return -1;
 	was = fsb_stage_push(FSB_STAGE_AUDIT);
-	o = hop_audit_line(h);
-	cJSON_AddStringToObject(o, "result", "planned");
-	cJSON_AddNumberToObject(o, "entries", h->entries);
-	cJSON_AddNumberToObject(o, "backups", h->backups);
-	rc = fsb_broker_audit(h->b, h->who->session, o);
+	hop_audit_line(h, &l, h->refused != NULL ? h->err : 0);
+	fsb_audit_line_str(&l, "result", "planned");
+	fsb_audit_line_int(&l, "entries", h->entries);
+	fsb_audit_line_int(&l, "backups", h->backups);
+	rc = fsb_broker_audit_line(h->b, h->who->session, &l);
 	fsb_stage_pop(was);
 	if (rc < 0)
 		return hop_fail(h, EIO, "the audit log cannot be written; nothing was changed");

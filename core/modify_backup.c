@@ -300,7 +300,7 @@ int fsb_backup_file(struct fsb_broker *b, const char *sid, const struct fsb_acce
 	struct fsb_backup_req r;
 	struct settings set;
 	unsigned cycle = 0;
-	cJSON *rec;
+	struct fsb_audit_line l;
 	int rc;
 
 	memset(out, 0, sizeof(*out));
@@ -347,20 +347,20 @@ int fsb_backup_file(struct fsb_broker *b, const char *sid, const struct fsb_acce
 		out->skipped = res.skipped;
 		return 0;
 	}
-	rec = fsb_access_audit_record(acc, phase);
-	cJSON_AddNumberToObject(rec, "cycle", cycle);
+	fsb_access_audit_line(&l, acc, phase, acc->errnum);
+	fsb_audit_line_int(&l, "cycle", cycle);
 	if (res.object[0])
-		cJSON_AddStringToObject(rec, "backupObject", res.object);
+		fsb_audit_line_str(&l, "backupObject", res.object);
 	if (res.reused)
-		cJSON_AddTrueToObject(rec, "backupReused");
+		fsb_audit_line_bool(&l, "backupReused", true);
 	if (res.skipped != NULL)
-		cJSON_AddStringToObject(rec, "backupSkipped", res.skipped);
+		fsb_audit_line_str(&l, "backupSkipped", res.skipped);
 	if (rc < 0)
-		cJSON_AddStringToObject(rec, "backupErrno", fsb_errno_name(-rc));
-	if (out->block_id[0])
-		cJSON_AddStringToObject(rec, "blockId", out->block_id);
+		fsb_audit_line_str(&l, "backupErrno", fsb_errno_name(-rc));
+	if (out->block_id[0] && strcmp(out->block_id, acc->block_id) != 0)
+		fsb_audit_line_str(&l, "blockId", out->block_id);
 	/* An unaudited backup is a change nobody can trace: refuse it. */
-	if (fsb_broker_audit(b, sid, rec) < 0 && rc == 0) {
+	if (fsb_broker_audit_line(b, sid, &l) < 0 && rc == 0) {
 		snprintf(out->why, sizeof(out->why), "the audit log cannot be written");
 		return -EIO;
 	}

@@ -11,11 +11,10 @@
 #include "proto_json.h"
 
 /*
- * Length of the well-formed UTF-8 sequence at p (at most n bytes), or 0.
  * Overlong forms, UTF-16 surrogates (U+D800..U+DFFF) and code points above
  * U+10FFFF are ill-formed (RFC 3629); NUL is refused by the callers.
  */
-static size_t utf8_seq(const unsigned char *p, size_t n)
+size_t fsb_utf8_seq(const unsigned char *p, size_t n)
 {
 	unsigned char c = p[0];
 	unsigned char lo = 0x80, hi = 0xbf;
@@ -59,7 +58,7 @@ bool fsb_utf8_valid(const char *s, size_t len)
 
 		if (p[i] == '\0')
 			return false;
-		k = utf8_seq(p + i, len - i);
+		k = fsb_utf8_seq(p + i, len - i);
 		if (k == 0)
 			return false;
 		i += k;
@@ -82,7 +81,7 @@ static char *utf8_replace_invalid(char *s)
 	char *out;
 
 	for (size_t i = 0; i < len;) {
-		size_t k = utf8_seq((const unsigned char *)s + i, len - i);
+		size_t k = fsb_utf8_seq((const unsigned char *)s + i, len - i);
 
 		bad += k == 0;
 		i += k ? k : 1;
@@ -92,7 +91,7 @@ static char *utf8_replace_invalid(char *s)
 	out = malloc(len + bad * 2 + 1);
 	if (out != NULL) {
 		for (size_t i = 0; i < len;) {
-			size_t k = utf8_seq((const unsigned char *)s + i, len - i);
+			size_t k = fsb_utf8_seq((const unsigned char *)s + i, len - i);
 
 			if (k == 0) {
 				memcpy(out + o, fffd, 3);
@@ -158,7 +157,7 @@ int fsb_json_precheck(const char *line, size_t len, const char **why)
 			return -EINVAL;
 		}
 		if (p[i] >= 0x80) {
-			if ((k = utf8_seq(p + i, len - i)) == 0) {
+			if ((k = fsb_utf8_seq(p + i, len - i)) == 0) {
 				*why = "request is not valid UTF-8";
 				return -EINVAL;
 			}
@@ -670,13 +669,29 @@ static bool unreserved(unsigned char c)
 	       c == '~' || c == '/';
 }
 
+size_t fsb_percent_encode(const char *path, char *out)
+{
+	static const char hex[] = "0123456789ABCDEF";
+	char *o = out;
+
+	for (const unsigned char *p = (const unsigned char *)path; *p != '\0'; p++) {
+		if (unreserved(*p)) {
+			*o++ = (char)*p;
+		} else {
+			*o++ = '%';
+			*o++ = hex[*p >> 4];
+			*o++ = hex[*p & 15];
+		}
+	}
+	*o = '\0';
+	return (size_t)(o - out);
+}
+
 void fsb_json_add_path(cJSON *reply, const char *field, const char *path,
 		       bool as_bytes)
 {
-	static const char hex[] = "0123456789ABCDEF";
 	size_t flen = strlen(field);
-	const unsigned char *p;
-	char *name, *enc, *o;
+	char *name, *enc;
 
 	if (!as_bytes && fsb_utf8_valid(path, strlen(path))) {
 		cJSON_AddStringToObject(reply, field, path);
@@ -688,17 +703,7 @@ void fsb_json_add_path(cJSON *reply, const char *field, const char *path,
 		goto out;
 	memcpy(name, field, flen);
 	memcpy(name + flen, "Bytes", sizeof("Bytes"));
-	o = enc;
-	for (p = (const unsigned char *)path; *p != '\0'; p++) {
-		if (unreserved(*p)) {
-			*o++ = (char)*p;
-		} else {
-			*o++ = '%';
-			*o++ = hex[*p >> 4];
-			*o++ = hex[*p & 15];
-		}
-	}
-	*o = '\0';
+	fsb_percent_encode(path, enc);
 	cJSON_AddStringToObject(reply, name, enc);
 out:
 	free(name);

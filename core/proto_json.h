@@ -72,6 +72,13 @@ const char *fsb_hostop_name(enum fsb_hostop op);
 void fsb_json_add_path(cJSON *reply, const char *field, const char *path,
 		       bool as_bytes);
 
+/**
+ * Percent-encode `path` into `out` (room for 3 * strlen(path) + 1 bytes):
+ * the unreserved bytes of RFC 3986 and '/' as they are, every other byte
+ * as %XX. Returns the length written, without the NUL.
+ */
+size_t fsb_percent_encode(const char *path, char *out);
+
 /** Percent-decode into a new string; NULL on a malformed escape or a NUL. */
 char *fsb_percent_decode(const char *s);
 
@@ -82,6 +89,10 @@ char *fsb_percent_decode(const char *s);
  * malloc'd string, or NULL when out of memory.
  */
 char *fsb_json_print(const cJSON *item, bool formatted);
+
+/** Length of the well-formed UTF-8 sequence at `p` (at most `n` bytes),
+ * or 0 when it is not one. */
+size_t fsb_utf8_seq(const unsigned char *p, size_t n);
 
 /** True when the NUL-terminated string is valid UTF-8. */
 bool fsb_utf8_valid(const char *s, size_t len);

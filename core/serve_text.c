@@ -85,16 +85,17 @@ static int audit_request(void *arg, const struct fsb_access *acc, const char *gr
 			 const char *error)
 {
 	struct text_job *t = arg;
-	cJSON *rec = fsb_access_audit_record(acc, "ipc-token");
+	struct fsb_audit_line l;
 
-	cJSON_AddNumberToObject(rec, "pid", t->conn->pid);
+	fsb_access_audit_line(&l, acc, "ipc-token", acc->errnum);
+	fsb_audit_line_int(&l, "pid", t->conn->pid);
 	if (t->req.has_open)
-		cJSON_AddNumberToObject(rec, "openFlags", t->req.open_flags);
+		fsb_audit_line_int(&l, "openFlags", t->req.open_flags);
 	if (grant != NULL)
-		cJSON_AddStringToObject(rec, "grant", grant);
+		fsb_audit_line_str(&l, "grant", grant);
 	if (error != NULL && grant != NULL)
-		cJSON_AddStringToObject(rec, "error", error);
-	return fsb_broker_audit(t->conn->srv->broker, t->conn->scope.session, rec);
+		fsb_audit_line_str(&l, "error", error);
+	return fsb_broker_audit_line(t->conn->srv->broker, t->conn->scope.session, &l);
 }
 
 /* A read: decide, open, audit. */

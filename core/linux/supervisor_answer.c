@@ -82,14 +82,13 @@ int fsb_sv_audit(struct fsb_supervisor *sv, const struct seccomp_notif *req,
 		  const struct fsb_access *acc, int err)
 {
 	enum fsb_stage was = fsb_stage_push(FSB_STAGE_AUDIT);
-	cJSON *rec = fsb_access_audit_record(acc, "supervisor");
+	struct fsb_audit_line l;
 	int rc;
 
-	cJSON_AddNumberToObject(rec, "pid", (int)req->pid);
-	cJSON_AddNumberToObject(rec, "syscall", req->data.nr);
-	if (err != 0 && !cJSON_HasObjectItem(rec, "errno"))
-		cJSON_AddStringToObject(rec, "errno", fsb_errno_name(-err));
-	rc = fsb_broker_audit(sv->b, sv->scope.session, rec);
+	fsb_access_audit_line(&l, acc, "supervisor", acc->errnum ? acc->errnum : -err);
+	fsb_audit_line_int(&l, "pid", (int)req->pid);
+	fsb_audit_line_int(&l, "syscall", req->data.nr);
+	rc = fsb_broker_audit_line(sv->b, sv->scope.session, &l);
 	fsb_stage_pop(was);
 	return rc;
 }

@@ -46,16 +46,15 @@ struct call {
 static void audit_call(struct call *c, const struct fsb_access *acc, int fd, int err)
 {
 	enum fsb_stage was = fsb_stage_push(FSB_STAGE_AUDIT);
-	cJSON *rec = fsb_access_audit_record(acc, "supervisor");
+	struct fsb_audit_line l;
 
-	cJSON_AddNumberToObject(rec, "pid", c->pid);
-	cJSON_AddNumberToObject(rec, "syscall", c->req->data.nr);
-	cJSON_AddNumberToObject(rec, "openFlags", c->flags);
+	fsb_access_audit_line(&l, acc, "supervisor", acc->errnum ? acc->errnum : err);
+	fsb_audit_line_int(&l, "pid", c->pid);
+	fsb_audit_line_int(&l, "syscall", c->req->data.nr);
+	fsb_audit_line_int(&l, "openFlags", c->flags);
 	if (fd >= 0)
-		cJSON_AddStringToObject(rec, "grant", "fd");
-	if (err != 0 && !cJSON_HasObjectItem(rec, "errno"))
-		cJSON_AddStringToObject(rec, "errno", fsb_errno_name(err));
-	fsb_broker_audit(c->sv->b, c->sv->scope.session, rec);
+		fsb_audit_line_str(&l, "grant", "fd");
+	fsb_broker_audit_line(c->sv->b, c->sv->scope.session, &l);
 	fsb_stage_pop(was);
 }
 
@@ -255,19 +254,18 @@ static int audit_write(void *arg, const struct fsb_access *acc, const char *gran
 		       const char *error)
 {
 	struct call *c = arg;
-	cJSON *rec = fsb_access_audit_record(acc, "supervisor");
 	int err = acc->errnum ? acc->errnum : acc->verdict.decision != FSB_ALLOW ? EACCES : 0;
+	struct fsb_audit_line l;
 
-	cJSON_AddNumberToObject(rec, "pid", c->pid);
-	cJSON_AddNumberToObject(rec, "syscall", c->req->data.nr);
-	cJSON_AddNumberToObject(rec, "openFlags", c->flags);
+	fsb_access_audit_line(&l, acc, "supervisor", err);
+	fsb_audit_line_int(&l, "pid", c->pid);
+	fsb_audit_line_int(&l, "syscall", c->req->data.nr);
+	fsb_audit_line_int(&l, "openFlags", c->flags);
 	if (grant != NULL)
-		cJSON_AddStringToObject(rec, "grant", grant);
+		fsb_audit_line_str(&l, "grant", grant);
 	if (error != NULL)
-		cJSON_AddStringToObject(rec, "error", error);
-	if (err != 0 && !cJSON_HasObjectItem(rec, "errno"))
-		cJSON_AddStringToObject(rec, "errno", fsb_errno_name(err));
-	return fsb_broker_audit(c->sv->b, c->sv->scope.session, rec);
+		fsb_audit_line_str(&l, "error", error);
+	return fsb_broker_audit_line(c->sv->b, c->sv->scope.session, &l);
 }
 
 /* Decide, back up, open. Returns the fd for the target, or -errno. */
