@@ -146,19 +146,13 @@ static int audit(struct fsb_write_grant *g, const struct fsb_access *acc, const 
 	return rc;
 }
 
-void fsb_write_grant(struct fsb_write_grant *g, struct fsb_access *acc)
+/* After the open: journal a create, audit, set the mode, truncate, follow. */
+static void finish(struct fsb_write_grant *g, struct fsb_access *acc)
 {
-	struct attempt a = { g, acc };
 	enum fsb_stage was;
 	struct stat st;
 	int rc, st_err = 0;
 
-	g->fd = -1;
-	g->audit_failed = false;
-	g->why[0] = '\0';
-	memset(&g->backup, 0, sizeof(g->backup));
-	decide_and_open(&a);
-	too_large_is_an_ask(g, acc);
 	/* The file opened, once for every use below. */
 	if (g->fd >= 0 && fstat(g->fd, &st) < 0)
 		st_err = errno;
@@ -214,5 +208,23 @@ void fsb_write_grant(struct fsb_write_grant *g, struct fsb_access *acc)
 	 * matches is not followed into the next cycle either. */
 	was = fsb_stage_push(FSB_STAGE_BACKUP);
 	fsb_backup_note_write_grant(g->b, g->session, acc->verdict.backup ? g->fd : -1, &st);
+	fsb_stage_pop(was);
+}
+
+void fsb_write_grant(struct fsb_write_grant *g, struct fsb_access *acc)
+{
+	struct attempt a = { g, acc };
+	enum fsb_stage was;
+
+	g->fd = -1;
+	g->audit_failed = false;
+	g->why[0] = '\0';
+	memset(&g->backup, 0, sizeof(g->backup));
+	decide_and_open(&a);
+	too_large_is_an_ask(g, acc);
+	/* What is left is the open's own work (its mode, its truncate), with
+	 * the journal and the audit line charged to themselves. */
+	was = fsb_stage_push(FSB_STAGE_PERFORM);
+	finish(g, acc);
 	fsb_stage_pop(was);
 }
