@@ -291,6 +291,30 @@ void fsb_broker_verdicts_changed(struct fsb_broker *b)
 	fsb_broker_unlock(b);
 }
 
+void fsb_broker_epoch(struct fsb_broker *b, struct fsb_broker_epoch *e)
+{
+	fsb_broker_lock(b);
+	e->verdicts = b->verdict_cache.generation;
+	fsb_broker_unlock(b);
+	e->names = __atomic_load_n(&b->name_changes, __ATOMIC_ACQUIRE);
+}
+
+static bool verdict_cacheable(const struct fsb_broker *b, const struct fsb_access *d,
+			      struct fsb_verdict_key *k);
+static bool verdict_storable(const struct fsb_verdict *v);
+
+bool fsb_broker_verdict_answers_class(struct fsb_broker *b, const struct fsb_access *d)
+{
+	struct fsb_verdict_key k;
+	bool answers;
+
+	fsb_broker_lock(b);
+	answers = d->verdict.decision == FSB_ALLOW && verdict_storable(&d->verdict) &&
+		  verdict_cacheable(b, d, &k);
+	fsb_broker_unlock(b);
+	return answers;
+}
+
 void fsb_broker_lock(struct fsb_broker *b)
 {
 	pthread_mutex_lock(&b->lock);

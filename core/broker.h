@@ -150,6 +150,9 @@ struct fsb_broker {
 	 * may modify, ", "-joined (malloc'd): a reload warns again only when
 	 * that set changes. */
 	char *pack_warned;
+	/* Host operations begun (atomic): one that renames, removes or links
+	 * may have changed the name any file has (fsb_broker_epoch). */
+	uint64_t name_changes;
 };
 
 /** One access to decide, and what was decided. */
@@ -227,6 +230,26 @@ int fsb_broker_reload(struct fsb_broker *b, const char *trigger, char *err, size
  * state): no read verdict cached until now is used again. Takes the lock.
  */
 void fsb_broker_verdicts_changed(struct fsb_broker *b);
+
+/*
+ * What a verdict kept outside the cache rests on: the pack's verdicts (a
+ * reload or an approval changes them) and every file's names (a host
+ * operation may change them). Two epochs that are equal mean neither
+ * changed in between.
+ */
+struct fsb_broker_epoch {
+	uint64_t verdicts, names;
+};
+
+void fsb_broker_epoch(struct fsb_broker *b, struct fsb_broker_epoch *e);
+
+/**
+ * Whether the pack's verdict on `d`, just decided, answers every op of its
+ * class (verdict_cache.h) on the same names while the epoch holds: an
+ * allow the rules gave, a pack without decide hooks, a path that resolved.
+ * It is what the verdict cache would answer them with.
+ */
+bool fsb_broker_verdict_answers_class(struct fsb_broker *b, const struct fsb_access *d);
 
 /** Take and release the broker's lock (see struct fsb_broker). */
 void fsb_broker_lock(struct fsb_broker *b);

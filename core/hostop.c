@@ -113,6 +113,11 @@ static void run(struct hostop *h)
 	const struct fsb_hostop_req *req = h->req;
 	struct fsb_broker *b = h->b;
 
+	/* Before it starts: a verdict kept for a name is not taken once this
+	 * may have moved or removed the name (fsb_broker_epoch). */
+	if (req->op != FSB_HOSTOP_MKDIR && req->op != FSB_HOSTOP_CHMOD &&
+	    req->op != FSB_HOSTOP_TOUCH)
+		__atomic_add_fetch(&b->name_changes, 1, __ATOMIC_ACQ_REL);
 	/* Decisions, backups and audit lines inside are charged to their own. */
 	fsb_stage_push(FSB_STAGE_PERFORM);
 	switch (req->op) {

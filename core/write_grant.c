@@ -156,6 +156,8 @@ static void finish(struct fsb_write_grant *g, struct fsb_access *acc)
 	/* The file opened, once for every use below. */
 	if (g->fd >= 0 && fstat(g->fd, &st) < 0)
 		st_err = errno;
+	else if (g->fd >= 0)
+		g->st = st;
 	/* A file this grant creates (now, or the client after SANDBOX): the
 	 * journal says it was absent, so a restore removes it. A create the
 	 * journal cannot record is undone and refused. */

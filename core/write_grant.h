@@ -23,6 +23,7 @@
 #define FSB_WRITE_GRANT_H
 
 #include <stdbool.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 
 #include "broker.h"
@@ -51,6 +52,7 @@ struct fsb_write_grant {
 	void *arg;
 	/* out */
 	int fd;			/* the grant, or -1 */
+	struct stat st;		/* its fstat, when fd >= 0 */
 	bool audit_failed;	/* refused: its audit line could not be written */
 	char why[512];		/* a refusal's sentence beyond the verdict */
 	struct fsb_backup_outcome backup;

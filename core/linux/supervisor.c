@@ -219,6 +219,7 @@ static void on_ended_closed(uv_handle_t *h)
 	pthread_mutex_destroy(&sv->recv_lock);
 	fsb_sv_roots_free(sv);
 	fsb_sv_creds_free(sv);
+	fsb_sv_made_free(sv);
 	free(sv);
 }
 

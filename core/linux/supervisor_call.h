@@ -50,6 +50,7 @@ struct fsb_supervisor {
 	void *arg;
 	struct sv_root_cache *roots;	/* supervisor_target.c */
 	struct sv_creds_cache *creds;	/* supervisor_creds.c */
+	struct sv_made_files *made;	/* supervisor_made.c */
 	bool routes_umask;	/* FSB_SUPERVISE_ROUTES_UMASK: umasks may be kept */
 	uid_t uid;		/* the core's: the requester's uid in each access */
 	uid_t euid;		/* the core's effective ids: a create for a */
@@ -145,6 +146,30 @@ void fsb_sv_roots_free(struct fsb_supervisor *sv);
  * it, for judging: -EPERM when it has none (removed, a pipe, a socket).
  */
 int fsb_sv_fd_path(int fd, char *out, size_t len);
+
+/* ---- supervisor_made.c --------------------------------------------------- */
+
+/**
+ * A create this supervisor granted: `fd` is the new file, `st` its fstat,
+ * `acc` the access it was judged as. Kept when its verdict answers the
+ * file's other changes of the class (fsb_broker_verdict_answers_class) and
+ * its file system keeps birth times.
+ */
+void fsb_sv_made_note(struct fsb_supervisor *sv, const struct fsb_access *acc, int fd,
+		      const struct stat *st);
+
+/**
+ * Whether the file of `fd` (a dup of a target's fd; `st` its fstat) is one
+ * kept by fsb_sv_made_note, still with one name and with the broker's epoch
+ * of its create: then `path` gets the real path it was made at and
+ * `verdict` the pack's verdict on it, which answer a change of its
+ * metadata (see supervisor_made.c).
+ */
+bool fsb_sv_made_here(struct fsb_supervisor *sv, int fd, const struct stat *st,
+		      char *path, size_t len, struct fsb_verdict *verdict);
+
+/** Free the table (at the end of the supervisor). */
+void fsb_sv_made_free(struct fsb_supervisor *sv);
 
 /* ---- supervisor_creds.c -------------------------------------------------- */
 

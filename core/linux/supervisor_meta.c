@@ -156,6 +156,8 @@ static int judge_fd(struct obj *o, enum fsb_op op, int tfd)
 {
 	struct fsb_access *a = &o->acc;
 	int fd = fsb_sv_target_fd(o->sv, o->req, tfd);
+	struct fsb_verdict verdict;
+	bool made;
 
 	if (!fsb_sv_still_valid(o->sv, o->req)) {
 		if (fd >= 0)
@@ -167,15 +169,22 @@ static int judge_fd(struct obj *o, enum fsb_op op, int tfd)
 	o->fd = fd;
 	if (fstat(fd, &o->st) < 0)
 		return -errno;
+	/* A file this supervisor made, as it was made: the name it was made
+	 * at and the create's verdict (supervisor_made.c). */
+	made = fsb_sv_made_here(o->sv, fd, &o->st, o->named, sizeof(o->named), &verdict);
 	/* No name (removed, a pipe, a socket): nothing of anyone's is
 	 * judged, so nothing changes. */
-	if (fsb_sv_fd_path(fd, o->named, sizeof(o->named)) < 0)
+	if (!made && fsb_sv_fd_path(fd, o->named, sizeof(o->named)) < 0)
 		return -EPERM;
 	fsb_sv_access_init(o->sv, o->req, a, op, o->named, -1);
 	a->given_resolved = true;
 	snprintf(a->res.path, sizeof(a->res.path), "%s", o->named);
 	a->res.exists = true;
 	a->res.st = o->st;
+	if (made) {
+		a->verdict = verdict;
+		return 0;
+	}
 	fsb_broker_decide(o->sv->b, a);
 	if (a->verdict.decision != FSB_ALLOW) {
 		int err = -(a->errnum ? a->errnum : EACCES);

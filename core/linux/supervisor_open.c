@@ -301,8 +301,11 @@ static int open_for_target(struct call *c)
 			       ? FSB_RESOLVE_THROUGH_PARENT
 			       : FSB_RESOLVE_EXISTING_OR_CREATABLE;
 	fsb_write_grant(&g, &acc);
-	if (!acc.res.exists)
+	if (!acc.res.exists) {
 		fsb_stages_kind(FSB_CALL_CREATE);
+		if (g.fd >= 0)
+			fsb_sv_made_note(c->sv, &acc, g.fd, &g.st);
+	}
 	if (g.fd >= 0)
 		return g.fd;
 	return -(acc.errnum ? acc.errnum : EACCES);

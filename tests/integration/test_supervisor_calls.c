@@ -5,7 +5,10 @@
  * linkat of an fd and link without following, inode-flag ioctls. Each one
  * the pack allows changes the file, lands in the backup cycle, and one
  * restore undoes it; each one on a denyModify file (.envrc) fails with
- * EACCES and leaves it as it was.
+ * EACCES and leaves it as it was. A metadata call on an fd of a file the
+ * supervisor made takes the create's verdict only while nothing it rests
+ * on changed (supervisor_made.c): a reload, a decide hook, a host
+ * operation that moves it, a second name.
  */
 #include "harness.h"
 
@@ -461,6 +464,293 @@ static void creates_take_the_targets_fsuid(void **state)
 	assert_int_equal(st.st_uid, OTHER_ID);
 }
 
+/* ---- metadata calls on a file the supervisor made ----------------------- */
+
+/* What happens between the create and the second round of calls. */
+enum made_step { MADE_WAIT, MADE_LINK, MADE_REOPEN };
+
+struct made_seen {
+	int setup;
+	char why[160];
+	int create, first, link, second, times;
+};
+
+/* Make made.txt, fchmod it, (link it), tell the parent, wait for its go,
+ * then fchmod and futimens it again: one errno each. */
+static void made_child(struct fsbt_core *c, int report, int ready, int go, enum made_step step)
+{
+	struct made_seen m = { 0 };
+	struct seen s = { 0 };
+	char byte = 'c';
+	int fd;
+
+	if (supervise(c, &s) < 0 || chdir(c->ws) < 0) {
+		m.setup = -1;
+		snprintf(m.why, sizeof(m.why), "%s", s.why[0] ? s.why : strerror(errno));
+		goto out;
+	}
+	fd = open("made.txt", O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+	m.create = fd < 0 ? errno : 0;
+	if (fd < 0)
+		goto out;
+	m.first = ERR(fchmod(fd, 0600));
+	if (step == MADE_LINK)
+		m.link = ERR(linkat(fd, "", AT_FDCWD, "second.txt", AT_EMPTY_PATH));
+	if (step == MADE_REOPEN)
+		close(fd);
+	if (write(ready, &byte, 1) != 1 || read(go, &byte, 1) != 1)
+		_exit(3);
+	if (step == MADE_REOPEN && (fd = open("guarded.txt", O_RDONLY | O_CLOEXEC)) < 0)
+		_exit(4);
+	m.second = ERR(fchmod(fd, 0640));
+	m.times = ERR(futimens(fd, NULL));
+	close(fd);
+out:
+	if (write(report, &m, sizeof(m)) != (ssize_t)sizeof(m))
+		_exit(2);
+	_exit(0);
+}
+
+/* The pack of these tests: the workspace modifiable, `more` added. */
+static void made_pack(struct fsbt_core *c, const char *more)
+{
+	char tmp[PATH_MAX + 16], *text;
+
+	assert_true(asprintf(&text, "return {\n"
+				    "  name = \"made\",\n"
+				    "  fsProfile = { read = { \"/**\" }, modify = { \"${workspace}/**\" } },\n"
+				    "%s}\n", more) > 0);
+	snprintf(c->rules, sizeof(c->rules), "%s/made.lua", c->rules_dir);
+	snprintf(tmp, sizeof(tmp), "%s/.made.lua.new", c->rules_dir);
+	fsbt_write_file(tmp, text);
+	free(text);
+	if (rename(tmp, c->rules) < 0)
+		fail_msg("rename %s: %s", tmp, strerror(errno));
+}
+
+/* Fork the child, run `between` once it made the file, let it go on. */
+static void made_run(struct fsbt_core *c, enum made_step step,
+		     void (*between)(struct fsbt_core *c), struct made_seen *m)
+{
+	int report[2], ready[2], go[2], status;
+	char byte;
+	pid_t pid;
+
+	assert_int_equal(pipe2(report, O_CLOEXEC), 0);
+	assert_int_equal(pipe2(ready, O_CLOEXEC), 0);
+	assert_int_equal(pipe2(go, O_CLOEXEC), 0);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0)
+		made_child(c, report[1], ready[1], go[0], step);
+	close(report[1]);
+	close(ready[1]);
+	close(go[0]);
+	if (read(ready[0], &byte, 1) == 1) {
+		if (between != NULL)
+			between(c);
+		assert_int_equal(write(go[1], "g", 1), 1);
+	}
+	memset(m, 0, sizeof(*m));
+	assert_int_equal(read(report[0], m, sizeof(*m)), (ssize_t)sizeof(*m));
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	close(report[0]);
+	close(ready[0]);
+	close(go[1]);
+	if (m->setup < 0) {
+		if (strstr(m->why, "seccomp") != NULL)
+			fsbt_skip("no seccomp user notification here: %s", m->why);
+		fail_msg("%s", m->why);
+	}
+	assert_int_equal(m->create, 0);
+}
+
+static void deny_made_and_reload(struct fsbt_core *c)
+{
+	cJSON *r;
+
+	made_pack(c, "  denyModify = { \"${workspace}/made.txt\" },\n");
+	r = fsbt_control_cmd(c, "Reload", NULL);
+	if (!fsbt_ok(r))
+		fail_msg("Reload failed: %s", fsbt_str(r, "error"));
+	cJSON_Delete(r);
+}
+
+/* The create's allow answered the first fchmod; after a reload that
+ * denies the file, its fd's calls are refused and change nothing. */
+static void a_made_files_calls_are_judged_again_after_a_reload(void **state)
+{
+	struct fsbt_core *c = *state;
+	struct made_seen m;
+	struct stat st;
+
+	made_pack(c, "");
+	fsbt_core_start(c);
+	made_run(c, MADE_WAIT, deny_made_and_reload, &m);
+	assert_int_equal(m.first, 0);
+	assert_int_equal(m.second, EACCES);
+	assert_int_equal(m.times, EACCES);
+	lstat_of(c, "made.txt", &st);
+	assert_int_equal(st.st_mode & 0777, 0600);
+}
+
+/* A decide hook may judge a chmod unlike the create: with one, the fd's
+ * calls are judged by the pack every time. */
+static void a_decide_hook_judges_every_call_on_a_made_file(void **state)
+{
+	struct fsbt_core *c = *state;
+	struct made_seen m;
+	struct stat st;
+
+	made_pack(c, "  decide = function(req, verdict)\n"
+		     "    if req.op == \"chmod\" then return { decision = \"deny\", rule = \"no chmod\" } end\n"
+		     "  end,\n");
+	fsbt_core_start(c);
+	made_run(c, MADE_WAIT, NULL, &m);
+	assert_int_equal(m.first, EACCES);
+	assert_int_equal(m.second, EACCES);
+	assert_int_equal(m.times, 0);
+	lstat_of(c, "made.txt", &st);
+	assert_int_equal(st.st_mode & 0777, 0644);
+}
+
+static void move_made_aside(struct fsbt_core *c)
+{
+	int fd = fsbt_connect(c);
+	cJSON *r;
+
+	assert_true(fd >= 0);
+	r = fsbt_hostopf(fd, "{\"command\":\"HostFileOperation\",\"sessionId\":\"%s\","
+			 "\"operation\":\"rename\",\"from\":\"%s/made.txt\",\"to\":\"%s/moved.txt\"}",
+			 c->session, c->ws, c->ws);
+	if (!fsbt_ok(r))
+		fail_msg("the host's rename failed: %s", fsbt_str(r, "error"));
+	cJSON_Delete(r);
+	fsbt_close(fd);
+}
+
+/* The path of the last audit line of op `op`, malloc'd, or NULL. */
+static char *last_audited_path(struct fsbt_core *c, const char *op)
+{
+	char log[PATH_MAX + 64], needle[64], *text, *line, *save = NULL, *path = NULL;
+
+	snprintf(log, sizeof(log), "%s/audit/%s.jsonl", c->state, c->session);
+	snprintf(needle, sizeof(needle), "\"op\":\"%s\"", op);
+	text = fsbt_read_file(log, NULL);
+	assert_non_null(text);
+	for (line = strtok_r(text, "\n", &save); line != NULL; line = strtok_r(NULL, "\n", &save)) {
+		cJSON *o;
+
+		if (strstr(line, needle) == NULL || (o = cJSON_Parse(line)) == NULL)
+			continue;
+		free(path);
+		path = fsbt_str(o, "path") != NULL ? strdup(fsbt_str(o, "path")) : NULL;
+		cJSON_Delete(o);
+	}
+	free(text);
+	return path;
+}
+
+/* A host operation moved the file: the fd's calls are judged, and
+ * audited, by the name it has now, not the one it was made under. */
+static void a_made_file_moved_by_the_host_is_judged_where_it_is(void **state)
+{
+	struct fsbt_core *c = *state;
+	char want[PATH_MAX + 16], *path;
+	struct made_seen m;
+	struct stat st;
+
+	made_pack(c, "");
+	fsbt_core_start(c);
+	made_run(c, MADE_WAIT, move_made_aside, &m);
+	assert_int_equal(m.first, 0);
+	assert_int_equal(m.second, 0);
+	lstat_of(c, "moved.txt", &st);
+	assert_int_equal(st.st_mode & 0777, 0640);
+	snprintf(want, sizeof(want), "%s/moved.txt", c->ws);
+	path = last_audited_path(c, "chmod");
+	assert_non_null(path);
+	assert_string_equal(path, want);
+	free(path);
+}
+
+/* A second name made through the fd: the hard-link rule looks at the
+ * file again, and the pack asks. */
+static void a_made_file_with_a_second_name_is_judged_again(void **state)
+{
+	struct fsbt_core *c = *state;
+	struct made_seen m;
+	struct stat st;
+
+	made_pack(c, "  hardlinks = \"ask\",\n");
+	fsbt_core_start(c);
+	made_run(c, MADE_LINK, NULL, &m);
+	assert_int_equal(m.first, 0);
+	if (m.link != 0)
+		fail_msg("linkat of the made file: %s", strerror(m.link));
+	lstat_of(c, "made.txt", &st);
+	assert_int_equal(st.st_nlink, 2);
+	assert_int_equal(m.second, EACCES);
+	assert_int_equal(st.st_mode & 0777, 0600);
+}
+
+static ino_t reused_ino;
+
+/* Behind the core's back, made.txt goes and guarded.txt comes, on the
+ * inode made.txt had when the file system gives it out again. */
+static void reuse_the_inode(struct fsbt_core *c)
+{
+	char name[32], from[PATH_MAX + 32];
+	struct stat made, st;
+	cJSON *r;
+
+	/* The commit lets go of the files the cycle followed, made.txt
+	 * among them: its inode can be given out again. */
+	r = fsbt_control_cmd(c, "CommitModifyBackup", "\"commitMsg\":\"made\"");
+	if (!fsbt_ok(r))
+		fail_msg("CommitModifyBackup failed: %s", fsbt_str(r, "error"));
+	cJSON_Delete(r);
+	lstat_of(c, "made.txt", &made);
+	assert_int_equal(unlink(ws_path(c, "made.txt")), 0);
+	reused_ino = 0;
+	for (int i = 0; i < 64 && reused_ino == 0; i++) {
+		snprintf(name, sizeof(name), "filler-%d", i);
+		put(c, name, "x\n");
+		lstat_of(c, name, &st);
+		snprintf(from, sizeof(from), "%s", ws_path(c, name));
+		if (st.st_ino == made.st_ino && rename(from, ws_path(c, "guarded.txt")) == 0)
+			reused_ino = st.st_ino;
+	}
+	if (reused_ino == 0)
+		put(c, "guarded.txt", "x\n");
+	assert_int_equal(chmod(ws_path(c, "guarded.txt"), 0644), 0);
+}
+
+/* The inode of a made file, removed and given to a protected one: an fd
+ * of that one is not the made file, whatever its (dev, ino). */
+static void a_reused_inode_is_not_taken_for_the_made_file(void **state)
+{
+	struct fsbt_core *c = *state;
+	struct made_seen m;
+	struct stat st;
+
+	made_pack(c, "  denyModify = { \"${workspace}/guarded.txt\" },\n");
+	fsbt_core_start(c);
+	made_run(c, MADE_REOPEN, reuse_the_inode, &m);
+	assert_int_equal(m.first, 0);
+	lstat_of(c, "guarded.txt", &st);
+	assert_int_equal(st.st_mode & 0777, 0644);
+	assert_int_equal(m.second, EACCES);
+	if (reused_ino == 0)
+		fsbt_skip("the file system gave the removed file's inode to none of 64 new files");
+}
+
+static int made_setup(void **state)
+{
+	*state = fsbt_core_new();
+	return 0;
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -468,6 +758,16 @@ int main(void)
 						fsbt_setup_core, fsbt_teardown_core),
 		cmocka_unit_test_setup_teardown(creates_take_the_targets_fsuid,
 						fsbt_setup_core, fsbt_teardown_core),
+		cmocka_unit_test_setup_teardown(a_made_files_calls_are_judged_again_after_a_reload,
+						made_setup, fsbt_teardown_core),
+		cmocka_unit_test_setup_teardown(a_decide_hook_judges_every_call_on_a_made_file,
+						made_setup, fsbt_teardown_core),
+		cmocka_unit_test_setup_teardown(a_made_file_moved_by_the_host_is_judged_where_it_is,
+						made_setup, fsbt_teardown_core),
+		cmocka_unit_test_setup_teardown(a_made_file_with_a_second_name_is_judged_again,
+						made_setup, fsbt_teardown_core),
+		cmocka_unit_test_setup_teardown(a_reused_inode_is_not_taken_for_the_made_file,
+						made_setup, fsbt_teardown_core),
 	};
 
 	return fsbt_run_group(tests, NULL, NULL);
