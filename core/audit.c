@@ -370,39 +370,44 @@ int fsb_audit_append(struct fsb_audit *a, struct fsb_audit_line *l)
 	char now[32];
 	int err;
 
-	if ((err = format_time(now)) < 0)
-		return err;
-	fsb_audit_line_str(l, "time", now);
+	if (!l->timed) {
+		if ((err = format_time(now)) < 0)
+			return err;
+		fsb_audit_line_str(l, "time", now);
+	}
 	return append(a, l);
+}
+
+int fsb_audit_line_of(struct fsb_audit_line *l, cJSON *record)
+{
+	char *json;
+	size_t jlen;
+
+	fsb_audit_line_init(l);
+	if (!cJSON_IsObject(record))
+		return -EINVAL;
+	/* `prev` is the core's to set, and goes last: drop any the caller
+	 * put in, under that exact name. */
+	while (cJSON_GetObjectItemCaseSensitive(record, "prev") != NULL)
+		cJSON_DeleteItemFromObjectCaseSensitive(record, "prev");
+	l->timed = cJSON_GetObjectItemCaseSensitive(record, "time") != NULL;
+	json = fsb_json_print(record, false);
+	if (json == NULL)
+		return -ENOMEM;
+	jlen = strlen(json);
+	/* The members, without the object's braces. */
+	fsb_audit_line_raw(l, json + 1, jlen >= 2 ? jlen - 2 : 0);
+	cJSON_free(json);
+	return l->failed ? -ENOMEM : 0;
 }
 
 int fsb_audit_write(struct fsb_audit *a, cJSON *record)
 {
 	struct fsb_audit_line l;
-	char now[32], *json;
-	size_t jlen;
-	int err;
+	int err = fsb_audit_line_of(&l, record);
 
-	if (!cJSON_IsObject(record))
-		return -EINVAL;
-	if (cJSON_GetObjectItemCaseSensitive(record, "time") == NULL &&
-	    ((err = format_time(now)) < 0 ||
-	     (cJSON_AddStringToObject(record, "time", now) == NULL && (err = -ENOMEM))))
-		return err;
-	/* `prev` is the core's to set, and goes last: drop any the caller
-	 * put in, under that exact name. */
-	while (cJSON_GetObjectItemCaseSensitive(record, "prev") != NULL)
-		cJSON_DeleteItemFromObjectCaseSensitive(record, "prev");
-
-	json = fsb_json_print(record, false);
-	if (json == NULL)
-		return -ENOMEM;
-	jlen = strlen(json);
-	/* The members, without the object's braces, go into a line. */
-	fsb_audit_line_init(&l);
-	fsb_audit_line_raw(&l, json + 1, jlen >= 2 ? jlen - 2 : 0);
-	cJSON_free(json);
-	err = append(a, &l);
+	if (err == 0)
+		err = fsb_audit_append(a, &l);
 	fsb_audit_line_free(&l);
 	return err;
 }

@@ -36,10 +36,16 @@ int fsb_audit_write(struct fsb_audit *a, cJSON *record);
 
 /**
  * Append the record built in `l` (audit_line.h) as one line, with "time"
- * and "prev" added, as fsb_audit_write() does for a tree; `l` is used up
- * (the caller still frees it). 0 or -errno.
+ * (unless it has one) and "prev" added; `l` is used up (the caller still
+ * frees it). 0 or -errno; on error the chain head is unchanged.
  */
 int fsb_audit_append(struct fsb_audit *a, struct fsb_audit_line *l);
+
+/**
+ * Start `l` with the members of `record` (a JSON object; any "prev" is
+ * dropped from it, a "time" kept), for fsb_audit_append(). 0 or -errno.
+ */
+int fsb_audit_line_of(struct fsb_audit_line *l, cJSON *record);
 
 /** Hex SHA-256 of the last line written (the chain head), NUL-terminated. */
 const char *fsb_audit_head(const struct fsb_audit *a);

@@ -16,6 +16,7 @@ void fsb_audit_line_init(struct fsb_audit_line *l)
 	l->small[0] = '{';
 	l->len = 1;
 	l->failed = false;
+	l->timed = false;
 }
 
 void fsb_audit_line_free(struct fsb_audit_line *l)

@@ -19,6 +19,7 @@ struct fsb_audit_line {
 	char *buf;		/* "{" and the fields so far, not NUL-terminated */
 	size_t len, cap;
 	bool failed;		/* out of memory: the line is refused */
+	bool timed;		/* it has its "time" (fsb_audit_line_of) */
 	char small[1024];	/* `buf` until a line outgrows it */
 };
 

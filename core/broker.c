@@ -291,12 +291,18 @@ void fsb_broker_verdicts_changed(struct fsb_broker *b)
 	fsb_broker_unlock(b);
 }
 
+/* The lock is held. */
+static void epoch_locked(struct fsb_broker *b, struct fsb_broker_epoch *e)
+{
+	e->verdicts = b->verdict_cache.generation;
+	e->names = __atomic_load_n(&b->name_changes, __ATOMIC_ACQUIRE);
+}
+
 void fsb_broker_epoch(struct fsb_broker *b, struct fsb_broker_epoch *e)
 {
 	fsb_broker_lock(b);
-	e->verdicts = b->verdict_cache.generation;
+	epoch_locked(b, e);
 	fsb_broker_unlock(b);
-	e->names = __atomic_load_n(&b->name_changes, __ATOMIC_ACQUIRE);
 }
 
 static bool verdict_cacheable(const struct fsb_broker *b, const struct fsb_access *d,
@@ -496,6 +502,7 @@ void fsb_broker_decide(struct fsb_broker *b, struct fsb_access *d)
 	fsb_stage_push(FSB_STAGE_DECIDE);
 	guarded = linked_to_protected(b, d, buf, sizeof(buf));
 	fsb_broker_lock(b);
+	epoch_locked(b, &d->epoch);
 	decide(b, d, guarded);
 	if (d->verdict.decision == FSB_ASK && may_wait(b, d))
 		wait_for_host(b, d);
@@ -878,16 +885,14 @@ int fsb_broker_audit_line(struct fsb_broker *b, const char *session, struct fsb_
 
 int fsb_broker_audit(struct fsb_broker *b, const char *session, cJSON *rec)
 {
-	struct fsb_session *s;
-	int rc;
+	struct fsb_audit_line l;
+	int rc = fsb_audit_line_of(&l, rec);
 
-	fsb_broker_lock(b);
-	s = session_of(b, session);
-	rc = s != NULL ? fsb_audit_write(s->audit, rec) : -EIO;
-	fsb_broker_unlock(b);
-
-	if (rc < 0)
-		fsb_error("audit line for session %s not written: %s", session, strerror(-rc));
 	cJSON_Delete(rec);
-	return rc;
+	if (rc < 0) {
+		fsb_error("audit line for session %s not written: %s", session, strerror(-rc));
+		fsb_audit_line_free(&l);
+		return rc;
+	}
+	return fsb_broker_audit_line(b, session, &l);
 }

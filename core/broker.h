@@ -155,6 +155,16 @@ struct fsb_broker {
 	uint64_t name_changes;
 };
 
+/*
+ * What a verdict kept outside the cache rests on: the pack's verdicts (a
+ * reload or an approval changes them) and every file's names (a host
+ * operation may change them). Two epochs that are equal mean neither
+ * changed in between.
+ */
+struct fsb_broker_epoch {
+	uint64_t verdicts, names;
+};
+
 /** One access to decide, and what was decided. */
 struct fsb_access {
 	/* in */
@@ -186,6 +196,7 @@ struct fsb_access {
 	struct fsb_resolved res;	/* valid when resolve_err == 0; in with given_resolved */
 	int resolve_err;		/* -errno from resolution, or 0 */
 	struct fsb_verdict verdict;
+	struct fsb_broker_epoch epoch;	/* what the verdict rested on */
 	/* The prompt block an ask recorded ("" otherwise), copied: the prompts
 	 * may change as soon as the broker's lock is let go. */
 	char block_id[sizeof(((struct fsb_prompt *)0)->id)];
@@ -231,16 +242,7 @@ int fsb_broker_reload(struct fsb_broker *b, const char *trigger, char *err, size
  */
 void fsb_broker_verdicts_changed(struct fsb_broker *b);
 
-/*
- * What a verdict kept outside the cache rests on: the pack's verdicts (a
- * reload or an approval changes them) and every file's names (a host
- * operation may change them). Two epochs that are equal mean neither
- * changed in between.
- */
-struct fsb_broker_epoch {
-	uint64_t verdicts, names;
-};
-
+/** The broker's epoch now (an access gets the one it was decided in). */
 void fsb_broker_epoch(struct fsb_broker *b, struct fsb_broker_epoch *e);
 
 /**

@@ -289,6 +289,7 @@ int fsb_supervisor_start(struct fsb_broker *b, int listener, const struct fsb_sc
 	}
 	sv->ended.data = sv;
 	pthread_mutex_init(&sv->recv_lock, NULL);
+	fsb_sv_made_init(sv);
 	for (int i = 0; i < SV_RECEIVERS; i++) {
 		__atomic_add_fetch(&sv->running, 1, __ATOMIC_ACQ_REL);
 		if ((rc = pthread_create(&sv->receivers[i], NULL, receiver, sv)) != 0) {

@@ -168,7 +168,8 @@ void fsb_sv_made_note(struct fsb_supervisor *sv, const struct fsb_access *acc, i
 bool fsb_sv_made_here(struct fsb_supervisor *sv, int fd, const struct stat *st,
 		      char *path, size_t len, struct fsb_verdict *verdict);
 
-/** Free the table (at the end of the supervisor). */
+/** Make the table (as the supervisor starts) and free it (as it ends). */
+void fsb_sv_made_init(struct fsb_supervisor *sv);
 void fsb_sv_made_free(struct fsb_supervisor *sv);
 
 /* ---- supervisor_creds.c -------------------------------------------------- */

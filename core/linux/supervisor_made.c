@@ -65,47 +65,35 @@ static bool same_epoch(const struct fsb_broker_epoch *a, const struct fsb_broker
 	return a->verdicts == b->verdicts && a->names == b->names;
 }
 
-/* The table, made on the first create: two receivers may get here at
- * once, and the first one's is kept. */
-static struct sv_made_files *files(struct fsb_supervisor *sv)
+void fsb_sv_made_init(struct fsb_supervisor *sv)
 {
-	struct sv_made_files *m = __atomic_load_n(&sv->made, __ATOMIC_ACQUIRE);
+	struct sv_made_files *m = calloc(1, sizeof(*m));
 
+	/* Without a table every call is judged: slower, not wrong. */
 	if (m != NULL)
-		return m;
-	if ((m = calloc(1, sizeof(*m))) == NULL)
-		return NULL;
-	pthread_mutex_init(&m->lock, NULL);
-	if (!__atomic_compare_exchange_n(&sv->made, &(struct sv_made_files *){ NULL }, m, false,
-					 __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
-		pthread_mutex_destroy(&m->lock);
-		free(m);
-		m = sv->made;
-	}
-	return m;
+		pthread_mutex_init(&m->lock, NULL);
+	sv->made = m;
 }
 
 void fsb_sv_made_note(struct fsb_supervisor *sv, const struct fsb_access *acc, int fd,
 		      const struct stat *st)
 {
-	struct fsb_broker_epoch epoch;
+	struct sv_made_files *m = sv->made;
 	struct statx_timestamp btime;
-	struct sv_made_files *m;
 	struct made *slot;
 
-	if (!S_ISREG(st->st_mode) || st->st_nlink != 1 ||
+	if (m == NULL || !S_ISREG(st->st_mode) || st->st_nlink != 1 ||
 	    !fsb_broker_verdict_answers_class(sv->b, acc) || !birth_time(fd, &btime))
 		return;
-	if ((m = files(sv)) == NULL)
-		return;
-	fsb_broker_epoch(sv->b, &epoch);
 	pthread_mutex_lock(&m->lock);
 	slot = &m->slots[m->next++ % MADE_SLOTS];
 	slot->used = true;
 	slot->dev = st->st_dev;
 	slot->ino = st->st_ino;
 	slot->btime = btime;
-	slot->epoch = epoch;
+	/* The epoch the verdict was decided in, not now's: a reload in
+	 * between must not pass for one before it. */
+	slot->epoch = acc->epoch;
 	slot->verdict = acc->verdict;
 	snprintf(slot->path, sizeof(slot->path), "%s", acc->res.path);
 	pthread_mutex_unlock(&m->lock);
@@ -114,7 +102,7 @@ void fsb_sv_made_note(struct fsb_supervisor *sv, const struct fsb_access *acc, i
 bool fsb_sv_made_here(struct fsb_supervisor *sv, int fd, const struct stat *st,
 		      char *path, size_t len, struct fsb_verdict *verdict)
 {
-	struct sv_made_files *m = __atomic_load_n(&sv->made, __ATOMIC_ACQUIRE);
+	struct sv_made_files *m = sv->made;
 	struct fsb_broker_epoch now;
 	struct statx_timestamp btime;
 	struct made *hit = NULL;
